@@ -1,0 +1,82 @@
+package luagen
+
+import "strings"
+
+const manifestComment = "ratelua scripts: call by EVALSHA <sha1> 1 <state key> <ARGV...>; on NOSCRIPT, SCRIPT LOAD the file (or EVAL its text) and retry. " +
+	"Every reply is an array of five integers {allowed, remaining, retry_after, reset_after, limit_index}; " +
+	"bad input is an error reply starting with 'ERR ratelua:' and writes nothing."
+
+// v1Argv is ARGV[1..4], the same for every v1 script.
+var v1Argv = []string{
+	"ARGV[1] eventCount, an integer in [-2^52, 2^52]: > 0 record that many events and decide; 0 decide whether one more event would pass, writing nothing; < 0 delete the state and reply as for a fresh key (limit_index 0)",
+	"ARGV[2] unit: 's', 'ms' or 'us', the unit of now, of every duration in the limits and of retry_after and reset_after",
+	"ARGV[3] now: an integer in [0, 2^52] in that unit from the caller's clock, or '' to use the server's clock (TIME); a now earlier than the state's last write is treated as the time of that write",
+	"ARGV[4] mode: '0' a denied call records nothing (with several limits, all record or none does); '1' every call records its events, allowed or not",
+}
+
+var v1Keys = []string{
+	"KEYS[1] the limiter's state key, the only key the script reads or writes; it gets a TTL of reset_after on every write",
+}
+
+var v1Reply = []string{
+	"allowed: 1 if every limit admits the events, else 0",
+	"remaining: how many more events would be admitted right now, after this call (minimum over the limits, >= 0)",
+	"retry_after: 0 when allowed; else the smallest wait, in the unit, after which the same eventCount (for 0: one event) would be admitted if nothing else happens; -1 if never (eventCount larger than a limit's maximum)",
+	"reset_after: the time, in the unit, until the state is fresh if nothing else happens (see fresh)",
+	"limit_index: when allowed, the 1-based index of the limit with the fewest remaining; when denied, of the limit with the longest retry_after (never first); ties go to the lower index; 0 after a reset",
+}
+
+func v1(limitArgs []string, limit []string, fresh, state, cost string) Entry {
+	argv := append(append([]string{}, v1Argv...),
+		"ARGV[5..] 1 to 16 limits, each the integers: "+strings.Join(limit, ", "))
+	argv = append(argv, limitArgs...)
+	return Entry{Keys: v1Keys, Argv: argv, Limit: limit, Reply: v1Reply, Fresh: fresh, State: state, Cost: cost}
+}
+
+// contracts holds the contract in words of every script version, by
+// "name.vN".
+var contracts = map[string]Entry{
+	"sliding_window.v1": v1(
+		[]string{
+			"max: events allowed in the window, 1..10^9",
+			"duration: the window, in the unit, 1..2^52",
+			"resolution: the bucket width, in the unit, 1..duration; ceil(duration / resolution) <= 10000",
+		},
+		[]string{"max", "duration", "resolution"},
+		"every limit counts 0 events: bucket b = floor(t / resolution) holds the events at time t, and at time now a limit counts the buckets b > floor((now - duration) / resolution)",
+		"a hash: field 'm' = '<last write time> <8 hex of SHA1 of unit and limits> <ring total per limit>', field '<i>.<b mod N>' = '<b>:<count>' for bucket b of limit i (N = ceil(duration / resolution)); other limits on the same key start fresh",
+		"HGET, HMGET, HSET, PEXPIRE per recorded decision whatever the number of limits and buckets; a denied reply reads buckets from the oldest until the retry time is found; + TIME with the server clock",
+	),
+	"ar1.v1": v1(
+		[]string{
+			"max: events allowed in the decayed count, 1..10^9",
+			"decay: in thousandths (2000 = halve), 1001..10^9; the count is divided by decay/1000 at every multiple of resolution",
+			"resolution: the decay period, in the unit, 1..2^52",
+		},
+		[]string{"max", "decay", "resolution"},
+		"every limit's decayed count is 0 (a count below 1/1000 of an event is 0)",
+		"a string '<last write time> <8 hex of SHA1 of unit and limits> <count per limit as %.17g>'; other limits on the same key start fresh",
+		"GET, SET per recorded decision; + TIME with the server clock",
+	),
+	"zset_log.v1": v1(
+		[]string{
+			"max: events allowed in any window, 1..10^6",
+			"window: in the unit, 1..2^52; at time now the events at times t > now - window count",
+		},
+		[]string{"max", "window"},
+		"no event is inside any limit's window",
+		"a sorted set, one member per event scored by its time, named '<time>:<seq>:<set size>'; only the newest max+1 events (largest max) inside the largest window are kept; the unit must not change for a key",
+		"ZRANGE, one ZCOUNT per limit, ZADD, PEXPIRE per recorded decision, an occasional ZREMRANGEBYRANK, one ZRANGE per denied reply; + TIME with the server clock",
+	),
+	"token_bucket.v1": v1(
+		[]string{
+			"capacity: tokens in a full bucket, 1..10^9",
+			"refill_amount: tokens added per refill_interval (continuously, exactly), 1..10^9",
+			"refill_interval: in the unit, 1..2^52; capacity * refill_interval <= 2^50",
+		},
+		[]string{"capacity", "refill_amount", "refill_interval"},
+		"every bucket is full (a fresh bucket is full); eventCount is the cost in tokens; in mode '1' a denied call still takes its tokens, down to -capacity",
+		"a string '<last write time> <8 hex of SHA1 of unit and limits> <tokens * refill_interval per limit>'; other limits on the same key start fresh",
+		"GET, SET per recorded decision; + TIME with the server clock",
+	),
+}

@@ -1,0 +1,149 @@
+// Package luagen assembles the released Lua scripts from their sources and
+// writes the manifest that describes them.
+//
+// A source in lua/src may contain lines of the form
+//
+//	-- #include prelude.v1.lua
+//
+// which are replaced by the named file from the same folder. The assembled
+// script is what is released, embedded and pinned by SHA1; its sources are
+// kept so that the shared prelude is written once.
+package luagen
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+var includeLine = regexp.MustCompile(`(?m)^-- #include ([A-Za-z0-9_.]+)\n`)
+
+// Assemble returns the released text of the script source file name in the
+// folder src of fsys, with every include expanded once.
+func Assemble(fsys fs.FS, src, name string) ([]byte, error) {
+	body, err := fs.ReadFile(fsys, path.Join(src, name))
+	if err != nil {
+		return nil, fmt.Errorf("luagen: read source: %w", err)
+	}
+	var firstErr error
+	out := includeLine.ReplaceAllFunc(body, func(line []byte) []byte {
+		included := string(includeLine.FindSubmatch(line)[1])
+		text, err := fs.ReadFile(fsys, path.Join(src, included))
+		if err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("luagen: %s includes %s: %w", name, included, err)
+		}
+		if bytes.Contains(text, []byte("-- #include ")) && firstErr == nil {
+			firstErr = fmt.Errorf("luagen: %s: nested includes are not supported", included)
+		}
+		return text
+	})
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return out, nil
+}
+
+// Entry is one script version in the manifest.
+type Entry struct {
+	Name    string   `json:"name"`
+	Version int      `json:"version"`
+	File    string   `json:"file"`
+	SHA1    string   `json:"sha1"`
+	Keys    []string `json:"keys"`
+	Argv    []string `json:"argv"`
+	Limit   []string `json:"limit"`
+	Reply   []string `json:"reply"`
+	Fresh   string   `json:"fresh"`
+	State   string   `json:"state"`
+	Cost    string   `json:"cost"`
+}
+
+// Manifest is the checked-in lua/manifest.json: everything a caller in any
+// language needs to call the scripts by EVALSHA.
+type Manifest struct {
+	Comment string  `json:"comment"`
+	Scripts []Entry `json:"scripts"`
+}
+
+var fileName = regexp.MustCompile(`^([a-z][a-z0-9_]*)\.v([1-9][0-9]*)\.lua$`)
+
+// ParseFileName splits "name.vN.lua" into its name and version.
+func ParseFileName(file string) (string, int, bool) {
+	m := fileName.FindStringSubmatch(file)
+	if m == nil {
+		return "", 0, false
+	}
+	version, err := strconv.Atoi(m[2])
+	if err != nil {
+		return "", 0, false
+	}
+	return m[1], version, true
+}
+
+// SHA1 returns the hex SHA1 of a script, as SCRIPT LOAD and EVALSHA use it.
+func SHA1(source []byte) string {
+	sum := sha1.Sum(source)
+	return hex.EncodeToString(sum[:])
+}
+
+// Build returns the manifest for the assembled scripts (file name to text),
+// taking each script's contract from contracts.
+func Build(scripts map[string][]byte) ([]byte, error) {
+	m := Manifest{Comment: manifestComment}
+	for file, text := range scripts {
+		name, version, ok := ParseFileName(file)
+		if !ok {
+			return nil, fmt.Errorf("luagen: %q is not named name.vN.lua", file)
+		}
+		c, ok := contracts[fmt.Sprintf("%s.v%d", name, version)]
+		if !ok {
+			return nil, fmt.Errorf("luagen: no contract for %s v%d", name, version)
+		}
+		c.Name, c.Version, c.File, c.SHA1 = name, version, file, SHA1(text)
+		m.Scripts = append(m.Scripts, c)
+	}
+	slices.SortFunc(m.Scripts, func(a, b Entry) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return a.Version - b.Version
+	})
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(m); err != nil {
+		return nil, fmt.Errorf("luagen: encode manifest: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// AssembleAll assembles every script source (name.vN.lua, not the included
+// files whose names start with "_") in the folder src of fsys, keyed by file
+// name.
+func AssembleAll(fsys fs.FS, src string) (map[string][]byte, error) {
+	entries, err := fs.ReadDir(fsys, src)
+	if err != nil {
+		return nil, fmt.Errorf("luagen: list sources: %w", err)
+	}
+	out := make(map[string][]byte)
+	for _, e := range entries {
+		if _, _, ok := ParseFileName(e.Name()); !ok || e.IsDir() {
+			continue
+		}
+		text, err := Assemble(fsys, src, e.Name())
+		if err != nil {
+			return nil, err
+		}
+		out[e.Name()] = text
+	}
+	return out, nil
+}

@@ -1,0 +1,79 @@
+package model
+
+import (
+	"regexp"
+	"strconv"
+)
+
+var integer = regexp.MustCompile(`^-?[0-9]+$`)
+
+// limitRule bounds one integer of a limit.
+type limitRule struct {
+	lo, hi int64
+}
+
+var rules = map[string][]limitRule{
+	"sliding_window": {{1, 1e9}, {1, MaxTime}, {1, MaxTime}},
+	"ar1":            {{1, 1e9}, {1001, 1e9}, {1, MaxTime}},
+	"zset_log":       {{1, 1e6}, {1, MaxTime}},
+	"token_bucket":   {{1, 1e9}, {1, 1e9}, {1, MaxTime}},
+}
+
+func parseInt(s string, lo, hi int64) (int64, bool) {
+	if len(s) == 0 || len(s) > 20 || !integer.MatchString(s) {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, false
+	}
+	return n, true
+}
+
+// Accepts reports whether the v1 script name accepts keys and argv: the
+// rules of the contract, written independently of the scripts.
+func Accepts(name string, keys, argv []string) bool {
+	rule, ok := rules[name]
+	if !ok || len(keys) != 1 || len(argv) < 4 {
+		return false
+	}
+	if _, ok := parseInt(argv[0], -MaxTime, MaxTime); !ok {
+		return false
+	}
+	if argv[1] != "s" && argv[1] != "ms" && argv[1] != "us" {
+		return false
+	}
+	if argv[2] != "" {
+		if _, ok := parseInt(argv[2], 0, MaxTime); !ok {
+			return false
+		}
+	}
+	if argv[3] != "0" && argv[3] != "1" {
+		return false
+	}
+	rest := argv[4:]
+	if len(rest) == 0 || len(rest)%len(rule) != 0 || len(rest)/len(rule) > 16 {
+		return false
+	}
+	for i := 0; i < len(rest); i += len(rule) {
+		v := make([]int64, len(rule))
+		for j, r := range rule {
+			n, ok := parseInt(rest[i+j], r.lo, r.hi)
+			if !ok {
+				return false
+			}
+			v[j] = n
+		}
+		switch name {
+		case "sliding_window":
+			if v[2] > v[1] || ceilDiv(v[1], v[2]) > 10000 {
+				return false
+			}
+		case "token_bucket":
+			if float64(v[0])*float64(v[2]) > 1<<50 {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,72 @@
+package ratelua
+
+import (
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ratelua/ratelua/internal/model"
+	"github.com/ratelua/ratelua/luatest"
+)
+
+// testKey is the state key every script test uses.
+const testKey = "rl:{user:42}:test"
+
+// source returns the embedded v1 source of a script.
+func source(t testing.TB, name string) string {
+	t.Helper()
+	s, err := LookupScript(name, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Source
+}
+
+// frozenEngine returns an engine whose clock never moves, so TTLs read back
+// exactly as set and nothing expires behind a model's back.
+func frozenEngine() *luatest.Engine {
+	return luatest.New(luatest.Options{Now: time.Unix(1_700_000_000, 0)})
+}
+
+// callArgs builds ARGV for one call.
+func callArgs(c model.Call, limits []string) []string {
+	args := []string{strconv.FormatInt(c.Count, 10), c.Unit, strconv.FormatInt(c.Now, 10), strconv.Itoa(c.Mode)}
+	return append(args, limits...)
+}
+
+// run runs src and returns its reply as integers; a strictness violation
+// fails the test at once.
+func run(t testing.TB, e *luatest.Engine, src string, args []string) ([]int64, *luatest.Result, error) {
+	t.Helper()
+	res, err := e.Run(src, []string{testKey}, args)
+	var v *luatest.Violation
+	if errors.As(err, &v) {
+		t.Fatalf("strictness violation with ARGV %q: %v", args, err)
+	}
+	if err != nil {
+		return nil, res, err
+	}
+	ints, err := luatest.Ints(res.Reply)
+	if err != nil {
+		t.Fatalf("reply %#v is not an array of integers: %v", res.Reply, err)
+	}
+	if len(ints) != 5 {
+		t.Fatalf("reply %v has %d integers, want 5", ints, len(ints))
+	}
+	return ints, res, nil
+}
+
+func ints64(xs ...int64) []int64 { return xs }
+
+func equalInts(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,139 @@
+// Package ratelua is a set of rate limiters that run atomically inside
+// Valkey and Redis as versioned Lua scripts, and the Go to call them.
+//
+// Every script takes one state key and the same arguments (eventCount,
+// unit, now, mode, limits...) and answers five integers; lua/manifest.json
+// publishes the contract, so any language can call the scripts by EVALSHA.
+package ratelua
+
+import (
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ratelua/ratelua/internal/luagen"
+)
+
+//go:generate go run ./internal/luagen/cmd/luagen
+
+// The script names.
+const (
+	SlidingWindow = "sliding_window"
+	AR1           = "ar1"
+	ZSetLog       = "zset_log"
+	TokenBucket   = "token_bucket"
+)
+
+//go:embed lua/*.lua lua/manifest.json
+var luaFiles embed.FS
+
+// ErrUnknownScript is returned when no embedded script has the asked name
+// or version.
+var ErrUnknownScript = errors.New("ratelua: unknown script")
+
+// Contract is a script's calling convention in words, as published in
+// lua/manifest.json.
+type Contract struct {
+	Keys  []string // what each KEYS entry is
+	Argv  []string // what each ARGV entry is
+	Limit []string // the names of the integers of one limit, in order
+	Reply []string // what each reply integer is
+	Fresh string   // what a fresh state is (reset_after counts down to it)
+	State string   // the layout of the state key
+	Cost  string   // the commands one decision costs
+}
+
+// Script is one released version of a script: its exact source and the
+// SHA1 by which EVALSHA calls it.
+type Script struct {
+	Name     string
+	Version  int
+	Source   string
+	SHA1     string
+	Contract Contract
+}
+
+// String returns "name@vN".
+func (s Script) String() string { return fmt.Sprintf("%s@v%d", s.Name, s.Version) }
+
+// Lua returns a rueidis.Lua that runs the script by EVALSHA with the SHA1
+// computed locally, falling back to EVAL on NOSCRIPT.
+func (s Script) Lua() *rueidis.Lua { return rueidis.NewLuaScript(s.Source) }
+
+var embedded = sync.OnceValues(loadEmbedded)
+
+func loadEmbedded() ([]Script, error) {
+	raw, err := luaFiles.ReadFile("lua/manifest.json")
+	if err != nil {
+		return nil, fmt.Errorf("ratelua: read manifest: %w", err)
+	}
+	var m luagen.Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("ratelua: parse manifest: %w", err)
+	}
+	scripts := make([]Script, 0, len(m.Scripts))
+	for _, e := range m.Scripts {
+		src, err := luaFiles.ReadFile("lua/" + e.File)
+		if err != nil {
+			return nil, fmt.Errorf("ratelua: manifest names %s: %w", e.File, err)
+		}
+		if sum := luagen.SHA1(src); sum != e.SHA1 {
+			return nil, fmt.Errorf("ratelua: %s has SHA1 %s, the manifest says %s", e.File, sum, e.SHA1)
+		}
+		scripts = append(scripts, Script{
+			Name: e.Name, Version: e.Version, Source: string(src), SHA1: e.SHA1,
+			Contract: Contract{Keys: e.Keys, Argv: e.Argv, Limit: e.Limit, Reply: e.Reply,
+				Fresh: e.Fresh, State: e.State, Cost: e.Cost},
+		})
+	}
+	return scripts, nil
+}
+
+// Scripts returns every embedded script version, ordered by name and
+// version.
+func Scripts() []Script {
+	s, err := embedded()
+	if err != nil {
+		// The embedded files are checked by the package's tests; a broken
+		// build answers no scripts rather than panicking.
+		return nil
+	}
+	return slices.Clone(s)
+}
+
+// LookupScript returns the embedded script name at version.
+func LookupScript(name string, version int) (Script, error) {
+	s, err := embedded()
+	if err != nil {
+		return Script{}, err
+	}
+	for _, sc := range s {
+		if sc.Name == name && sc.Version == version {
+			return sc, nil
+		}
+	}
+	return Script{}, fmt.Errorf("%w: %s@v%d", ErrUnknownScript, name, version)
+}
+
+// LatestScript returns the highest embedded version of the script name.
+func LatestScript(name string) (Script, error) {
+	s, err := embedded()
+	if err != nil {
+		return Script{}, err
+	}
+	var latest *Script
+	for i := range s {
+		if s[i].Name == name && (latest == nil || s[i].Version > latest.Version) {
+			latest = &s[i]
+		}
+	}
+	if latest == nil {
+		return Script{}, fmt.Errorf("%w: %s", ErrUnknownScript, name)
+	}
+	return *latest, nil
+}

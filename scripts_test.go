@@ -1,0 +1,109 @@
+package ratelua
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/ratelua/ratelua/internal/luagen"
+)
+
+// released pins the SHA1 of every released script version. A released
+// version is immutable: changing its behaviour means a new version file.
+var released = map[string]string{
+	"ar1@v1":            "5d63022f1d809371146b00f3e607299e6500e5e0",
+	"sliding_window@v1": "afe475df660c56e5e0631430a84e0654e83dad6e",
+	"token_bucket@v1":   "b5755bb2404a72154632fc285e18d4c70f8a4dfc",
+	"zset_log@v1":       "1bc360f48576f8bbf745c5b919263937f4abb6c7",
+}
+
+func TestReleasedScriptsAreUnchanged(t *testing.T) {
+	scripts := Scripts()
+	if len(scripts) != len(released) {
+		t.Errorf("%d embedded scripts, %d released", len(scripts), len(released))
+	}
+	for _, s := range scripts {
+		want, ok := released[s.String()]
+		if !ok {
+			t.Errorf("%s is embedded but not pinned in released", s)
+			continue
+		}
+		if got := luagen.SHA1([]byte(s.Source)); got != want || s.SHA1 != want {
+			t.Errorf("%s: source SHA1 %s, Script.SHA1 %s, released %s: a released version must not change", s, got, s.SHA1, want)
+		}
+	}
+}
+
+// TestGenerated checks that lua/*.lua and lua/manifest.json are exactly what
+// lua/src generates (run `make generate` after editing lua/src).
+func TestGenerated(t *testing.T) {
+	scripts, err := luagen.AssembleAll(os.DirFS("lua"), "src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range scripts {
+		got, err := luaFiles.ReadFile("lua/" + file)
+		if err != nil {
+			t.Errorf("%s is not generated: %v", file, err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("lua/%s differs from what lua/src generates: run make generate", file)
+		}
+	}
+	manifest, err := luagen.Build(scripts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := luaFiles.ReadFile("lua/manifest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, manifest) {
+		t.Error("lua/manifest.json differs from what lua/src generates: run make generate")
+	}
+}
+
+func TestManifestDescribesEveryScript(t *testing.T) {
+	for _, s := range Scripts() {
+		if s.SHA1 != luagen.SHA1([]byte(s.Source)) {
+			t.Errorf("%s: manifest SHA1 %s does not match the source", s, s.SHA1)
+		}
+		c := s.Contract
+		if len(c.Keys) != 1 || len(c.Reply) != 5 || len(c.Argv) < 5 || len(c.Limit) == 0 ||
+			c.Fresh == "" || c.State == "" || c.Cost == "" {
+			t.Errorf("%s: incomplete contract %+v", s, c)
+		}
+		if s.Lua() == nil {
+			t.Errorf("%s: no rueidis.Lua", s)
+		}
+	}
+}
+
+func TestLookup(t *testing.T) {
+	for _, name := range []string{SlidingWindow, AR1, ZSetLog, TokenBucket} {
+		s, err := LatestScript(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Name != name || s.Version < 1 {
+			t.Errorf("LatestScript(%q) = %s", name, s)
+		}
+		got, err := LookupScript(name, s.Version)
+		if err != nil || got.SHA1 != s.SHA1 {
+			t.Errorf("LookupScript(%q, %d) = %s, %v", name, s.Version, got, err)
+		}
+	}
+	if _, err := LookupScript(SlidingWindow, 99); !errors.Is(err, ErrUnknownScript) {
+		t.Errorf("unknown version: err %v, want ErrUnknownScript", err)
+	}
+	if _, err := LatestScript("nope"); !errors.Is(err, ErrUnknownScript) {
+		t.Errorf("unknown name: err %v, want ErrUnknownScript", err)
+	}
+	a, b := Scripts(), Scripts()
+	a[0].Source = "changed"
+	if b[0].Source == "changed" {
+		t.Error("Scripts returns shared storage")
+	}
+}
