@@ -16,7 +16,7 @@ var propertyCalls = flag.Int("ratelua.calls", 100_000, "random calls per script 
 var traceCalls = flag.Bool("ratelua.trace", false, "print every property-test call before running it")
 
 // generator makes a random limit set and its model for one script.
-type generator func(r *rand.Rand, unit string) (model.Model, []string, int64)
+type generator func(r *rand.Rand, unit string, limits int) (model.Model, []string, int64)
 
 // scale returns a time scale for the unit so durations stay realistic.
 func scale(unit string) int64 {
@@ -49,11 +49,11 @@ func strs(xs ...int64) []string {
 }
 
 var generators = map[string]generator{
-	SlidingWindow: func(r *rand.Rand, unit string) (model.Model, []string, int64) {
+	SlidingWindow: func(r *rand.Rand, unit string, n int) (model.Model, []string, int64) {
 		m := &model.SlidingWindow{}
 		var args []string
 		var longest int64
-		for range nLimits(r) {
+		for range n {
 			res := (1 + r.Int64N(10)) * scale(unit) / int64(1+r.IntN(4))
 			res = max(res, 1)
 			dur := res * (1 + r.Int64N(12))
@@ -67,11 +67,11 @@ var generators = map[string]generator{
 		}
 		return m, args, longest
 	},
-	AR1: func(r *rand.Rand, unit string) (model.Model, []string, int64) {
+	AR1: func(r *rand.Rand, unit string, n int) (model.Model, []string, int64) {
 		m := &model.AR1{}
 		var args []string
 		var longest int64
-		for range nLimits(r) {
+		for range n {
 			decay := []int64{1001, 1100, 1500, 2000, 2718, 10000}[r.IntN(6)]
 			if r.IntN(4) == 0 {
 				decay = 1001 + r.Int64N(5000)
@@ -84,11 +84,11 @@ var generators = map[string]generator{
 		}
 		return m, args, longest
 	},
-	ZSetLog: func(r *rand.Rand, unit string) (model.Model, []string, int64) {
+	ZSetLog: func(r *rand.Rand, unit string, n int) (model.Model, []string, int64) {
 		m := &model.ZSetLog{}
 		var args []string
 		var longest int64
-		for range nLimits(r) {
+		for range n {
 			l := model.ZSetLogLimit{Max: 1 + r.Int64N(12), Window: 1 + r.Int64N(60*scale(unit))}
 			m.Limits = append(m.Limits, l)
 			args = append(args, strs(l.Max, l.Window)...)
@@ -96,11 +96,11 @@ var generators = map[string]generator{
 		}
 		return m, args, longest
 	},
-	TokenBucket: func(r *rand.Rand, unit string) (model.Model, []string, int64) {
+	TokenBucket: func(r *rand.Rand, unit string, n int) (model.Model, []string, int64) {
 		m := &model.TokenBucket{}
 		var args []string
 		var longest int64
-		for range nLimits(r) {
+		for range n {
 			l := model.TokenBucketLimit{
 				Capacity:       1 + r.Int64N(12),
 				RefillAmount:   1 + r.Int64N(5),
@@ -161,7 +161,7 @@ func TestScriptsAgreeWithModels(t *testing.T) {
 			calls, decisions, commands := 0, 0, 0
 			for seq := 0; calls < *propertyCalls; seq++ {
 				unit := []string{"s", "ms", "us"}[r.IntN(3)]
-				m, limits, longest := generators[name](r, unit)
+				m, limits, longest := generators[name](r, unit, nLimits(r))
 				e := frozenEngine()
 				now := r.Int64N(2_000_000_000) * scale(unit)
 				if seq%10 == 0 {

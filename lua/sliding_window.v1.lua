@@ -3,8 +3,9 @@
 --
 -- KEYS[1]  the state key (the only key read or written)
 -- ARGV[1]  eventCount: > 0 record that many events and decide; 0 decide
---          whether one more event would pass (writes nothing); < 0 delete
---          the state and reply as for a fresh key
+--          whether one more event would pass (records nothing, but may save
+--          the dropping of expired buckets); < 0 delete the state and reply
+--          as for a fresh key
 -- ARGV[2]  unit of now and of every duration: 's', 'ms' or 'us'
 -- ARGV[3]  now in that unit, or '' for the server clock (TIME)
 -- ARGV[4]  mode: '0' a denied call records nothing in any limit;
@@ -21,18 +22,26 @@
 -- resolution). Events are allowed when count + eventCount <= max for every
 -- limit. Fresh means every count is 0; reset_after is the time until then.
 --
--- State: a hash. Field "m" is "<time> <signature> <total_1> ... <total_n>":
+-- State: a hash. Per limit i, a ring of N = ceil(duration / resolution)
+-- buckets ends at the bucket of the last write, w = floor(time /
+-- resolution); its non-empty buckets form a chain, oldest first.
+-- Field "m" is "<time> <signature>" then "<total> <span> <lag>" per limit:
 -- the time of the last write in the unit, the first 8 hex digits of the
 -- SHA1 of the unit and limits (other limits on the same key start fresh),
--- and per limit the events in its ring of N = ceil(duration / resolution)
--- buckets ending at the last write. Field "<i>.<b mod N>" is "<b>:<count>"
--- for bucket b of limit i; a field whose bucket has left the ring is stale
--- and ignored until it is reused. A bucket's count is capped at max + 1
--- (mode 1), which changes no reply. TTL: reset_after. A now earlier than
--- the last write is treated as the time of the last write.
+-- and per limit the events in its ring, w minus the oldest non-empty
+-- bucket, and the ring's end minus w ("0 0 0" for an empty ring). Field "<i>.<b mod N>" is "<b>:<count>:<step>" for a
+-- non-empty bucket b of limit i, step being the distance to the next
+-- non-empty bucket (0 for the newest); a field whose bucket has left the
+-- ring is stale and ignored until reused. A bucket's count is capped at
+-- max + 1 (mode 1), which changes no reply. TTL: reset_after. A now earlier
+-- than the last write is treated as the time of the last write.
+-- Per limit the meta also keeps how far the ring has been advanced past w:
+-- a call that drops more than 16 expired buckets without recording saves
+-- the advanced rings (HSET of "m" alone), so each bucket is read about once.
 -- Cost: HGET, HMGET, HSET, PEXPIRE per recorded decision whatever the number
--- of limits and buckets (plus TIME for the server clock); a denied reply
--- reads buckets from the oldest until it finds the retry time.
+-- of limits and buckets, and one more HMGET for a denied reply in the
+-- common case (plus TIME for the server clock); reads grow with the buckets
+-- passed since the last call, not with the buckets in the window.
 
 -- ratelua v1 prelude: argument parsing and exact integer helpers shared by
 -- every v1 script (generated into each released file; do not edit there).
@@ -298,19 +307,21 @@ local function main()
   local now = clock(call)
   local key = call.key
 
-  -- Read the ring heads and totals.
+  -- The last write: its time, and per limit the ring total, chain start and
+  -- ring end.
   local last = nil
-  local totals = {}
   local meta = redis.call('HGET', key, 'm')
   if meta then
     local fields = {}
     for word in string.gmatch(meta, '%S+') do
       fields[#fields + 1] = word
     end
-    if #fields == #limits + 2 and fields[2] == call.signature then
+    if #fields == 3 * #limits + 2 and fields[2] == call.signature then
       last = tonumber(fields[1])
       for i = 1, #limits do
-        totals[i] = tonumber(fields[i + 2])
+        limits[i].total = tonumber(fields[3 * i])
+        limits[i].span = tonumber(fields[3 * i + 1])
+        limits[i].lag = tonumber(fields[3 * i + 2])
       end
     else
       redis.call('DEL', key)
@@ -321,64 +332,75 @@ local function main()
     stamp = last
   end
 
-  -- Advance every ring to the effective time: find the buckets to read.
+  -- counts[-1 - b] and steps[-1 - b] hold what is known of bucket b. The
+  -- keys are negative so that these sparse tables stay hashed in every Lua
+  -- (gopher-lua, used by the tests, would fill an array up to a positive
+  -- index).
   local names, wanted = {}, {}
-  local function want(i, limit, bucket)
-    names[#names + 1] = slot_field(i, limit, bucket)
+  local function want(i, bucket)
+    names[#names + 1] = slot_field(i, limits[i], bucket)
     wanted[#wanted + 1] = { i, bucket }
   end
+  local function remember(i, bucket, value)
+    local limit = limits[i]
+    local count, step = 0, 0
+    if value then
+      local stored, n, s = string.match(value, '^(%d+):(%d+):(%d+)$')
+      if stored ~= nil and tonumber(stored) == bucket then
+        count, step = tonumber(n), tonumber(s)
+      end
+    end
+    limit.counts[-1 - bucket] = count
+    limit.steps[-1 - bucket] = step
+  end
+
+  -- Advance every ring to the effective time: read the buckets leaving it,
+  -- the newest written bucket and the partly covered oldest bucket.
+  local leaving = 0
   for i = 1, #limits do
     local limit = limits[i]
     limit.head = floor_div(stamp, limit.resolution)
     limit.low = floor_div_signed(stamp - limit.duration, limit.resolution)
-    -- known[b - base] is the count of bucket b once read (or written);
-    -- every bucket this call touches lies in (head - 2N, head], so the
-    -- offsets stay small and the table stays a dense array.
-    limit.known = {}
-    limit.base = limit.head - 2 * limit.buckets
-    if last == nil then
-      totals[i] = 0
-      limit.written = -1
-    else
-      limit.written = floor_div(last, limit.resolution)
-      local gap = limit.head - limit.written
-      if gap >= limit.buckets then
-        totals[i] = 0
-        limit.written = -1
-      else
-        for bucket = limit.written + 1 - limit.buckets, limit.head - limit.buckets do
-          if bucket >= 0 then
-            want(i, limit, bucket) -- leaving the ring
-          end
+    limit.counts, limit.steps = {}, {}
+    limit.written, limit.first = nil, nil
+    if last ~= nil and limit.total > 0 then
+      local written = floor_div(last, limit.resolution)
+      local ring_end = written + limit.lag
+      if limit.head - ring_end < limit.buckets then
+        limit.written = written
+        limit.first = written - limit.span
+        for bucket = math.max(ring_end + 1 - limit.buckets, limit.first), limit.head - limit.buckets do
+          want(i, bucket)
+          leaving = leaving + 1
         end
-        if gap == 0 then
-          want(i, limit, limit.head)
-        end
+        want(i, written)
         local partial = limit.head - limit.buckets + 1
-        if limit.low == partial and partial <= limit.written and partial >= 0 then
-          want(i, limit, partial)
+        if limit.low == partial and partial < written and partial >= limit.first then
+          want(i, partial)
         end
       end
+    end
+    if limit.written == nil then
+      limit.total = 0
     end
   end
   local values = hmget(key, names)
-  local function remember(i, bucket, value)
-    local limit = limits[i]
-    local count = 0
-    if value then
-      local stored, n = string.match(value, '^(%d+):(%d+)$')
-      if stored ~= nil and tonumber(stored) == bucket then
-        count = tonumber(n)
-      end
-    end
-    limit.known[bucket - limit.base] = count
-    return count
-  end
   for j = 1, #wanted do
-    local i, bucket = wanted[j][1], wanted[j][2]
-    local count = remember(i, bucket, values[j])
-    if bucket <= limits[i].head - limits[i].buckets then
-      totals[i] = totals[i] - count
+    remember(wanted[j][1], wanted[j][2], values[j])
+  end
+
+  -- Drop the leaving buckets, walking the chain from its oldest bucket.
+  for i = 1, #limits do
+    local limit = limits[i]
+    local edge = limit.head - limit.buckets
+    while limit.first ~= nil and limit.first <= edge do
+      local offset = -1 - limit.first
+      limit.total = limit.total - limit.counts[offset]
+      if limit.steps[offset] == 0 then
+        limit.first, limit.written = nil, nil
+      else
+        limit.first = limit.first + limit.steps[offset]
+      end
     end
   end
 
@@ -386,68 +408,84 @@ local function main()
   local count = call.count
   local asked = math.max(count, 1)
   local allowed = true
-  local windows = {}
   for i = 1, #limits do
     local limit = limits[i]
-    local window = totals[i]
+    limit.window = limit.total
     local partial = limit.head - limit.buckets + 1
-    local partial_count = limit.known[partial - limit.base]
-    if limit.low == partial and partial_count ~= nil then
-      window = window - partial_count
+    if limit.low == partial and limit.first == partial then
+      limit.window = limit.window - limit.counts[-1 - partial]
     end
-    windows[i] = window
-    if window + asked > limit.max then
+    if limit.window + asked > limit.max then
       allowed = false
     end
   end
   local record = count > 0 and (allowed or call.mode == '1')
+  local writes = {}
   if record then
     for i = 1, #limits do
       local limit = limits[i]
-      local current = limit.known[limit.head - limit.base] or 0
+      local offset = -1 - limit.head
+      local current = 0
+      if limit.written == limit.head then
+        current = limit.counts[offset]
+      elseif limit.written ~= nil then
+        -- Link the previous newest bucket to the new one.
+        local previous = -1 - limit.written
+        limit.steps[previous] = limit.head - limit.written
+        writes[#writes + 1] = slot_field(i, limit, limit.written)
+        writes[#writes + 1] = int_str(limit.written) .. ':' .. int_str(limit.counts[previous]) .. ':'
+          .. int_str(limit.steps[previous])
+      end
       local updated = math.min(current + count, limit.max + 1)
-      limit.known[limit.head - limit.base] = updated
-      totals[i] = totals[i] + updated - current
-      windows[i] = windows[i] + updated - current
-      limit.written = limit.head
+      limit.counts[offset], limit.steps[offset] = updated, 0
+      limit.total = limit.total + updated - current
+      limit.window = limit.window + updated - current
+      limit.written, limit.lag = limit.head, 0
+      if limit.first == nil then
+        limit.first = limit.head
+      end
+      writes[#writes + 1] = slot_field(i, limit, limit.head)
+      writes[#writes + 1] = int_str(limit.head) .. ':' .. int_str(updated) .. ':0'
     end
   end
 
-  -- retry_at returns the time at which the oldest events of limit i have
-  -- left its window so that `asked` events fit, reading buckets as needed.
+  -- retry_at returns the time at which enough of the oldest events of limit
+  -- i have left its window for `asked` events to fit. It walks the chain,
+  -- reading a few buckets ahead at a time.
   local function retry_at(i)
     local limit = limits[i]
-    local excess = windows[i] + asked - limit.max
-    local bucket = math.max(limit.low + 1, 0)
-    local chunk = 16
-    while bucket <= limit.written do
-      local missing = {}
-      local last_bucket = math.min(bucket + chunk - 1, limit.written)
-      for b = bucket, last_bucket do
-        if limit.known[b - limit.base] == nil then
-          missing[#missing + 1] = b
+    local excess = limit.window + asked - limit.max
+    local bucket = limit.first
+    while bucket ~= nil do
+      local offset = -1 - bucket
+      if limit.counts[offset] == nil then
+        local ahead = {}
+        for b = bucket, math.min(bucket + 15, limit.written) do
+          if limit.counts[-1 - b] == nil then
+            ahead[#ahead + 1] = b
+          end
         end
-      end
-      if #missing > 0 then
         local fields = {}
-        for j = 1, #missing do
-          fields[j] = slot_field(i, limit, missing[j])
+        for j = 1, #ahead do
+          fields[j] = slot_field(i, limit, ahead[j])
         end
         local read = hmget(key, fields)
-        for j = 1, #missing do
-          remember(i, missing[j], read[j])
+        for j = 1, #ahead do
+          remember(i, ahead[j], read[j])
         end
       end
-      for b = bucket, last_bucket do
-        excess = excess - limit.known[b - limit.base]
+      if bucket > limit.low then
+        excess = excess - limit.counts[offset]
         if excess <= 0 then
-          return b * limit.resolution + limit.duration
+          return bucket * limit.resolution + limit.duration
         end
       end
-      bucket = last_bucket + 1
-      chunk = math.min(chunk * 2, 1000)
+      if limit.steps[offset] == 0 then
+        break
+      end
+      bucket = bucket + limit.steps[offset]
     end
-    -- Unreachable while the ring totals are consistent with the buckets.
+    -- Unreachable while the ring totals agree with the chain.
     error('ratelua: sliding_window state of ' .. key .. ' is inconsistent')
   end
 
@@ -456,34 +494,39 @@ local function main()
   local reset_after = 0
   for i = 1, #limits do
     local limit = limits[i]
-    local window = windows[i]
     local retry = 0
     if asked > limit.max then
       retry = -1
-    elseif not allowed and window + asked > limit.max then
+    elseif not allowed and limit.window + asked > limit.max then
       retry = cap(retry_at(i) - now)
     end
     local reset = 0
-    if window > 0 then
+    if limit.window > 0 then
       reset = cap(limit.written * limit.resolution + limit.duration - now)
     end
     if reset > reset_after then
       reset_after = reset
     end
-    outcomes[i] = { math.max(0, limit.max - window), retry, reset }
+    outcomes[i] = { math.max(0, limit.max - limit.window), retry, reset }
   end
-  if record then
-    local fields = { 'm', '' }
-    local meta_parts = { int_str(stamp), call.signature }
+  -- Write what was recorded, or, when this call had to read many buckets
+  -- leaving the rings, the advanced rings alone so that the next calls need
+  -- not read them again (the key keeps its TTL).
+  if record or leaving > 16 then
+    local meta_parts = { int_str(record and stamp or last), call.signature }
     for i = 1, #limits do
       local limit = limits[i]
-      meta_parts[#meta_parts + 1] = int_str(totals[i])
-      fields[#fields + 1] = slot_field(i, limit, limit.head)
-      fields[#fields + 1] = int_str(limit.head) .. ':' .. int_str(limit.known[limit.head - limit.base])
+      if limit.first == nil then
+        meta_parts[#meta_parts + 1] = '0 0 0'
+      else
+        meta_parts[#meta_parts + 1] = int_str(limit.total) .. ' ' .. int_str(limit.written - limit.first)
+          .. ' ' .. int_str(limit.head - limit.written)
+      end
     end
-    fields[2] = table.concat(meta_parts, ' ')
-    redis.call('HSET', key, unpack(fields))
-    redis.call('PEXPIRE', key, ttl_ms(call, reset_after))
+    redis.call('HSET', key, 'm', table.concat(meta_parts, ' '), unpack(writes))
+    if record then
+      redis.call('PEXPIRE', key, ttl_ms(call, reset_after))
+    end
   end
   return decide(allowed, outcomes)
 end

@@ -8,7 +8,7 @@ const manifestComment = "ratelua scripts: call by EVALSHA <sha1> 1 <state key> <
 
 // v1Argv is ARGV[1..4], the same for every v1 script.
 var v1Argv = []string{
-	"ARGV[1] eventCount, an integer in [-2^52, 2^52]: > 0 record that many events and decide; 0 decide whether one more event would pass, writing nothing; < 0 delete the state and reply as for a fresh key (limit_index 0)",
+	"ARGV[1] eventCount, an integer in [-2^52, 2^52]: > 0 record that many events and decide; 0 decide whether one more event would pass, recording nothing (sliding_window may save the expired buckets it dropped); < 0 delete the state and reply as for a fresh key (limit_index 0)",
 	"ARGV[2] unit: 's', 'ms' or 'us', the unit of now, of every duration in the limits and of retry_after and reset_after",
 	"ARGV[3] now: an integer in [0, 2^52] in that unit from the caller's clock, or '' to use the server's clock (TIME); a now earlier than the state's last write is treated as the time of that write",
 	"ARGV[4] mode: '0' a denied call records nothing (with several limits, all record or none does); '1' every call records its events, allowed or not",
@@ -44,8 +44,8 @@ var contracts = map[string]Entry{
 		},
 		[]string{"max", "duration", "resolution"},
 		"every limit counts 0 events: bucket b = floor(t / resolution) holds the events at time t, and at time now a limit counts the buckets b > floor((now - duration) / resolution)",
-		"a hash: field 'm' = '<last write time> <8 hex of SHA1 of unit and limits> <ring total per limit>', field '<i>.<b mod N>' = '<b>:<count>' for bucket b of limit i (N = ceil(duration / resolution)); other limits on the same key start fresh",
-		"HGET, HMGET, HSET, PEXPIRE per recorded decision whatever the number of limits and buckets; a denied reply reads buckets from the oldest until the retry time is found; + TIME with the server clock",
+		"a hash: field 'm' = '<last write time> <8 hex of SHA1 of unit and limits>' then '<ring total> <span to the oldest non-empty bucket> <ring end lag>' per limit; field '<i>.<b mod N>' = '<b>:<count>:<step to the next non-empty bucket>' for bucket b of limit i (N = ceil(duration / resolution)); other limits on the same key start fresh",
+		"HGET, HMGET, HSET, PEXPIRE per recorded decision whatever the number of limits and buckets; one more HMGET for a denied reply in the common case; reads grow with the buckets passed since the last call, not with the window; + TIME with the server clock",
 	),
 	"ar1.v1": v1(
 		[]string{

@@ -1,0 +1,432 @@
+package ratelua
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ratelua/ratelua/internal/model"
+	"github.com/ratelua/ratelua/luatest"
+)
+
+// fuzzTarget describes one script to fuzzScript.
+type fuzzTarget struct {
+	name  string
+	group int    // integers per limit
+	login string // the login case's limits, comma-separated
+	// extra are script-specific seeds: limit strings, valid or not.
+	extra []string
+	// newModel builds the reference model from the parsed limits.
+	newModel func(limits [][]int64) model.Model
+	// tooSlow, if set, reports an accepted ARGV whose call would take
+	// luatest too long; such inputs are skipped.
+	tooSlow func(argv []string) bool
+}
+
+// fuzzInput is one fuzz input: the first call's ARGV pieces, the second
+// call's eventCount and the step from the first call's now to the second's.
+type fuzzInput struct {
+	count1, unit, now, mode, limits, count2 string
+	step                                    int64
+}
+
+func (in fuzzInput) String() string {
+	return fmt.Sprintf("count1=%q unit=%q now=%q mode=%q limits=%q count2=%q step=%d",
+		in.count1, in.unit, in.now, in.mode, in.limits, in.count2, in.step)
+}
+
+// fuzzSplitLimits splits the raw limit string on commas; "" is no argument.
+func fuzzSplitLimits(raw string) []string {
+	if raw == "" {
+		return nil
+	}
+	return strings.Split(raw, ",")
+}
+
+// seeds returns the seed corpus of a target: valid calls of the login case
+// and invalid ones.
+func (ft fuzzTarget) seeds() []fuzzInput {
+	l := ft.login
+	one := strings.Join(strings.Split(l, ",")[:ft.group], ",")
+	repeat := func(n int) string { return strings.TrimSuffix(strings.Repeat(one+",", n), ",") }
+	s := []fuzzInput{
+		// Valid calls.
+		{"1", "s", "1000", "0", l, "1", 1},
+		{"1", "s", "1000", "1", l, "1", 0},
+		{"1", "s", "1000", "0", l, "1", 5},
+		{"3", "ms", "1000000", "0", l, "2", 5000},
+		{"1", "us", "0", "1", l, "7", 1},
+		{"0", "s", "1000", "0", l, "1", 0},
+		{"2", "s", "1000", "1", l, "0", 3},
+		{"-1", "s", "1000", "0", l, "1", 1},
+		{"1", "s", "1000", "0", l, "-5", 1},
+		{"1", "s", "", "0", l, "1", 0},  // server clock twice
+		{"1", "ms", "", "1", l, "1", 7}, // server clock, then an explicit now
+		{"4503599627370496", "s", "4503599627370496", "1", l, "1", -1},
+		{"-4503599627370496", "s", "0", "0", l, "4503599627370496", 0},
+		{"-0", "s", "-0", "0", l, "00001", 3},
+		{"1", "s", "1000", "0", repeat(16), "1", 1}, // 16 limits
+		// Invalid first calls (each on a state written by a valid call).
+		{"1", "sec", "1000", "0", l, "1", 1},
+		{"1", "S", "1000", "0", l, "1", 1},
+		{"1", "", "1000", "0", l, "1", 1},
+		{"1.5", "s", "1000", "0", l, "1", 1},
+		{"0x10", "s", "1000", "0", l, "1", 1},
+		{" 1", "s", "1000", "0", l, "1", 1},
+		{"", "s", "1000", "0", l, "1", 1},
+		{"+1", "s", "1000", "0", l, "1", 1},
+		{"1e3", "s", "1000", "0", l, "1", 1},
+		{"4503599627370497", "s", "1000", "0", l, "1", 1},
+		{"-4503599627370497", "s", "1000", "0", l, "1", 1},
+		{"1", "s", "4503599627370497", "0", l, "1", 1},
+		{"1", "s", "-1", "0", l, "1", 1},
+		{"1", "s", " 1000", "0", l, "1", 1},
+		{"1", "s", "1000", "2", l, "1", 1},
+		{"1", "s", "1000", "", l, "1", 1},
+		{"1", "s", "1000", "0", "", "1", 1},                            // no limits
+		{"1", "s", "1000", "0", repeat(17), "1", 1},                    // 17 limits
+		{"1", "s", "1000", "0", l[:strings.LastIndex(l, ",")], "1", 1}, // a missing field
+		{"1", "s", "1000", "0", l + ",", "1", 1},                       // an empty extra argument
+		{"1", "s", "1000", "0", "-0" + l[strings.Index(l, ","):], "1", 1},
+		{"1", "s", "1000", "0", "1.5" + l[strings.Index(l, ","):], "1", 1},
+		{"-1", "s", "1000", "0", "x" + l[strings.Index(l, ","):], "1", 1},
+		// Valid first calls, invalid second calls (on the state written).
+		{"1", "s", "1000", "0", l, "x", 1},
+		{"1", "s", "1000", "1", l, "4503599627370497", 1},
+		{"1", "s", "1000", "0", l, "1", -2000},
+		{"1", "s", "4503599627370496", "0", l, "1", 1},
+	}
+	for _, lim := range ft.extra {
+		s = append(s,
+			fuzzInput{"1", "s", "1000", "1", lim, "1", 1},
+			fuzzInput{"5", "s", "1000", "0", lim, "1", 1}, // denied second calls
+			fuzzInput{"2", "ms", "1000", "1", lim, "3", 2},
+			fuzzInput{"1", "s", "1000", "0", lim, "-1", 0})
+	}
+	return s
+}
+
+// fuzzScript runs the fuzz target of one script.
+func fuzzScript(f *testing.F, name string) {
+	ft := fuzzTargets[name]
+	src := source(f, ft.name)
+	for _, s := range ft.seeds() {
+		f.Add(s.count1, s.unit, s.now, s.mode, s.limits, s.count2, s.step)
+	}
+	f.Fuzz(func(t *testing.T, count1, unit, now, mode, limits, count2 string, step int64) {
+		checkFuzzInput(t, ft, src, fuzzInput{count1, unit, now, mode, limits, count2, step})
+	})
+}
+
+// checkFuzzInput makes two calls on a fresh frozen-clock engine and checks
+// them against the contract and the model.
+func checkFuzzInput(t *testing.T, ft fuzzTarget, src string, in fuzzInput) {
+	t.Helper()
+	fc := &fuzzCase{t: t, ft: ft, src: src, in: in, e: frozenEngine()}
+	lim := fuzzSplitLimits(in.limits)
+	argv1 := append([]string{in.count1, in.unit, in.now, in.mode}, lim...)
+	argv2 := append([]string{in.count2, in.unit, fc.secondNow(), in.mode}, lim...)
+	for _, argv := range [][]string{argv1, argv2} {
+		if ft.tooSlow != nil && model.Accepts(ft.name, []string{testKey}, argv) && ft.tooSlow(argv) {
+			t.Skipf("ARGV %q is too slow for luatest", argv)
+		}
+	}
+	fc.call(1, argv1)
+	fc.call(2, argv2)
+}
+
+// fuzzCase is the state of one fuzz input.
+type fuzzCase struct {
+	t   *testing.T
+	ft  fuzzTarget
+	src string
+	in  fuzzInput
+	e   *luatest.Engine
+	m   model.Model // built at the first accepted call
+}
+
+func (fc *fuzzCase) fatalf(n int, argv []string, format string, args ...any) {
+	fc.t.Helper()
+	fc.t.Fatalf("%s call %d ARGV %q: %s\ninput: %v\nstate: %#v (PTTL %d)", fc.ft.name, n, argv,
+		fmt.Sprintf(format, args...), fc.in, fc.e.Dump(testKey), fc.e.PTTL(testKey))
+}
+
+// unitNow is the engine clock in unit, as the scripts read it from TIME.
+func (fc *fuzzCase) unitNow(unit string) (int64, bool) {
+	switch unit {
+	case "s":
+		return fc.e.Now().Unix(), true
+	case "ms":
+		return fc.e.Now().UnixMilli(), true
+	case "us":
+		return fc.e.Now().UnixMicro(), true
+	}
+	return 0, false
+}
+
+// secondNow is the second call's now: the first call's now plus step
+// (saturating), "" again after "" with a zero step, and the first call's
+// text unchanged when that is not an integer.
+func (fc *fuzzCase) secondNow() string {
+	var base int64
+	switch n, err := strconv.ParseInt(fc.in.now, 10, 64); {
+	case fc.in.now == "":
+		b, ok := fc.unitNow(fc.in.unit)
+		if fc.in.step == 0 || !ok {
+			return ""
+		}
+		base = b
+	case err == nil && fuzzIsDecimal(fc.in.now):
+		base = n
+	default:
+		return fc.in.now
+	}
+	next := base + fc.in.step
+	if (fc.in.step > 0 && next < base) || (fc.in.step < 0 && next > base) {
+		if fc.in.step > 0 {
+			next = 1<<63 - 1
+		} else {
+			next = -1 << 63
+		}
+	}
+	return strconv.FormatInt(next, 10)
+}
+
+func fuzzIsDecimal(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// fuzzSnapshot is the observable keyspace.
+type fuzzSnapshot struct {
+	keys []string
+	dump any
+	pttl int64
+}
+
+func (fc *fuzzCase) snapshot() fuzzSnapshot {
+	return fuzzSnapshot{fc.e.Keys(), fc.e.Dump(testKey), fc.e.PTTL(testKey)}
+}
+
+// call runs one call and checks it: rejected with an unchanged keyspace
+// when the contract rejects it, else a well-formed reply equal to the
+// model's, and the key's existence and TTL as the model says.
+func (fc *fuzzCase) call(n int, argv []string) {
+	t := fc.t
+	t.Helper()
+	if !model.Accepts(fc.ft.name, []string{testKey}, argv) {
+		fc.rejected(n, argv)
+		return
+	}
+	got, _, err := run(t, fc.e, fc.src, argv)
+	if err != nil {
+		fc.fatalf(n, argv, "the contract accepts the call, the script answers %v", err)
+	}
+	count, _ := strconv.ParseInt(argv[0], 10, 64)
+	nlimits := int64((len(argv) - 4) / fc.ft.group)
+
+	// The reply's shape.
+	allowed, remaining, retry, reset, index := got[0], got[1], got[2], got[3], got[4]
+	switch {
+	case allowed != 0 && allowed != 1:
+		fc.fatalf(n, argv, "reply %v: allowed not 0 or 1", got)
+	case remaining < 0:
+		fc.fatalf(n, argv, "reply %v: remaining < 0", got)
+	case retry < -1 || (allowed == 1 && retry != 0):
+		fc.fatalf(n, argv, "reply %v: retry_after < -1, or not 0 when allowed", got)
+	case reset < 0 || reset > model.MaxTime:
+		fc.fatalf(n, argv, "reply %v: reset_after outside [0, 2^52]", got)
+	case count < 0 && index != 0:
+		fc.fatalf(n, argv, "reply %v: limit_index not 0 after a negative eventCount", got)
+	case count >= 0 && (index < 1 || index > nlimits):
+		fc.fatalf(n, argv, "reply %v: limit_index outside [1, %d]", got, nlimits)
+	}
+	if count < 0 && fc.e.Type(testKey) != "none" {
+		fc.fatalf(n, argv, "a negative eventCount left the state key")
+	}
+	for _, k := range fc.e.Keys() {
+		if k != testKey {
+			fc.fatalf(n, argv, "key %q other than the state key exists", k)
+		}
+		if pttl := fc.e.PTTL(k); pttl <= 0 {
+			fc.fatalf(n, argv, "key %q has PTTL %d", k, pttl)
+		}
+	}
+
+	// The model. The engine clock is frozen, so a call on the server clock
+	// ("" now) runs at the engine's TIME in the unit.
+	if fc.m == nil {
+		vals := make([][]int64, 0, nlimits)
+		for i := 4; i < len(argv); i += fc.ft.group {
+			v := make([]int64, fc.ft.group)
+			for j := range v {
+				v[j], _ = strconv.ParseInt(argv[i+j], 10, 64)
+			}
+			vals = append(vals, v)
+		}
+		fc.m = fc.ft.newModel(vals)
+	}
+	c := model.Call{Count: count, Unit: argv[1], Mode: int(argv[3][0] - '0')}
+	if argv[2] == "" {
+		c.Now, _ = fc.unitNow(argv[1])
+	} else {
+		c.Now, _ = strconv.ParseInt(argv[2], 10, 64)
+	}
+	want := fc.m.Do(c).Ints()
+	if !equalInts(got, want) {
+		fc.fatalf(n, argv, "reply %v, model %v (model now %d)", got, want, c.Now)
+	}
+	exists := fc.e.Type(testKey) != "none"
+	if exists != fc.m.Exists() {
+		fc.fatalf(n, argv, "key exists %v, model says %v", exists, fc.m.Exists())
+	}
+	if exists && fc.e.PTTL(testKey) != fc.m.TTLMillis() {
+		fc.fatalf(n, argv, "PTTL %d, model %d", fc.e.PTTL(testKey), fc.m.TTLMillis())
+	}
+}
+
+// rejected checks a call the contract rejects: an "ERR ratelua:" error
+// reply and an unchanged keyspace. With no state yet, a valid login-case
+// call writes one first, and the keyspace is emptied again afterwards so
+// that the model still describes it.
+func (fc *fuzzCase) rejected(n int, argv []string) {
+	t := fc.t
+	t.Helper()
+	primed := false
+	if len(fc.e.Keys()) == 0 {
+		prime := append([]string{"1", "s", "1000", "0"}, fuzzSplitLimits(fc.ft.login)...)
+		if _, _, err := run(t, fc.e, fc.src, prime); err != nil {
+			t.Fatalf("priming call %q: %v", prime, err)
+		}
+		if len(fc.e.Keys()) == 0 {
+			t.Fatalf("priming call %q wrote no state", prime)
+		}
+		primed = true
+	}
+	before := fc.snapshot()
+	res, err := fc.e.Run(fc.src, []string{testKey}, argv)
+	var v *luatest.Violation
+	var er *luatest.ErrorReply
+	switch {
+	case errors.As(err, &v):
+		fc.fatalf(n, argv, "strictness violation: %v", err)
+	case err == nil:
+		fc.fatalf(n, argv, "the contract rejects the call, the script answers %#v", res.Reply)
+	case !errors.As(err, &er):
+		fc.fatalf(n, argv, "error %T %v is not an error reply", err, err)
+	case !strings.HasPrefix(er.Msg, "ERR ratelua:"):
+		fc.fatalf(n, argv, "error reply %q does not start with \"ERR ratelua:\"", er.Msg)
+	}
+	if after := fc.snapshot(); !reflect.DeepEqual(before, after) {
+		fc.fatalf(n, argv, "a rejected call changed the keyspace from %#v to %#v", before, after)
+	}
+	if primed {
+		fc.e.FlushAll()
+	}
+}
+
+// fuzzTargets are the four scripts' targets, by script name.
+var fuzzTargets = map[string]fuzzTarget{
+	SlidingWindow: {
+		name: SlidingWindow, group: 3, login: "1,5,1,5,3600,600",
+		extra: []string{
+			"1,5,6",        // resolution > duration
+			"1,10001,1",    // 10001 buckets
+			"1,10000,1",    // 10000 buckets
+			"1,7,2,3,20,3", // partial buckets
+			"1000000000,4503599627370496,4503599627370496",
+			"1000000001,5,1",
+			"1,0,1",
+		},
+		newModel: func(ls [][]int64) model.Model {
+			m := &model.SlidingWindow{}
+			for _, v := range ls {
+				m.Limits = append(m.Limits, model.SlidingWindowLimit{Max: v[0], Duration: v[1], Resolution: v[2]})
+			}
+			return m
+		},
+	},
+	AR1: {
+		name: AR1, group: 3, login: "1,2000,1,5,2000,600",
+		extra: []string{
+			"1,1000,1", // decay too small
+			"3,1001,1", // the slowest decay
+			"3,1000000000,1",
+			"1000000000,1000000001,1",
+			"2,2718,4503599627370496",
+			"1,2000,0",
+		},
+		newModel: func(ls [][]int64) model.Model {
+			m := &model.AR1{}
+			for _, v := range ls {
+				m.Limits = append(m.Limits, model.AR1Limit{Max: v[0], Decay: v[1], Resolution: v[2]})
+			}
+			return m
+		},
+	},
+	ZSetLog: {
+		name: ZSetLog, group: 2, login: "1,5,5,3600",
+		extra: []string{
+			"1000001,5", // max too large
+			"3,4503599627370496",
+			"2,1,3,2,4,3",
+			"1,0",
+		},
+		newModel: func(ls [][]int64) model.Model {
+			m := &model.ZSetLog{}
+			for _, v := range ls {
+				m.Limits = append(m.Limits, model.ZSetLogLimit{Max: v[0], Window: v[1]})
+			}
+			return m
+		},
+		// A call adds min(eventCount, largest max + 1) members, up to
+		// 10^6 + 1, one sorted insert (and removal) each in luatest.
+		tooSlow: func(argv []string) bool {
+			count, _ := strconv.ParseInt(argv[0], 10, 64)
+			var largest int64
+			for i := 4; i < len(argv); i += 2 {
+				m, _ := strconv.ParseInt(argv[i], 10, 64)
+				largest = max(largest, m)
+			}
+			return min(count, largest+1) > 2000
+		},
+	},
+	TokenBucket: {
+		name: TokenBucket, group: 3, login: "5,1,720",
+		extra: []string{
+			"1000000000,1,1125900", // capacity * refill_interval > 2^50
+			"1024,1,1099511627776", // capacity * refill_interval = 2^50
+			"1024,1,1099511627777", // just over
+			"3,1000000000,1",       // a large refill
+			"5,1,720,2,3,7",
+			"5,3,7",
+			"5,0,720",
+		},
+		newModel: func(ls [][]int64) model.Model {
+			m := &model.TokenBucket{}
+			for _, v := range ls {
+				m.Limits = append(m.Limits, model.TokenBucketLimit{Capacity: v[0], RefillAmount: v[1], RefillInterval: v[2]})
+			}
+			return m
+		},
+	},
+}
+
+func FuzzSlidingWindow(f *testing.F) { fuzzScript(f, SlidingWindow) }
+
+func FuzzAR1(f *testing.F) { fuzzScript(f, AR1) }
+
+func FuzzZSetLog(f *testing.F) { fuzzScript(f, ZSetLog) }
+
+func FuzzTokenBucket(f *testing.F) { fuzzScript(f, TokenBucket) }
