@@ -34,7 +34,7 @@ func TestCostPerDecision(t *testing.T) {
 			src := source(t, name)
 			r := rand.New(rand.NewPCG(uint64(n), 7))
 			var c cost
-			for seq := 0; seq < 20; seq++ {
+			for seq := 0; seq < 10; seq++ {
 				unit := []string{"s", "ms", "us"}[seq%3]
 				m, limits, longest := generators[name](r, unit, n)
 				e := frozenEngine()
@@ -87,7 +87,7 @@ func TestServerClockCost(t *testing.T) {
 }
 
 // steadyCost runs sliding_window with one limit of `buckets` one-unit
-// buckets in a steady state (after a warm-up of two windows) and returns
+// buckets in a steady state (after a warm-up of 1.25 windows) and returns
 // the cost of the measured decisions. Every tick brings perTick events;
 // with max = buckets * admit / perTick some are denied in mode 0.
 func steadyCost(t *testing.T, buckets, perTick int64, maxEvents int64) cost {
@@ -97,7 +97,8 @@ func steadyCost(t *testing.T, buckets, perTick int64, maxEvents int64) cost {
 	m := &model.SlidingWindow{Limits: []model.SlidingWindowLimit{{Max: maxEvents, Duration: buckets, Resolution: 1}}}
 	var c cost
 	now := int64(1_000_000)
-	ticks := 2*buckets + 2000
+	warmUp := buckets + buckets/4 + 100
+	ticks := warmUp + 1000
 	for tick := int64(0); tick < ticks; tick++ {
 		now++
 		for range perTick {
@@ -113,7 +114,7 @@ func steadyCost(t *testing.T, buckets, perTick int64, maxEvents int64) cost {
 					t.Fatalf("tick %d: %v, model %v", tick, got, want)
 				}
 			}
-			if tick >= 2*buckets {
+			if tick >= warmUp {
 				fields := 0
 				for _, cl := range res.Trace {
 					if cl.Name == "HMGET" {

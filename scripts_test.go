@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"regexp"
 	"testing"
 
 	"github.com/ratelua/ratelua/internal/luagen"
@@ -62,6 +63,27 @@ func TestGenerated(t *testing.T) {
 	}
 	if !bytes.Equal(got, manifest) {
 		t.Error("lua/manifest.json differs from what lua/src generates: run make generate")
+	}
+}
+
+// TestReadmeSHA1s: every SHA1 the README shows is a released script's.
+func TestReadmeSHA1s(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := regexp.MustCompile(`\b[0-9a-f]{40}\b`).FindAllString(string(readme), -1)
+	if len(shown) == 0 {
+		t.Fatal("the README shows no SHA1")
+	}
+	known := map[string]bool{}
+	for _, s := range Scripts() {
+		known[s.SHA1] = true
+	}
+	for _, sha := range shown {
+		if !known[sha] {
+			t.Errorf("the README shows SHA1 %s, which is no embedded script's", sha)
+		}
 	}
 }
 

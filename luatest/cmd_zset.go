@@ -398,19 +398,13 @@ func cmdZRemRangeByScore(e *Engine, args []string) any {
 	if ent == nil {
 		return int64(0)
 	}
-	var victims []string
-	for _, m := range ent.zset.sorted {
-		if min.geMin(m.Score) && max.leMax(m.Score) {
-			victims = append(victims, m.Member)
-		}
-	}
-	for _, m := range victims {
-		ent.zset.remove(m)
-	}
+	removed := ent.zset.removeWhere(func(_ int, m ZMember) bool {
+		return min.geMin(m.Score) && max.leMax(m.Score)
+	})
 	if ent.zset.len() == 0 {
 		delete(e.ks.m, args[1])
 	}
-	return int64(len(victims))
+	return int64(removed)
 }
 
 func cmdZRemRangeByRank(e *Engine, args []string) any {
@@ -443,15 +437,11 @@ func cmdZRemRangeByRank(e *Engine, args []string) any {
 	if end >= n {
 		end = n - 1
 	}
-	victims := make([]string, 0, end-start+1)
-	for _, m := range z.sorted[start : end+1] {
-		victims = append(victims, m.Member)
-	}
-	for _, m := range victims {
-		z.remove(m)
-	}
+	removed := z.removeWhere(func(i int, _ ZMember) bool {
+		return int64(i) >= start && int64(i) <= end
+	})
 	if z.len() == 0 {
 		delete(e.ks.m, args[1])
 	}
-	return int64(len(victims))
+	return int64(removed)
 }

@@ -57,6 +57,10 @@
 //   - Lua gopher-lua error messages (e.g. for arithmetic on nil) are worded
 //     differently from C Lua's.
 //   - Scripts are not time limited.
+//   - A table assigned at a large positive integer index (t[1000000] = x)
+//     makes gopher-lua fill an array up to that index, which is slow; C Lua
+//     keeps such sparse keys in the hash part. Scripts meant to be tested
+//     here should key sparse tables by strings or negative numbers.
 //
 // An Engine is not safe for concurrent use.
 package luatest

@@ -93,6 +93,24 @@ func (z *zset) remove(member string) bool {
 	return true
 }
 
+// removeWhere deletes every member for which drop is true, in one pass, and
+// returns how many it deleted.
+func (z *zset) removeWhere(drop func(i int, m ZMember) bool) int {
+	kept := z.sorted[:0]
+	removed := 0
+	for i, m := range z.sorted {
+		if drop(i, m) {
+			delete(z.scores, m.Member)
+			removed++
+			continue
+		}
+		kept = append(kept, m)
+	}
+	clear(z.sorted[len(kept):])
+	z.sorted = kept
+	return removed
+}
+
 func (z *zset) len() int { return len(z.sorted) }
 
 // keyspace is the in-memory database.
