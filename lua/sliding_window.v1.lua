@@ -186,6 +186,43 @@ local function clock(call)
   return seconds * 1000000 + micros
 end
 
+-- read_state parses a state string "<time> <signature> <value>..." that
+-- was written for this call's unit and limits with `size` values. It
+-- returns the time and the values as numbers, or nil when there is no state
+-- or it was written for other limits.
+local function read_state(call, raw, size)
+  if not raw then
+    return nil
+  end
+  local words = {}
+  for word in string.gmatch(raw, '%S+') do
+    words[#words + 1] = word
+  end
+  if #words ~= size + 2 or words[2] ~= call.signature then
+    return nil
+  end
+  local values = {}
+  for i = 1, size do
+    values[i] = tonumber(words[i + 2])
+  end
+  return tonumber(words[1]), values
+end
+
+-- state_string formats a state for read_state from values already
+-- formatted as strings.
+local function state_string(call, time, values)
+  return int_str(time) .. ' ' .. call.signature .. ' ' .. table.concat(values, ' ')
+end
+
+-- effective returns the time a call is decided at: now, or the last
+-- write's time when the caller's clock is behind it.
+local function effective(now, last)
+  if last ~= nil and last > now then
+    return last
+  end
+  return now
+end
+
 -- ttl_ms converts a positive duration in the call's unit to whole
 -- milliseconds, rounded up and capped at 2^52.
 local function ttl_ms(call, duration)
@@ -309,28 +346,17 @@ local function main()
 
   -- The last write: its time, and per limit the ring total, chain start and
   -- ring end.
-  local last = nil
   local meta = redis.call('HGET', key, 'm')
-  if meta then
-    local fields = {}
-    for word in string.gmatch(meta, '%S+') do
-      fields[#fields + 1] = word
-    end
-    if #fields == 3 * #limits + 2 and fields[2] == call.signature then
-      last = tonumber(fields[1])
-      for i = 1, #limits do
-        limits[i].total = tonumber(fields[3 * i])
-        limits[i].span = tonumber(fields[3 * i + 1])
-        limits[i].lag = tonumber(fields[3 * i + 2])
-      end
-    else
-      redis.call('DEL', key)
+  local last, stored = read_state(call, meta, 3 * #limits)
+  if meta and last == nil then
+    redis.call('DEL', key) -- written for other limits
+  end
+  for i = 1, #limits do
+    if last ~= nil then
+      limits[i].total, limits[i].span, limits[i].lag = stored[3 * i - 2], stored[3 * i - 1], stored[3 * i]
     end
   end
-  local stamp = now
-  if last ~= nil and last > stamp then
-    stamp = last
-  end
+  local stamp = effective(now, last)
 
   -- counts[-1 - b] and steps[-1 - b] hold what is known of bucket b. The
   -- keys are negative so that these sparse tables stay hashed in every Lua
@@ -513,17 +539,17 @@ local function main()
   -- leaving the rings, the advanced rings alone so that the next calls need
   -- not read them again (the key keeps its TTL).
   if record or leaving > 16 then
-    local meta_parts = { int_str(record and stamp or last), call.signature }
+    local values = {}
     for i = 1, #limits do
       local limit = limits[i]
       if limit.first == nil then
-        meta_parts[#meta_parts + 1] = '0 0 0'
+        values[i] = '0 0 0'
       else
-        meta_parts[#meta_parts + 1] = int_str(limit.total) .. ' ' .. int_str(limit.written - limit.first)
+        values[i] = int_str(limit.total) .. ' ' .. int_str(limit.written - limit.first)
           .. ' ' .. int_str(limit.head - limit.written)
       end
     end
-    redis.call('HSET', key, 'm', table.concat(meta_parts, ' '), unpack(writes))
+    redis.call('HSET', key, 'm', state_string(call, record and stamp or last, values), unpack(writes))
     if record then
       redis.call('PEXPIRE', key, ttl_ms(call, reset_after))
     end

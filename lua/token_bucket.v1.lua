@@ -172,6 +172,43 @@ local function clock(call)
   return seconds * 1000000 + micros
 end
 
+-- read_state parses a state string "<time> <signature> <value>..." that
+-- was written for this call's unit and limits with `size` values. It
+-- returns the time and the values as numbers, or nil when there is no state
+-- or it was written for other limits.
+local function read_state(call, raw, size)
+  if not raw then
+    return nil
+  end
+  local words = {}
+  for word in string.gmatch(raw, '%S+') do
+    words[#words + 1] = word
+  end
+  if #words ~= size + 2 or words[2] ~= call.signature then
+    return nil
+  end
+  local values = {}
+  for i = 1, size do
+    values[i] = tonumber(words[i + 2])
+  end
+  return tonumber(words[1]), values
+end
+
+-- state_string formats a state for read_state from values already
+-- formatted as strings.
+local function state_string(call, time, values)
+  return int_str(time) .. ' ' .. call.signature .. ' ' .. table.concat(values, ' ')
+end
+
+-- effective returns the time a call is decided at: now, or the last
+-- write's time when the caller's clock is behind it.
+local function effective(now, last)
+  if last ~= nil and last > now then
+    return last
+  end
+  return now
+end
+
 -- ttl_ms converts a positive duration in the call's unit to whole
 -- milliseconds, rounded up and capped at 2^52.
 local function ttl_ms(call, duration)
@@ -269,38 +306,21 @@ local function main()
   local now = clock(call)
 
   -- Read the buckets at the effective time.
-  local stamp = now
+  local last, stored = read_state(call, redis.call('GET', call.key), #limits)
+  local stamp = effective(now, last)
   local tokens = {}
-  local raw = redis.call('GET', call.key)
-  local parsed = false
-  if raw then
-    local fields = {}
-    for word in string.gmatch(raw, '%S+') do
-      fields[#fields + 1] = word
-    end
-    if #fields == #limits + 2 and fields[2] == call.signature then
-      local last = tonumber(fields[1])
-      if last > stamp then
-        stamp = last
+  for i = 1, #limits do
+    local limit = limits[i]
+    local level = limit.full
+    if last ~= nil then
+      level = math.min(stored[i], limit.full)
+      if stamp - last >= ceil_div(limit.full - level, limit.refill_amount) then
+        level = limit.full
+      else
+        level = level + (stamp - last) * limit.refill_amount
       end
-      local elapsed = stamp - last
-      for i = 1, #limits do
-        local limit = limits[i]
-        local level = math.min(tonumber(fields[i + 2]), limit.full)
-        if elapsed >= ceil_div(limit.full - level, limit.refill_amount) then
-          level = limit.full
-        else
-          level = level + elapsed * limit.refill_amount
-        end
-        tokens[i] = level
-      end
-      parsed = true
     end
-  end
-  if not parsed then
-    for i = 1, #limits do
-      tokens[i] = limits[i].full
-    end
+    tokens[i] = level
   end
 
   -- Decide.
@@ -350,11 +370,11 @@ local function main()
     outcomes[i] = { remaining, retry, reset }
   end
   if record then
-    local parts = { int_str(stamp), call.signature }
+    local values = {}
     for i = 1, #limits do
-      parts[#parts + 1] = int_str(tokens[i])
+      values[i] = int_str(tokens[i])
     end
-    redis.call('SET', call.key, table.concat(parts, ' '), 'PX', ttl_ms(call, reset_after))
+    redis.call('SET', call.key, state_string(call, stamp, values), 'PX', ttl_ms(call, reset_after))
   end
   return decide(allowed, outcomes)
 end

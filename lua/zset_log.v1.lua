@@ -175,6 +175,43 @@ local function clock(call)
   return seconds * 1000000 + micros
 end
 
+-- read_state parses a state string "<time> <signature> <value>..." that
+-- was written for this call's unit and limits with `size` values. It
+-- returns the time and the values as numbers, or nil when there is no state
+-- or it was written for other limits.
+local function read_state(call, raw, size)
+  if not raw then
+    return nil
+  end
+  local words = {}
+  for word in string.gmatch(raw, '%S+') do
+    words[#words + 1] = word
+  end
+  if #words ~= size + 2 or words[2] ~= call.signature then
+    return nil
+  end
+  local values = {}
+  for i = 1, size do
+    values[i] = tonumber(words[i + 2])
+  end
+  return tonumber(words[1]), values
+end
+
+-- state_string formats a state for read_state from values already
+-- formatted as strings.
+local function state_string(call, time, values)
+  return int_str(time) .. ' ' .. call.signature .. ' ' .. table.concat(values, ' ')
+end
+
+-- effective returns the time a call is decided at: now, or the last
+-- write's time when the caller's clock is behind it.
+local function effective(now, last)
+  if last ~= nil and last > now then
+    return last
+  end
+  return now
+end
+
 -- ttl_ms converts a positive duration in the call's unit to whole
 -- milliseconds, rounded up and capped at 2^52.
 local function ttl_ms(call, duration)
@@ -287,10 +324,7 @@ local function main()
     end
     newest_time, newest_seq, size = tonumber(time), tonumber(seq), tonumber(set_size)
   end
-  local stamp = now
-  if newest_time ~= nil and newest_time > stamp then
-    stamp = newest_time
-  end
+  local stamp = effective(now, newest_time)
 
   -- Count each window and decide.
   local count = call.count

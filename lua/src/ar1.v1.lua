@@ -98,31 +98,15 @@ local function main()
   local now = clock(call)
 
   -- Read the counts, decayed to the effective time.
-  local stamp = now
+  local last, stored = read_state(call, redis.call('GET', call.key), #limits)
+  local stamp = effective(now, last)
   local counts = {}
-  local raw = redis.call('GET', call.key)
-  local parsed = false
-  if raw then
-    local fields = {}
-    for word in string.gmatch(raw, '%S+') do
-      fields[#fields + 1] = word
-    end
-    if #fields == #limits + 2 and fields[2] == call.signature then
-      local last = tonumber(fields[1])
-      if last > stamp then
-        stamp = last
-      end
-      for i = 1, #limits do
-        local limit = limits[i]
-        local k = math.floor(stamp / limit.resolution) - math.floor(last / limit.resolution)
-        counts[i] = decayed(tonumber(fields[i + 2]), limit.factor, k)
-      end
-      parsed = true
-    end
-  end
-  if not parsed then
-    for i = 1, #limits do
-      counts[i] = 0
+  for i = 1, #limits do
+    local limit = limits[i]
+    counts[i] = 0
+    if last ~= nil then
+      local k = math.floor(stamp / limit.resolution) - math.floor(last / limit.resolution)
+      counts[i] = decayed(stored[i], limit.factor, k)
     end
   end
 
@@ -172,11 +156,11 @@ local function main()
     outcomes[i] = { remaining, retry, reset }
   end
   if record then
-    local parts = { int_str(stamp), call.signature }
+    local values = {}
     for i = 1, #limits do
-      parts[#parts + 1] = string.format('%.17g', counts[i])
+      values[i] = string.format('%.17g', counts[i])
     end
-    redis.call('SET', call.key, table.concat(parts, ' '), 'PX', ttl_ms(call, reset_after))
+    redis.call('SET', call.key, state_string(call, stamp, values), 'PX', ttl_ms(call, reset_after))
   end
   return decide(allowed, outcomes)
 end

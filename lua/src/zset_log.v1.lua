@@ -74,10 +74,7 @@ local function main()
     end
     newest_time, newest_seq, size = tonumber(time), tonumber(seq), tonumber(set_size)
   end
-  local stamp = now
-  if newest_time ~= nil and newest_time > stamp then
-    stamp = newest_time
-  end
+  local stamp = effective(now, newest_time)
 
   -- Count each window and decide.
   local count = call.count
