@@ -1,0 +1,46 @@
+package ratelua
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Decay is an exponentially decaying count (AR(1)): at every multiple of
+// Resolution the count is divided by Factor, and events are admitted while
+// count + events <= Max. A count below 1/1000 of an event is 0.
+type Decay struct {
+	Max int64
+	// Factor is > 1 with at most three decimals (2 halves the count each
+	// Resolution; 1.1 takes a tenth off).
+	Factor     float64
+	Resolution time.Duration
+}
+
+// NewAR1 returns a limiter over decaying counts (script ar1): one small
+// string per event key, the least memory and work of all.
+func NewAR1(client rueidis.Client, opts Options, decays ...Decay) (*Limiter, error) {
+	var durations []time.Duration
+	for _, d := range decays {
+		durations = append(durations, d.Resolution)
+	}
+	return newLimiter(client, opts, spec{
+		script:    AR1,
+		durations: durations,
+		args: func(u unit) ([]string, error) {
+			return limitArgs(decays, func(c *check, d Decay) []string {
+				permille := math.Round(d.Factor * 1000)
+				if math.IsNaN(d.Factor) || permille < 1001 || permille > 1e9 || math.Abs(d.Factor*1000-permille) > 1e-6 {
+					c.fail("Factor", "must be in [1.001, 10^6] with at most 3 decimals, got %v", d.Factor)
+				}
+				return []string{
+					c.count("Max", d.Max, 1, 1e9),
+					strconv.FormatInt(int64(permille), 10),
+					c.duration("Resolution", d.Resolution, u),
+				}
+			})
+		},
+	}, len(decays))
+}

@@ -1,0 +1,228 @@
+package ratelua
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Never is the RetryAfter of events that can never be admitted: more than a
+// limit's maximum at once.
+const Never = time.Duration(-1)
+
+// Options configure a limiter. The zero value is a limiter under the key
+// prefix "ratelua" that counts only admitted events, reads the server's
+// clock and fails closed.
+type Options struct {
+	// Prefix starts every state key: <Prefix>:{<event key>}:<script>:v<N>:<limits hash>.
+	// It may not contain '{' or '}'. Empty means "ratelua".
+	Prefix string
+	// CountDenied records every attempt, allowed or not (mode 1), so that a
+	// client that keeps retrying stays blocked. By default only admitted
+	// events are recorded.
+	CountDenied bool
+	// Clock, if set, gives the time of each call (the caller's clock). By
+	// default the server's clock (TIME) is used, so that app servers with
+	// skewed clocks agree.
+	Clock func() time.Time
+	// FailOpen answers Allowed when the server cannot be reached (the error
+	// is still returned, wrapping ErrUnavailable). By default such a call is
+	// denied.
+	FailOpen bool
+	// Registry runs the scripts; nil means a new registry of the embedded
+	// scripts.
+	Registry *Registry
+}
+
+// Result is one decision.
+type Result struct {
+	// Allowed is true when every limit admits the events.
+	Allowed bool
+	// Remaining is how many more events would be admitted right now.
+	Remaining int64
+	// RetryAfter is 0 when allowed; otherwise the wait after which the same
+	// number of events would be admitted if nothing else happens, rounded
+	// up, or Never.
+	RetryAfter time.Duration
+	// ResetAfter is the time until the limiter's state is fresh again.
+	ResetAfter time.Duration
+	// Limit is the index of the limit that decided: when allowed the one with
+	// the fewest remaining, when denied the one with the longest wait; -1
+	// after a reset.
+	Limit int
+}
+
+// Limiter decides events against a set of limits with one script. It is
+// safe for concurrent use.
+type Limiter struct {
+	client   rueidis.Client
+	registry *Registry
+	script   Script
+	unit     unit
+	limits   []string // the limit arguments, in the unit
+	prefix   string
+	hash     string // of script, unit and limits: part of every key
+	mode     string
+	clock    func() time.Time
+	failOpen bool
+}
+
+// spec is what a typed constructor hands to newLimiter.
+type spec struct {
+	script    string
+	durations []time.Duration
+	// args renders the limit arguments once the unit is known.
+	args func(u unit) ([]string, error)
+}
+
+func newLimiter(client rueidis.Client, opts Options, s spec, count int) (*Limiter, error) {
+	if client == nil {
+		return nil, &LimitError{Index: -1, Field: "client", Reason: "is nil"}
+	}
+	if count < 1 || count > 16 {
+		return nil, &LimitError{Index: -1, Field: "limits", Reason: fmt.Sprintf("must be 1 to 16, got %d", count)}
+	}
+	prefix := opts.Prefix
+	if prefix == "" {
+		prefix = "ratelua"
+	}
+	if strings.ContainsAny(prefix, "{}") {
+		return nil, &LimitError{Index: -1, Field: "Prefix", Reason: fmt.Sprintf("may not contain '{' or '}', got %q", prefix)}
+	}
+	u, err := pickUnit(s.durations)
+	if err != nil {
+		return nil, &LimitError{Index: -1, Field: "durations", Reason: err.Error()}
+	}
+	args, err := s.args(u)
+	if err != nil {
+		return nil, err
+	}
+	registry := opts.Registry
+	if registry == nil {
+		registry = NewRegistry()
+	}
+	script, err := registry.Latest(s.script)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha1.Sum([]byte(script.String() + " " + u.name + " " + strings.Join(args, " ")))
+	mode := "0"
+	if opts.CountDenied {
+		mode = "1"
+	}
+	return &Limiter{
+		client: client, registry: registry, script: script, unit: u, limits: args,
+		prefix: prefix, hash: hex.EncodeToString(sum[:4]), mode: mode,
+		clock: opts.Clock, failOpen: opts.FailOpen,
+	}, nil
+}
+
+// Script returns the script version the limiter calls.
+func (l *Limiter) Script() Script { return l.script }
+
+// Key returns the state key of an event key.
+func (l *Limiter) Key(eventKey string) string {
+	return StateKey(l.prefix, eventKey, l.script, l.hash)
+}
+
+// Args returns the ARGV of a call with eventCount n at the limiter's clock,
+// exactly as the limiter sends it: any language can replay it by EVALSHA.
+func (l *Limiter) Args(n int64) []string {
+	now := ""
+	if l.clock != nil {
+		now = strconv.FormatInt(l.unit.now(l.clock()), 10)
+	}
+	args := make([]string, 0, 4+len(l.limits))
+	args = append(args, strconv.FormatInt(n, 10), l.unit.name, now, l.mode)
+	return append(args, l.limits...)
+}
+
+// Allow records one event for eventKey and decides it.
+func (l *Limiter) Allow(ctx context.Context, eventKey string) (Result, error) {
+	return l.AllowN(ctx, eventKey, 1)
+}
+
+// AllowN records n events (n >= 1) for eventKey and decides them together.
+func (l *Limiter) AllowN(ctx context.Context, eventKey string, n int64) (Result, error) {
+	if n < 1 || n > maxScriptInt {
+		return l.failed(&LimitError{Index: -1, Field: "n", Reason: fmt.Sprintf("must be in [1, 2^52], got %d", n)})
+	}
+	return l.call(ctx, eventKey, n)
+}
+
+// Peek decides whether one more event for eventKey would be admitted,
+// recording nothing.
+func (l *Limiter) Peek(ctx context.Context, eventKey string) (Result, error) {
+	return l.call(ctx, eventKey, 0)
+}
+
+// Reset deletes the state of eventKey: its next event starts fresh.
+func (l *Limiter) Reset(ctx context.Context, eventKey string) error {
+	_, err := l.call(ctx, eventKey, -1)
+	return err
+}
+
+func (l *Limiter) call(ctx context.Context, eventKey string, n int64) (Result, error) {
+	resp := l.registry.Exec(ctx, l.client, l.script, []string{l.Key(eventKey)}, l.Args(n))
+	return l.decode(resp)
+}
+
+// decode turns a script reply into a Result, applying the fail-open or
+// fail-closed choice to errors.
+func (l *Limiter) decode(resp rueidis.RedisResult) (Result, error) {
+	ints, err := resp.AsIntSlice()
+	if err != nil {
+		return l.failed(classify(l.script, err))
+	}
+	r, err := resultOf(ints, l.unit)
+	if err != nil {
+		return l.failed(fmt.Errorf("ratelua: %s: %w", l.script, err))
+	}
+	return r, nil
+}
+
+func resultOf(ints []int64, u unit) (Result, error) {
+	if len(ints) != 5 {
+		return Result{}, fmt.Errorf("reply has %d integers, want 5", len(ints))
+	}
+	return Result{
+		Allowed:    ints[0] == 1,
+		Remaining:  ints[1],
+		RetryAfter: u.duration(ints[2]),
+		ResetAfter: u.duration(ints[3]),
+		Limit:      int(ints[4]) - 1,
+	}, nil
+}
+
+// failed is the Result that goes with err: Allowed only for an unavailable
+// server under FailOpen.
+func (l *Limiter) failed(err error) (Result, error) {
+	if l.failOpen && errors.Is(err, ErrUnavailable) {
+		return Result{Allowed: true, Limit: -1}, err
+	}
+	return Result{Limit: -1}, err
+}
+
+// classify wraps an error of a script call.
+func classify(s Script, err error) error {
+	if re, ok := rueidis.IsRedisErr(err); ok {
+		msg := strings.TrimPrefix(re.Error(), "ERR ")
+		switch {
+		case strings.HasPrefix(msg, "ratelua:"):
+			return &ScriptError{Script: s.String(), Message: msg}
+		case re.IsLoading(), re.IsClusterDown(), re.IsTryAgain(),
+			strings.HasPrefix(msg, "MASTERDOWN"), strings.HasPrefix(msg, "BUSY"):
+			return &UnavailableError{Err: err}
+		default:
+			return &ScriptError{Script: s.String(), Message: msg}
+		}
+	}
+	return &UnavailableError{Err: err}
+}

@@ -1,0 +1,53 @@
+package ratelua
+
+import (
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Window allows at most Max events in any Duration, counted in buckets of
+// Resolution: an event at time t falls in bucket floor(t/Resolution), and a
+// bucket leaves the window as a whole. Finer resolution is more exact and
+// costs more memory: at most 10,000 buckets per window.
+type Window struct {
+	Max        int64
+	Duration   time.Duration
+	Resolution time.Duration
+}
+
+// PerWindow is a Window with one bucket per tenth of the duration:
+// PerWindow(5, time.Hour) allows 5 per hour in 6-minute buckets.
+func PerWindow(max int64, d time.Duration) Window {
+	return Window{Max: max, Duration: d, Resolution: d / 10}
+}
+
+// NewSlidingWindow returns a limiter that checks and records events against
+// every window at once (script sliding_window): one hash per event key,
+// whatever the number of windows.
+func NewSlidingWindow(client rueidis.Client, opts Options, windows ...Window) (*Limiter, error) {
+	var durations []time.Duration
+	for _, w := range windows {
+		durations = append(durations, w.Duration, w.Resolution)
+	}
+	return newLimiter(client, opts, spec{
+		script:    SlidingWindow,
+		durations: durations,
+		args: func(u unit) ([]string, error) {
+			return limitArgs(windows, func(c *check, w Window) []string {
+				args := []string{
+					c.count("Max", w.Max, 1, 1e9),
+					c.duration("Duration", w.Duration, u),
+					c.duration("Resolution", w.Resolution, u),
+				}
+				if c.err == nil && w.Resolution > w.Duration {
+					c.fail("Resolution", "must be at most Duration, got %v > %v", w.Resolution, w.Duration)
+				}
+				if c.err == nil && (w.Duration+w.Resolution-1)/w.Resolution > 10000 {
+					c.fail("Resolution", "makes more than 10000 buckets in %v", w.Duration)
+				}
+				return args
+			})
+		},
+	}, len(windows))
+}

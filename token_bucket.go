@@ -1,0 +1,47 @@
+package ratelua
+
+import (
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Bucket holds up to Capacity tokens and refills RefillAmount tokens every
+// RefillInterval, continuously; an event costs one token (AllowN: n). A
+// new bucket is full.
+type Bucket struct {
+	Capacity       int64
+	RefillAmount   int64
+	RefillInterval time.Duration
+}
+
+// PerSecond is a bucket of burst tokens refilled at rate per second.
+func PerSecond(rate, burst int64) Bucket {
+	return Bucket{Capacity: burst, RefillAmount: rate, RefillInterval: time.Second}
+}
+
+// NewTokenBucket returns a token-bucket limiter (script token_bucket): one
+// small string per event key, whatever the number of buckets.
+func NewTokenBucket(client rueidis.Client, opts Options, buckets ...Bucket) (*Limiter, error) {
+	var durations []time.Duration
+	for _, b := range buckets {
+		durations = append(durations, b.RefillInterval)
+	}
+	return newLimiter(client, opts, spec{
+		script:    TokenBucket,
+		durations: durations,
+		args: func(u unit) ([]string, error) {
+			return limitArgs(buckets, func(c *check, b Bucket) []string {
+				args := []string{
+					c.count("Capacity", b.Capacity, 1, 1e9),
+					c.count("RefillAmount", b.RefillAmount, 1, 1e9),
+					c.duration("RefillInterval", b.RefillInterval, u),
+				}
+				if c.err == nil && float64(b.Capacity)*float64(u.count(b.RefillInterval)) > 1<<50 {
+					c.fail("RefillInterval", "times Capacity must be at most 2^50 %s, got %d * %v", u.name, b.Capacity, b.RefillInterval)
+				}
+				return args
+			})
+		},
+	}, len(buckets))
+}

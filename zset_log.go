@@ -1,0 +1,32 @@
+package ratelua
+
+import (
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Log allows at most Max events in any Window, exactly: every event is kept
+// (as a sorted-set member) until it leaves the window.
+type Log struct {
+	Max    int64
+	Window time.Duration
+}
+
+// NewZSetLog returns an exact sliding-log limiter (script zset_log): one
+// sorted set per event key holding up to the largest Max events.
+func NewZSetLog(client rueidis.Client, opts Options, logs ...Log) (*Limiter, error) {
+	var durations []time.Duration
+	for _, g := range logs {
+		durations = append(durations, g.Window)
+	}
+	return newLimiter(client, opts, spec{
+		script:    ZSetLog,
+		durations: durations,
+		args: func(u unit) ([]string, error) {
+			return limitArgs(logs, func(c *check, g Log) []string {
+				return []string{c.count("Max", g.Max, 1, 1e6), c.duration("Window", g.Window, u)}
+			})
+		},
+	}, len(logs))
+}
