@@ -1,11 +1,21 @@
 # The commands the README names.
 GO ?= go
 
-.PHONY: test vet generate check-generated fuzz
+.PHONY: test servers vet generate check-generated fuzz
 
-## test: vet, then every test (no server needed for the script suite)
-test: vet check-generated
+## test: vet, then every test (no server needed for the script suite; the
+## real-server tests, via internal/testserver, skip when redis-server or
+## valkey-server is missing, except under CI=true where they fail)
+test: servers vet check-generated
 	$(GO) test -count=1 ./...
+
+## servers: only when CI=true, install redis-server (7.0) and valkey-server
+## (8.x) with .ci/install-servers (needs root and apt; a no-op once both are
+## on PATH). Elsewhere it does nothing, since developers may not be root:
+## install them yourself, or point RATELUA_REDIS_SERVER and
+## RATELUA_VALKEY_SERVER at the binaries.
+servers:
+	@if [ "$(CI)" = true ]; then bash .ci/install-servers; fi
 
 vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }

@@ -1,0 +1,377 @@
+package ratelua
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ratelua/ratelua/internal/testserver"
+)
+
+// servers are the real servers shared by the package's tests, started by
+// TestMain: redis-server (7.0) and valkey-server (8.0).
+var servers = map[testserver.Kind]*testserver.Server{}
+
+// serverErrs says why a kind could not start.
+var serverErrs = map[testserver.Kind]error{}
+
+func TestMain(m *testing.M) {
+	var stops []func()
+	for _, kind := range []testserver.Kind{testserver.Redis, testserver.Valkey} {
+		s, stop, err := testserver.StartMain(kind)
+		if err != nil {
+			serverErrs[kind] = err
+			continue
+		}
+		servers[kind] = s
+		stops = append(stops, stop)
+	}
+	code := m.Run()
+	for _, stop := range stops {
+		stop()
+	}
+	// Say how many server cases ran, so that a silent skip shows.
+	for _, kind := range []testserver.Kind{testserver.Redis, testserver.Valkey} {
+		var n int64
+		if c, ok := serverCases.Load(kind); ok {
+			n = c.(*atomic.Int64).Load()
+		}
+		version := "not started"
+		if s := servers[kind]; s != nil {
+			version = s.Version
+		}
+		fmt.Printf("server cases on %s (%s, single node): %d\n", kind, version, n)
+	}
+	os.Exit(code)
+}
+
+// eachServer runs f against a fresh client of every server family. A
+// missing server skips, except under CI=true, where it fails.
+func eachServer(t *testing.T, f func(t *testing.T, client rueidis.Client, s *testserver.Server)) {
+	for _, kind := range []testserver.Kind{testserver.Redis, testserver.Valkey} {
+		t.Run(string(kind), func(t *testing.T) {
+			s := servers[kind]
+			if s == nil {
+				if os.Getenv("CI") == "true" {
+					t.Fatalf("%s server required under CI=true: %v", kind, serverErrs[kind])
+				}
+				t.Skipf("no %s server: %v", kind, serverErrs[kind])
+			}
+			client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(client.Close)
+			countServerCase(kind)
+			f(t, client, s)
+		})
+	}
+}
+
+var serverCases sync.Map // kind -> *atomic.Int64
+
+func countServerCase(kind testserver.Kind) {
+	n, _ := serverCases.LoadOrStore(kind, new(atomic.Int64))
+	n.(*atomic.Int64).Add(1)
+}
+
+// loginLimiters builds the login case (1 per 5 s and 5 per hour) with every
+// script, on a caller clock.
+func loginLimiters(t *testing.T, client rueidis.Client, prefix string, clock func() time.Time, countDenied bool) map[string]*Limiter {
+	t.Helper()
+	opts := Options{Prefix: prefix, Clock: clock, CountDenied: countDenied}
+	sw, err1 := NewSlidingWindow(client, opts, Window{1, 5 * time.Second, time.Second}, Window{5, time.Hour, 10 * time.Minute})
+	ar, err2 := NewAR1(client, opts, Decay{1, 2, 5 * time.Second}, Decay{5, 2, time.Hour})
+	zl, err3 := NewZSetLog(client, opts, Log{1, 5 * time.Second}, Log{5, time.Hour})
+	tb, err4 := NewTokenBucket(client, opts, Bucket{1, 1, 5 * time.Second}, Bucket{5, 1, 720 * time.Second})
+	for _, err := range []error{err1, err2, err3, err4} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return map[string]*Limiter{SlidingWindow: sw, AR1: ar, ZSetLog: zl, TokenBucket: tb}
+}
+
+// TestLimitersOnServers replays the hand-worked login cases (the same
+// steps as the luatest tests) through the Go API on both servers.
+func TestLimitersOnServers(t *testing.T) {
+	steps := map[string][]step{
+		SlidingWindow: {
+			{1, 1000, 0, ints64(1, 0, 0, 3200, 1)},
+			{1, 1002, 0, ints64(0, 0, 3, 3198, 1)},
+			{0, 1004, 0, ints64(0, 0, 1, 3196, 1)},
+			{1, 1005, 0, ints64(1, 0, 0, 3195, 1)},
+			{-1, 1006, 0, ints64(1, 1, 0, 0, 0)},
+		},
+		ZSetLog: {
+			{1, 1000, 0, ints64(1, 0, 0, 3600, 1)},
+			{1, 1002, 0, ints64(0, 0, 3, 3598, 1)},
+			{1, 1005, 0, ints64(1, 0, 0, 3600, 1)},
+		},
+		TokenBucket: {
+			{1, 1000, 0, ints64(1, 0, 0, 720, 1)},
+			{1, 1002, 0, ints64(0, 0, 3, 718, 1)},
+			{3, 1005, 0, ints64(0, 1, -1, 718-3, 1)},
+		},
+		AR1: {
+			{1, 1000, 0, ints64(1, 0, 0, 35000, 1)},
+			{1, 1002, 0, ints64(0, 0, 48, 34998, 1)},
+		},
+	}
+	eachServer(t, func(t *testing.T, client rueidis.Client, s *testserver.Server) {
+		ctx := context.Background()
+		var now int64
+		limiters := loginLimiters(t, client, "steps", func() time.Time { return time.Unix(now, 0) }, false)
+		for name, l := range limiters {
+			for i, st := range steps[name] {
+				now = st.now
+				var r Result
+				var err error
+				switch {
+				case st.count < 0:
+					err = l.Reset(ctx, "203.0.113.7")
+					r = Result{Allowed: true, Remaining: 1, Limit: -1}
+				case st.count == 0:
+					r, err = l.Peek(ctx, "203.0.113.7")
+				default:
+					r, err = l.AllowN(ctx, "203.0.113.7", st.count)
+				}
+				if err != nil {
+					t.Fatalf("%s step %d: %v", name, i, err)
+				}
+				want, _ := resultOf(st.want, unit{"s", time.Second})
+				if r != want {
+					t.Errorf("%s step %d: %+v, want %+v", name, i, r, want)
+				}
+			}
+		}
+	})
+}
+
+// TestConcurrentCallersAdmitExactlyMax: 64 goroutines on one event key
+// admit exactly max, for every script, in both modes.
+func TestConcurrentCallersAdmitExactlyMax(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, s *testserver.Server) {
+		ctx := context.Background()
+		at := time.Unix(1_800_000_000, 0)
+		for _, countDenied := range []bool{false, true} {
+			opts := Options{Prefix: fmt.Sprintf("conc%v", countDenied), Clock: func() time.Time { return at }, CountDenied: countDenied}
+			limiters := map[string]func() (*Limiter, error){
+				SlidingWindow: func() (*Limiter, error) { return NewSlidingWindow(client, opts, PerWindow(10, time.Minute)) },
+				AR1:           func() (*Limiter, error) { return NewAR1(client, opts, Decay{10, 1.5, time.Minute}) },
+				ZSetLog:       func() (*Limiter, error) { return NewZSetLog(client, opts, Log{10, time.Minute}) },
+				TokenBucket:   func() (*Limiter, error) { return NewTokenBucket(client, opts, Bucket{10, 1, time.Hour}) },
+			}
+			for name, build := range limiters {
+				l, err := build()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var allowed, failed atomic.Int64
+				var wg sync.WaitGroup
+				for range 64 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for range 4 {
+							r, err := l.Allow(ctx, "hot")
+							if err != nil {
+								failed.Add(1)
+							}
+							if r.Allowed {
+								allowed.Add(1)
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				if allowed.Load() != 10 || failed.Load() != 0 {
+					t.Errorf("%s (count denied %v): %d admitted of 256, %d errors; want exactly 10 and none",
+						name, countDenied, allowed.Load(), failed.Load())
+				}
+			}
+		}
+	})
+}
+
+// TestBatchSurvivesScriptFlush: SCRIPT FLUSH empties the cache; the next
+// batch meets NOSCRIPT on every entry and retries them with EVAL; a flush
+// running concurrently with large batches costs no error either.
+func TestBatchSurvivesScriptFlush(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, s *testserver.Server) {
+		ctx := context.Background()
+		l, err := NewTokenBucket(client, Options{Prefix: "flush"}, Bucket{3, 1, time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		requests := make([]Request, 200)
+		for i := range requests {
+			requests[i] = Request{Key: "k" + strconv.Itoa(i), N: 1}
+		}
+		for round := range 4 {
+			if err := client.Do(ctx, client.B().ScriptFlush().Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			for i, o := range l.AllowBatch(ctx, requests) {
+				if o.Err != nil || o.Result.Allowed != (round < 3) || o.Result.Remaining != int64(max(0, 2-round)) {
+					t.Fatalf("round %d request %d: %+v", round, i, o)
+				}
+			}
+		}
+		// Flushes racing with batches.
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					client.Do(ctx, client.B().ScriptFlush().Build())
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}()
+		for range 20 {
+			for i, o := range l.AllowBatch(ctx, requests) {
+				if o.Err != nil {
+					t.Errorf("request %d under concurrent flushes: %v", i, o.Err)
+				}
+			}
+		}
+		close(stop)
+		<-done
+		if err := l.ResetMany(ctx, []string{"k1", "k2"}); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := l.Peek(ctx, "k1"); err != nil || r.Remaining != 3 {
+			t.Errorf("after ResetMany: %+v, %v", r, err)
+		}
+	})
+}
+
+// TestServerAndCallerClocksAgree: a limiter on the server's clock and one on
+// the caller's clock decide the same sequence alike.
+func TestServerAndCallerClocksAgree(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, s *testserver.Server) {
+		ctx := context.Background()
+		server, _ := NewSlidingWindow(client, Options{Prefix: "srvclock"}, Window{3, time.Hour, time.Minute})
+		caller, _ := NewSlidingWindow(client, Options{Prefix: "callerclock", Clock: time.Now}, Window{3, time.Hour, time.Minute})
+		for i := range 5 {
+			a, err1 := server.Allow(ctx, "k")
+			b, err2 := caller.Allow(ctx, "k")
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			if a.Allowed != b.Allowed || a.Remaining != b.Remaining || a.Limit != b.Limit {
+				t.Errorf("call %d: server clock %+v, caller clock %+v", i, a, b)
+			}
+			if d := a.ResetAfter - b.ResetAfter; d < -time.Second || d > time.Second {
+				t.Errorf("call %d: ResetAfter %v vs %v", i, a.ResetAfter, b.ResetAfter)
+			}
+		}
+	})
+}
+
+// TestResetIsSeenByRawEVALSHA: Reset from Go is the contract's negative
+// eventCount; a raw EVALSHA peek (eventCount 0) sees a fresh key.
+func TestResetIsSeenByRawEVALSHA(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, s *testserver.Server) {
+		ctx := context.Background()
+		l, _ := NewZSetLog(client, Options{Prefix: "raw"}, Log{2, time.Hour})
+		if _, err := l.AllowN(ctx, "k", 2); err != nil {
+			t.Fatal(err)
+		}
+		raw := func() []int64 {
+			args := append([]string{"0", "s", "", "0"}, l.limits...)
+			got, err := client.Do(ctx, client.B().Evalsha().Sha1(l.Script().SHA1).Numkeys(1).Key(l.Key("k")).Arg(args...).Build()).AsIntSlice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		if got := raw(); got[0] != 0 || got[1] != 0 {
+			t.Fatalf("before reset, raw peek: %v", got)
+		}
+		if err := l.Reset(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+		if got := raw(); !equalInts(got, ints64(1, 2, 0, 0, 1)) {
+			t.Errorf("after Reset, raw peek: %v, want a fresh key", got)
+		}
+	})
+}
+
+// TestLoadAndResetPrefix: Load puts every script on the node; ResetPrefix
+// deletes every key under the prefix and nothing else.
+func TestLoadAndResetPrefix(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, s *testserver.Server) {
+		ctx := context.Background()
+		client.Do(ctx, client.B().ScriptFlush().Build())
+		report, err := NewRegistry().Load(ctx, client)
+		if err != nil || len(report) != 1 || report[0].Loaded != len(Scripts()) {
+			t.Fatalf("Load: %+v, %v", report, err)
+		}
+		for _, sc := range Scripts() {
+			exists, err := client.Do(ctx, client.B().ScriptExists().Sha1(sc.SHA1).Build()).AsIntSlice()
+			if err != nil || exists[0] != 1 {
+				t.Errorf("%s not loaded: %v %v", sc, exists, err)
+			}
+		}
+		l, _ := NewTokenBucket(client, Options{Prefix: "wipe"}, PerSecond(1, 5))
+		keep, _ := NewTokenBucket(client, Options{Prefix: "wipe2"}, PerSecond(1, 5))
+		requests := make([]Request, 1200)
+		for i := range requests {
+			requests[i] = Request{Key: strconv.Itoa(i), N: 1}
+		}
+		l.AllowBatch(ctx, requests)
+		keep.AllowBatch(ctx, requests[:10])
+		var calls int
+		n, err := ResetPrefix(ctx, client, "wipe", 100, func(int64) { calls++ })
+		if err != nil || n != 1200 || calls < 2 {
+			t.Fatalf("ResetPrefix: %d deleted, %d progress calls, %v", n, calls, err)
+		}
+		if r, _ := keep.Peek(ctx, "1"); r.Remaining != 4 {
+			t.Errorf("ResetPrefix(wipe) touched wipe2: %+v", r)
+		}
+		if r, _ := l.Peek(ctx, "1"); r.Remaining != 5 {
+			t.Errorf("a wiped key is not fresh: %+v", r)
+		}
+	})
+}
+
+// TestFailOpenAndClosed: with the server gone, a fail-closed limiter denies
+// and a fail-open one admits; both report ErrUnavailable.
+func TestFailOpenAndClosed(t *testing.T) {
+	eachServer(t, func(t *testing.T, _ rueidis.Client, shared *testserver.Server) {
+		s := testserver.Start(t, shared.Kind)
+		client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, DisableRetry: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer client.Close()
+		closed, _ := NewTokenBucket(client, Options{}, PerSecond(1, 1))
+		open, _ := NewTokenBucket(client, Options{FailOpen: true}, PerSecond(1, 1))
+		if r, err := closed.Allow(context.Background(), "k"); err != nil || !r.Allowed {
+			t.Fatalf("while up: %+v, %v", r, err)
+		}
+		s.Stop()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if r, err := closed.Allow(ctx, "k"); r.Allowed || !errors.Is(err, ErrUnavailable) {
+			t.Errorf("fail closed: %+v, %v", r, err)
+		}
+		if r, err := open.Allow(ctx, "k"); !r.Allowed || !errors.Is(err, ErrUnavailable) {
+			t.Errorf("fail open: %+v, %v", r, err)
+		}
+	})
+}
