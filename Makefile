@@ -3,19 +3,17 @@ GO ?= go
 
 .PHONY: test servers vet generate check-generated fuzz
 
-## test: vet, then every test (no server needed for the script suite; the
-## real-server tests, via internal/testserver, skip when redis-server or
-## valkey-server is missing, except under CI=true where they fail)
+## test: install the servers if missing, vet, then every test: the script
+## suite in luatest, and the real-server tests and examples on redis-server and
+## valkey-server (a missing server skips them, except under CI=true)
 test: servers vet check-generated
 	$(GO) test -count=1 ./...
 
-## servers: only when CI=true, install redis-server (7.0) and valkey-server
-## (8.x) with .ci/install-servers (needs root and apt; a no-op once both are
-## on PATH). Elsewhere it does nothing, since developers may not be root:
-## install them yourself, or point RATELUA_REDIS_SERVER and
-## RATELUA_VALKEY_SERVER at the binaries.
+## servers: install redis-server (7.0) and valkey-server (8.x) when either is
+## missing, with .ci/install-servers (a no-op once both are on PATH; installing
+## needs root and apt). The real-server tests and examples need both.
 servers:
-	@if [ "$(CI)" = true ]; then bash .ci/install-servers; fi
+	@bash .ci/install-servers
 
 vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }

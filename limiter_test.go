@@ -75,7 +75,7 @@ func TestLimiterArgsAndKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(l.Args(1), " "); got != "1 s 1000 1 1 5 1 5 3600 600" {
+	if got := strings.Join(l.Args(1), " "); got != "1 ms 1000500 1 1 5000 1000 5 3600000 600000" {
 		t.Errorf("Args = %q", got)
 	}
 	key := l.Key("203.0.113.7")
@@ -86,8 +86,8 @@ func TestLimiterArgsAndKey(t *testing.T) {
 	if other.Key("203.0.113.7") == key {
 		t.Error("other limits share the state key")
 	}
-	ms, _ := NewTokenBucket(client, Options{}, Bucket{10, 1, 1500 * time.Millisecond})
-	if got := strings.Join(ms.Args(0), " "); got != "0 ms  0 10 1 1500" {
+	us, _ := NewTokenBucket(client, Options{}, Bucket{10, 1, 1500 * time.Microsecond})
+	if got := strings.Join(us.Args(0), " "); got != "0 us  0 10 1 1500" {
 		t.Errorf("server-clock Args = %q", got)
 	}
 }
@@ -104,7 +104,7 @@ func TestAllowDecodesAndFails(t *testing.T) {
 
 	client.EXPECT().Do(ctx, evalsha).Return(ints(0, 0, 42, 3600, 2))
 	r, err := closed.Allow(ctx, "u1")
-	if err != nil || r != (Result{Allowed: false, Remaining: 0, RetryAfter: 42 * time.Second, ResetAfter: time.Hour, Limit: 1}) {
+	if err != nil || r != (Result{Allowed: false, Remaining: 0, RetryAfter: 42 * time.Millisecond, ResetAfter: 3600 * time.Millisecond, Limit: 1}) {
 		t.Errorf("decode: %+v, %v", r, err)
 	}
 

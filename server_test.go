@@ -23,36 +23,6 @@ var servers = map[testserver.Kind]*testserver.Server{}
 // serverErrs says why a kind could not start.
 var serverErrs = map[testserver.Kind]error{}
 
-func TestMain(m *testing.M) {
-	var stops []func()
-	for _, kind := range []testserver.Kind{testserver.Redis, testserver.Valkey} {
-		s, stop, err := testserver.StartMain(kind)
-		if err != nil {
-			serverErrs[kind] = err
-			continue
-		}
-		servers[kind] = s
-		stops = append(stops, stop)
-	}
-	code := m.Run()
-	for _, stop := range stops {
-		stop()
-	}
-	// Say how many server cases ran, so that a silent skip shows.
-	for _, kind := range []testserver.Kind{testserver.Redis, testserver.Valkey} {
-		var n int64
-		if c, ok := serverCases.Load(kind); ok {
-			n = c.(*atomic.Int64).Load()
-		}
-		version := "not started"
-		if s := servers[kind]; s != nil {
-			version = s.Version
-		}
-		fmt.Printf("server cases on %s (%s, single node): %d\n", kind, version, n)
-	}
-	os.Exit(code)
-}
-
 // eachServer runs f against a fresh client of every server family. A
 // missing server skips, except under CI=true, where it fails.
 func eachServer(t *testing.T, f func(t *testing.T, client rueidis.Client, s *testserver.Server)) {

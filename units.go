@@ -16,11 +16,12 @@ type unit struct {
 
 var units = []unit{{"s", time.Second}, {"ms", time.Millisecond}, {"us", time.Microsecond}}
 
-// pickUnit returns the coarsest unit in which every duration is a whole
-// number, so that conversions are exact; durations finer than a microsecond
-// are rejected.
+// pickUnit returns milliseconds, or microseconds when a duration is not a
+// whole number of milliseconds, so that conversions are exact and waits are
+// reported to the millisecond at least; durations finer than a microsecond
+// are rejected. (Seconds are for raw callers.)
 func pickUnit(durations []time.Duration) (unit, error) {
-	for _, u := range units {
+	for _, u := range units[1:] {
 		exact := true
 		for _, d := range durations {
 			if d%u.size != 0 {

@@ -10,10 +10,10 @@ func TestPickUnit(t *testing.T) {
 		durations []time.Duration
 		want      string
 	}{
-		{[]time.Duration{5 * time.Second, time.Hour}, "s"},
+		{[]time.Duration{5 * time.Second, time.Hour}, "ms"},
 		{[]time.Duration{5 * time.Second, 1500 * time.Millisecond}, "ms"},
 		{[]time.Duration{time.Second, time.Microsecond}, "us"},
-		{[]time.Duration{time.Minute}, "s"},
+		{[]time.Duration{time.Minute}, "ms"},
 	} {
 		u, err := pickUnit(c.durations)
 		if err != nil || u.name != c.want {
