@@ -1,0 +1,111 @@
+package ratelua
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/redis/rueidis/mock"
+	"go.uber.org/mock/gomock"
+
+	"github.com/ratelua/ratelua/internal/testserver"
+)
+
+// cannedClient answers every command with one canned reply, so that a
+// benchmark measures only the client side of Allow: building the key and
+// the arguments, running rueidis.Lua and decoding the reply.
+type cannedClient struct {
+	*mock.Client
+	reply rueidis.RedisResult
+}
+
+func (c cannedClient) Do(context.Context, rueidis.Completed) rueidis.RedisResult { return c.reply }
+
+func (c cannedClient) DoMulti(_ context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	out := make([]rueidis.RedisResult, len(cmds))
+	for i := range out {
+		out[i] = c.reply
+	}
+	return out
+}
+
+// BenchmarkAllowCanned: client-side ns/op and allocs/op of Allow.
+func BenchmarkAllowCanned(b *testing.B) {
+	client := cannedClient{Client: mock.NewClient(gomock.NewController(b)), reply: ints(1, 4, 0, 3600000, 2)}
+	l, err := NewSlidingWindow(client, Options{}, Window{1, 5 * time.Second, time.Second}, Window{5, time.Hour, 10 * time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := l.Allow(ctx, "203.0.113.7"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAllowBatchCanned: client side of a 100-key batch, per batch.
+func BenchmarkAllowBatchCanned(b *testing.B) {
+	client := cannedClient{Client: mock.NewClient(gomock.NewController(b)), reply: ints(1, 4, 0, 3600000, 2)}
+	l, _ := NewTokenBucket(client, Options{}, PerSecond(10, 20))
+	requests := make([]Request, 100)
+	for i := range requests {
+		requests[i] = Request{Key: "k" + strconv.Itoa(i), N: 1}
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		l.AllowBatch(ctx, requests)
+	}
+}
+
+// BenchmarkAllowServer: end-to-end decisions per second on the local
+// servers, 10,000 event keys, parallel callers (rueidis auto-pipelines).
+func BenchmarkAllowServer(b *testing.B) {
+	for _, kind := range []string{"redis", "valkey"} {
+		b.Run(kind, func(b *testing.B) {
+			s := servers[testserver.Kind(kind)]
+			if s == nil {
+				b.Skipf("no %s server", kind)
+			}
+			client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer client.Close()
+			builders := map[string]func() (*Limiter, error){
+				SlidingWindow: func() (*Limiter, error) {
+					return NewSlidingWindow(client, Options{Prefix: "bench"}, Window{100, time.Minute, time.Second})
+				},
+				AR1:         func() (*Limiter, error) { return NewAR1(client, Options{Prefix: "bench"}, Decay{100, 1.1, time.Second}) },
+				ZSetLog:     func() (*Limiter, error) { return NewZSetLog(client, Options{Prefix: "bench"}, Log{100, time.Minute}) },
+				TokenBucket: func() (*Limiter, error) { return NewTokenBucket(client, Options{Prefix: "bench"}, PerSecond(100, 100)) },
+			}
+			for _, name := range []string{SlidingWindow, AR1, ZSetLog, TokenBucket} {
+				b.Run(name, func(b *testing.B) {
+					l, err := builders[name]()
+					if err != nil {
+						b.Fatal(err)
+					}
+					ctx := context.Background()
+					b.SetParallelism(16)
+					start := time.Now()
+					b.RunParallel(func(pb *testing.PB) {
+						i := 0
+						for pb.Next() {
+							i++
+							if _, err := l.Allow(ctx, strconv.Itoa(i%10000)); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+					b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "decisions/s")
+				})
+			}
+		})
+	}
+}
