@@ -80,7 +80,9 @@ func BenchmarkAllowServer(b *testing.B) {
 				SlidingWindow: func() (*Limiter, error) {
 					return NewSlidingWindow(client, Options{Prefix: "bench"}, Window{100, time.Minute, time.Second})
 				},
-				AR1:         func() (*Limiter, error) { return NewAR1(client, Options{Prefix: "bench"}, Decay{100, 1.1, time.Second}) },
+				AR1: func() (*Limiter, error) {
+					return NewAR1(client, Options{Prefix: "bench"}, Decay{100, 1.1, time.Second})
+				},
 				ZSetLog:     func() (*Limiter, error) { return NewZSetLog(client, Options{Prefix: "bench"}, Log{100, time.Minute}) },
 				TokenBucket: func() (*Limiter, error) { return NewTokenBucket(client, Options{Prefix: "bench"}, PerSecond(100, 100)) },
 			}

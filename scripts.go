@@ -1,9 +1,3 @@
-// Package ratelua is a set of rate limiters that run atomically inside
-// Valkey and Redis as versioned Lua scripts, and the Go to call them.
-//
-// Every script takes one state key and the same arguments (eventCount,
-// unit, now, mode, limits...) and answers five integers; lua/manifest.json
-// publishes the contract, so any language can call the scripts by EVALSHA.
 package ratelua
 
 import (
