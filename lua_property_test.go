@@ -206,7 +206,7 @@ func TestScriptsAgreeWithModels(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("%d calls, %.2f redis.calls per decision", calls, float64(commands)/float64(decisions))
+			t.Logf("%s: %d calls, %.2f redis.calls per decision", name, calls, float64(commands)/float64(decisions))
 		})
 	}
 }
