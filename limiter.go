@@ -210,8 +210,14 @@ func (l *Limiter) failed(err error) (Result, error) {
 	return Result{Limit: -1}, err
 }
 
-// classify wraps an error of a script call.
+// classify wraps an error of a script call: an error reply is a
+// ScriptError (or unavailability: LOADING, CLUSTERDOWN, TRYAGAIN,
+// MASTERDOWN, BUSY); ratelua's own errors pass through; anything else kept
+// the call from the server and is an UnavailableError.
 func classify(s Script, err error) error {
+	if errors.Is(err, ErrUnknownScript) || errors.Is(err, ErrInvalidLimit) {
+		return err
+	}
 	if re, ok := rueidis.IsRedisErr(err); ok {
 		msg := strings.TrimPrefix(re.Error(), "ERR ")
 		switch {

@@ -133,6 +133,12 @@ func TestAllowDecodesAndFails(t *testing.T) {
 		}
 	}
 
+	if r, err := closed.decode(rueidis.NewErrorResult(ErrUnknownScript)); !errors.Is(err, ErrUnknownScript) || errors.Is(err, ErrUnavailable) || r.Allowed {
+		t.Errorf("a registry miss is not unavailability: %+v, %v", r, err)
+	}
+	if r, err := open.decode(rueidis.NewErrorResult(ErrUnknownScript)); r.Allowed || err == nil {
+		t.Errorf("fail open must not admit on a registry miss: %+v, %v", r, err)
+	}
 	if _, err := closed.AllowN(ctx, "u1", 0); !errors.Is(err, ErrInvalidLimit) {
 		t.Errorf("AllowN(0): %v", err)
 	}
