@@ -7,7 +7,10 @@ GO ?= go
 ## suite in luatest, and the real-server tests and examples on redis-server and
 ## valkey-server (a missing server skips them, except under CI=true)
 test: servers vet check-generated
-	$(GO) test -count=1 ./...
+	@rm -f .server-cases
+	RATELUA_SERVER_CASES=$(CURDIR)/.server-cases $(GO) test -count=1 ./...
+	@cat .server-cases 2>/dev/null || echo "server cases: no report (the root package did not run)"
+	@rm -f .server-cases
 
 ## servers: install redis-server (7.0) and valkey-server (8.x) when either is
 ## missing, with .ci/install-servers (a no-op once both are on PATH; installing
