@@ -32,7 +32,10 @@ func (l *Limiter) AllowBatch(ctx context.Context, requests []Request) []Outcome 
 		calls = append(calls, Call{Keys: []string{l.Key(r.Key)}, Args: l.Args(r.N)})
 		index = append(index, i)
 	}
-	for j, resp := range l.registry.ExecBatch(ctx, l.client, l.script, calls) {
+	if len(calls) == 0 {
+		return out
+	}
+	for j, resp := range l.exec(ctx, calls) {
 		i := index[j]
 		out[i].Result, out[i].Err = l.decode(resp)
 	}

@@ -39,6 +39,12 @@ type Options struct {
 	// Registry runs the scripts; nil means a new registry of the embedded
 	// scripts.
 	Registry *Registry
+	// Functions calls the scripts as Redis Functions (FCALL) from the
+	// release's Library instead of by EVALSHA. The library is loaded on
+	// every master the first time a node answers that the function is
+	// missing (or beforehand with LoadFunctions). Functions survive
+	// failovers and restarts, where EVALSHA meets NOSCRIPT.
+	Functions bool
 }
 
 // Result is one decision.
@@ -62,16 +68,17 @@ type Result struct {
 // Limiter decides events against a set of limits with one script. It is
 // safe for concurrent use.
 type Limiter struct {
-	client   rueidis.Client
-	registry *Registry
-	script   Script
-	unit     unit
-	limits   []string // the limit arguments, in the unit
-	prefix   string
-	hash     string // of script, unit and limits: part of every key
-	mode     string
-	clock    func() time.Time
-	failOpen bool
+	client    rueidis.Client
+	registry  *Registry
+	script    Script
+	unit      unit
+	limits    []string // the limit arguments, in the unit
+	prefix    string
+	hash      string // of script, unit and limits: part of every key
+	mode      string
+	clock     func() time.Time
+	failOpen  bool
+	functions bool
 }
 
 // spec is what a typed constructor hands to newLimiter.
@@ -120,7 +127,7 @@ func newLimiter(client rueidis.Client, opts Options, s spec, count int) (*Limite
 	return &Limiter{
 		client: client, registry: registry, script: script, unit: u, limits: args,
 		prefix: prefix, hash: hex.EncodeToString(sum[:4]), mode: mode,
-		clock: opts.Clock, failOpen: opts.FailOpen,
+		clock: opts.Clock, failOpen: opts.FailOpen, functions: opts.Functions,
 	}, nil
 }
 
@@ -170,8 +177,19 @@ func (l *Limiter) Reset(ctx context.Context, eventKey string) error {
 }
 
 func (l *Limiter) call(ctx context.Context, eventKey string, n int64) (Result, error) {
-	resp := l.registry.Exec(ctx, l.client, l.script, []string{l.Key(eventKey)}, l.Args(n))
-	return l.decode(resp)
+	return l.decode(l.exec(ctx, []Call{{Keys: []string{l.Key(eventKey)}, Args: l.Args(n)}})[0])
+}
+
+// exec runs calls of the limiter's script by EVALSHA (one call: through
+// rueidis.Lua) or, with Options.Functions, by FCALL.
+func (l *Limiter) exec(ctx context.Context, calls []Call) []rueidis.RedisResult {
+	switch {
+	case l.functions:
+		return fcall(ctx, l.client, l.script, calls)
+	case len(calls) == 1:
+		return []rueidis.RedisResult{l.registry.Exec(ctx, l.client, l.script, calls[0].Keys, calls[0].Args)}
+	}
+	return l.registry.ExecBatch(ctx, l.client, l.script, calls)
 }
 
 // decode turns a script reply into a Result, applying the fail-open or

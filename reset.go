@@ -19,7 +19,10 @@ func (l *Limiter) ResetMany(ctx context.Context, eventKeys []string) error {
 		calls[i] = Call{Keys: []string{l.Key(k)}, Args: l.Args(-1)}
 	}
 	var errs []error
-	for i, resp := range l.registry.ExecBatch(ctx, l.client, l.script, calls) {
+	if len(calls) == 0 {
+		return nil
+	}
+	for i, resp := range l.exec(ctx, calls) {
 		if err := resp.Error(); err != nil {
 			errs = append(errs, fmt.Errorf("reset %q: %w", eventKeys[i], classify(l.script, err)))
 		}

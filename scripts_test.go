@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/ratelua/ratelua/internal/luagen"
@@ -53,6 +54,13 @@ func TestGenerated(t *testing.T) {
 			t.Errorf("lua/%s differs from what lua/src generates: run make generate", file)
 		}
 	}
+	library, err := luagen.Library(1, scripts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if FunctionLibrary().Source != string(library) {
+		t.Errorf("lua/%s differs from what lua/src generates: run make generate", luagen.LibraryFile(1))
+	}
 	manifest, err := luagen.Build(scripts)
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +71,22 @@ func TestGenerated(t *testing.T) {
 	}
 	if !bytes.Equal(got, manifest) {
 		t.Error("lua/manifest.json differs from what lua/src generates: run make generate")
+	}
+}
+
+// TestLibraryRunsTheScripts: each function of the Functions library is its
+// script's exact text as the function body, so FCALL and EVALSHA can never
+// differ.
+func TestLibraryRunsTheScripts(t *testing.T) {
+	lib := FunctionLibrary()
+	if lib.Name != "ratelua_v1" || !strings.HasPrefix(lib.Source, "#!lua name=ratelua_v1\n") {
+		t.Fatalf("library %q starts %q", lib.Name, lib.Source[:min(40, len(lib.Source))])
+	}
+	for _, s := range Scripts() {
+		body := "redis.register_function('" + s.Function() + "', function(KEYS, ARGV)\n" + s.Source + "end)\n"
+		if strings.Count(lib.Source, body) != 1 {
+			t.Errorf("%s: the library does not hold its exact source as %s", s, s.Function())
+		}
 	}
 }
 

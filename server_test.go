@@ -345,3 +345,36 @@ func TestFailOpenAndClosed(t *testing.T) {
 		}
 	})
 }
+
+// TestFunctionsOnServers: with Options.Functions a limiter calls FCALL; the
+// library is loaded on first use and again after FUNCTION FLUSH, and the
+// decisions are the EVALSHA ones.
+func TestFunctionsOnServers(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, s *testserver.Server) {
+		ctx := context.Background()
+		client.Do(ctx, client.B().FunctionFlush().Build())
+		at := time.Unix(1_800_000_000, 0)
+		opts := Options{Prefix: "fn", Clock: func() time.Time { return at }}
+		viaEval, _ := NewSlidingWindow(client, opts, Window{3, time.Minute, time.Second})
+		opts.Prefix, opts.Functions = "fn2", true
+		viaFunc, _ := NewSlidingWindow(client, opts, Window{3, time.Minute, time.Second})
+		for i := range 5 {
+			if i == 2 {
+				client.Do(ctx, client.B().FunctionFlush().Build())
+			}
+			a, err1 := viaEval.Allow(ctx, "k")
+			b, err2 := viaFunc.Allow(ctx, "k")
+			if err1 != nil || err2 != nil || a != b {
+				t.Errorf("call %d: EVALSHA %+v %v, FCALL %+v %v", i, a, err1, b, err2)
+			}
+		}
+		out := viaFunc.AllowBatch(ctx, []Request{{"x", 1}, {"y", 2}})
+		if out[0].Err != nil || out[1].Err != nil || out[1].Result.Remaining != 1 {
+			t.Errorf("FCALL batch: %+v", out)
+		}
+		report, err := LoadFunctions(ctx, client, FunctionLibrary())
+		if err != nil || len(report) != 1 || report[0].Loaded != 1 {
+			t.Errorf("LoadFunctions: %+v, %v", report, err)
+		}
+	})
+}

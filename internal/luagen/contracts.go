@@ -3,6 +3,7 @@ package luagen
 import "strings"
 
 const manifestComment = "ratelua scripts: call by EVALSHA <sha1> 1 <state key> <ARGV...>; on NOSCRIPT, SCRIPT LOAD the file (or EVAL its text) and retry. " +
+	"Or FUNCTION LOAD the library file on every master once and FCALL <function> 1 <state key> <ARGV...> (functions survive failovers and restarts). " +
 	"Every reply is an array of five integers {allowed, remaining, retry_after, reset_after, limit_index}; " +
 	"bad input is an error reply starting with 'ERR ratelua:' and writes nothing."
 

@@ -64,6 +64,11 @@ type Entry struct {
 	Fresh   string   `json:"fresh"`
 	State   string   `json:"state"`
 	Cost    string   `json:"cost"`
+	// Function is the Redis Functions name of the script in Library.
+	Function string `json:"function"`
+	// Library is the Functions library (and its file in lua/) that
+	// registers Function.
+	Library string `json:"library"`
 }
 
 // Manifest is the checked-in lua/manifest.json: everything a caller in any
@@ -108,6 +113,7 @@ func Build(scripts map[string][]byte) ([]byte, error) {
 			return nil, fmt.Errorf("luagen: no contract for %s v%d", name, version)
 		}
 		c.Name, c.Version, c.File, c.SHA1 = name, version, file, SHA1(text)
+		c.Function, c.Library = FunctionName(name, version), LibraryFile(version)
 		m.Scripts = append(m.Scripts, c)
 	}
 	slices.SortFunc(m.Scripts, func(a, b Entry) int {
@@ -146,4 +152,43 @@ func AssembleAll(fsys fs.FS, src string) (map[string][]byte, error) {
 		out[e.Name()] = text
 	}
 	return out, nil
+}
+
+// LibraryName is the Redis Functions library of a release: ratelua_v<N>.
+func LibraryName(version int) string { return fmt.Sprintf("ratelua_v%d", version) }
+
+// FunctionName is the function a script version registers in its library.
+func FunctionName(name string, version int) string {
+	return fmt.Sprintf("ratelua_%s_v%d", name, version)
+}
+
+// LibraryFile is the file name of a release's Functions library in lua/.
+func LibraryFile(version int) string { return fmt.Sprintf("%s.library.lua", LibraryName(version)) }
+
+// Library returns the Redis Functions library of every script of version
+// (file name to assembled text): each script's exact text becomes the body
+// of its function, with KEYS and ARGV as the function's arguments, so a
+// function and its script can never differ.
+func Library(version int, scripts map[string][]byte) ([]byte, error) {
+	var files []string
+	for file := range scripts {
+		if _, v, ok := ParseFileName(file); ok && v == version {
+			files = append(files, file)
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("luagen: no scripts of version %d", version)
+	}
+	slices.Sort(files)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "#!lua name=%s\n", LibraryName(version))
+	fmt.Fprintf(&b, "-- Generated from lua/src by luagen: every v%d script as a function with\n", version)
+	b.WriteString("-- the same KEYS/ARGV/reply contract (FCALL <function> 1 <key> <ARGV...>).\n")
+	for _, file := range files {
+		name, _, _ := ParseFileName(file)
+		fmt.Fprintf(&b, "\nredis.register_function('%s', function(KEYS, ARGV)\n", FunctionName(name, version))
+		b.Write(scripts[file])
+		b.WriteString("end)\n")
+	}
+	return b.Bytes(), nil
 }

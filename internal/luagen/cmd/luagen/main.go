@@ -28,6 +28,21 @@ func run(dir string) error {
 			return fmt.Errorf("write %s: %w", file, err)
 		}
 	}
+	versions := map[int]bool{}
+	for file := range scripts {
+		if _, v, ok := luagen.ParseFileName(file); ok {
+			versions[v] = true
+		}
+	}
+	for v := range versions {
+		library, err := luagen.Library(v, scripts)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, luagen.LibraryFile(v)), library, 0o644); err != nil {
+			return fmt.Errorf("write library: %w", err)
+		}
+	}
 	manifest, err := luagen.Build(scripts)
 	if err != nil {
 		return err
