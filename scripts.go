@@ -131,3 +131,13 @@ func LatestScript(name string) (Script, error) {
 	}
 	return *latest, nil
 }
+
+// Manifest returns lua/manifest.json exactly as embedded: every script's
+// name, version, file, SHA1, function and contract.
+func Manifest() []byte {
+	raw, err := luaFiles.ReadFile("lua/manifest.json")
+	if err != nil {
+		return nil
+	}
+	return raw
+}

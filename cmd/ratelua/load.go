@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ratelua/ratelua"
+)
+
+func runLoad(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet("load", "ratelua load --addr HOST:PORT [--functions]", `
+Loads every embedded script on every node the client finds (for a cluster,
+every master and replica) with SCRIPT LOAD, and prints one line per node.
+With --functions, loads the Redis Functions library instead, with FUNCTION
+LOAD REPLACE on every master (by ROLE; replicas get it by replication).
+Both are idempotent: run them after a deploy, a restart or a failover.`,
+		"ratelua load --addr 127.0.0.1:6379",
+		"ratelua load --addr 127.0.0.1:7000 --functions")
+	sf := addServerFlags(fs, true)
+	functions := fs.Bool("functions", false, "load the Functions library (FCALL ratelua_<script>_v<N>) on every master")
+	pos, err := fs.parse(e, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("load", "load: unexpected argument %q", pos[0])
+	}
+	lib := ratelua.FunctionLibrary()
+	if *functions && lib.Source == "" {
+		return fmt.Errorf("load --functions: the Functions library %q is not available in this build", lib.Name)
+	}
+	client, err := sf.connect("load")
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(ctx, *sf.timeout)
+	defer cancel()
+
+	var report []ratelua.NodeLoad
+	if *functions {
+		report, err = ratelua.LoadFunctions(ctx, client, lib)
+	} else {
+		report, err = ratelua.NewRegistry().Load(ctx, client)
+	}
+	for _, nl := range report {
+		line := nl.Addr + "  "
+		switch {
+		case *functions && nl.Err == nil:
+			line += fmt.Sprintf("library %s loaded (%s)", lib.Name,
+				plural(int64(strings.Count(lib.Source, "redis.register_function(")), "function", "functions"))
+		case *functions:
+			line += fmt.Sprintf("library %s not loaded", lib.Name)
+		default:
+			line += plural(int64(nl.Loaded), "script", "scripts") + " loaded"
+		}
+		if nl.Err != nil {
+			line += " (failed)"
+		}
+		fmt.Fprintln(e.stdout, line)
+	}
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	if len(report) == 0 {
+		return errors.New("load: the client knows no nodes")
+	}
+	return nil
+}

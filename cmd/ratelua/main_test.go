@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ratelua/ratelua/internal/testserver"
+)
+
+// result is one run of the command.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// cli runs the command line args in-process.
+func cli(t *testing.T, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(args, &stdout, &stderr)
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+// wantCode checks the exit code, and that an error is one line of stderr
+// starting with "ratelua: " (and that success writes nothing to stderr).
+func (r result) wantCode(t *testing.T, code int) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
+	}
+	switch {
+	case code == exitOK || (code == exitFailure && r.stderr == ""):
+		if r.stderr != "" {
+			t.Fatalf("stderr %q, want nothing", r.stderr)
+		}
+	default:
+		if !strings.HasPrefix(r.stderr, "ratelua: ") || strings.Count(r.stderr, "\n") != 1 || !strings.HasSuffix(r.stderr, "\n") {
+			t.Fatalf("stderr %q, want one line starting with \"ratelua: \"", r.stderr)
+		}
+		if strings.HasPrefix(r.stderr, "ratelua: ratelua:") {
+			t.Fatalf("stderr %q repeats the prefix", r.stderr)
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}} {
+		r := cli(t, args...)
+		r.wantCode(t, exitOK)
+		for _, c := range commands {
+			if !strings.Contains(r.stdout, "  "+c.name+" ") {
+				t.Errorf("%v does not list %s:\n%s", args, c.name, r.stdout)
+			}
+		}
+	}
+	for _, c := range commands {
+		for _, args := range [][]string{{c.name, "--help"}, {c.name, "-h"}, {"help", c.name}} {
+			r := cli(t, args...)
+			r.wantCode(t, exitOK)
+			for _, want := range []string{"Usage: ratelua " + c.name, "Flags:", "  --help", "Example", "\n  ratelua " + c.name} {
+				if !strings.Contains(r.stdout, want) {
+					t.Errorf("%v: help lacks %q:\n%s", args, want, r.stdout)
+				}
+			}
+		}
+	}
+	// Every flag of every command is documented with its value name.
+	r := cli(t, "reset", "--help")
+	for _, want := range []string{"--addr HOST:PORT", "--prefix PREFIX", "--unit UNIT", "--batch N", "--timeout duration"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("reset --help lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	limits := []string{"1", "5000", "1000"}
+	for _, args := range [][]string{
+		{},
+		{"nope"},
+		{"--json"},
+		{"scripts", "--bogus"},
+		{"scripts", "extra"},
+		{"scripts", "--json", "--source", "sliding_window@1"},
+		{"scripts", "--source", "sliding_window"},
+		{"scripts", "--source", "sliding_window@"},
+		{"scripts", "--source", "sliding_window@0"},
+		{"scripts", "--source", "sliding_window@x"},
+		{"scripts", "--source", "nope@1"},
+		{"scripts", "--source", "sliding_window@9"},
+		{"scripts", "--source"},
+		{"load"},
+		{"load", "--addr", "localhost"},
+		{"load", "--addr", "127.0.0.1:1", "extra"},
+		{"load", "--addr", "127.0.0.1:1", "--timeout", "0s"},
+		{"load", "--addr", "127.0.0.1:1", "--timeout", "soon"},
+		{"load", "--functions=maybe", "--addr", "127.0.0.1:1"},
+		{"call"},
+		{"call", "--addr", "127.0.0.1:1"},
+		{"call", "nope@1", "--addr", "127.0.0.1:1", "k", "1", "-", "0", "1", "5", "1"},
+		{"call", "sliding_window@1", "--addr", "127.0.0.1:1", "k", "1", "-", "0"},
+		{"call", "sliding_window@1", "k", "1", "-", "0", "1", "5000", "1000"},
+		{"reset", "--addr", "127.0.0.1:1"},
+		{"reset", "--addr", "127.0.0.1:1", "sliding_window@1", "k"},
+		{"reset", "--addr", "127.0.0.1:1", "--prefix", "p", "sliding_window@1", "k", "1", "5000", "1000"},
+		{"reset", "--addr", "127.0.0.1:1", "--prefix", ""},
+		{"reset", "--addr", "127.0.0.1:1", "--prefix", "a{b}"},
+		{"reset", "--addr", "127.0.0.1:1", "--prefix", "p", "--batch", "0"},
+		append([]string{"reset", "sliding_window@1", "k"}, limits...),
+		{"demo", "--script", "nope"},
+		{"demo", "extra"},
+		{"demo", "--count-denied=2"},
+	} {
+		r := cli(t, args...)
+		if r.code != exitUsage {
+			t.Errorf("%q: exit %d, want %d (stderr %q)", args, r.code, exitUsage, r.stderr)
+			continue
+		}
+		r.wantCode(t, exitUsage)
+		if r.stdout != "" {
+			t.Errorf("%q: stdout %q, want nothing", args, r.stdout)
+		}
+		if !strings.Contains(r.stderr, "--help'") {
+			t.Errorf("%q: stderr %q does not point to --help", args, r.stderr)
+		}
+	}
+}
+
+// TestUnreachable: a server that does not answer is exit 3, whatever the
+// command.
+func TestUnreachable(t *testing.T) {
+	addr := closedAddr(t)
+	for _, args := range [][]string{
+		{"load", "--addr", addr},
+		{"load", "--addr", addr, "--functions"},
+		{"call", "sliding_window@1", "--addr", addr, "k", "1", "-", "0", "1", "5000", "1000"},
+		{"reset", "--addr", addr, "sliding_window@1", "k", "1", "5000", "1000"},
+		{"reset", "--addr", addr, "--prefix", "demo"},
+		{"demo", "--addr", addr},
+	} {
+		r := cli(t, args...)
+		r.wantCode(t, exitUnreachable)
+		if !strings.Contains(r.stderr, addr) {
+			t.Errorf("%q: stderr %q does not name the address", args, r.stderr)
+		}
+	}
+}
+
+// closedAddr returns a loopback address where nothing listens.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func TestInterspersedFlags(t *testing.T) {
+	fs := newFlagSet("x", "x", "x", "x")
+	addr := fs.String("addr", "", "")
+	on := fs.Bool("on", false, "")
+	pos, err := fs.parse(&env{}, []string{"a@1", "--addr", "h:1", "k", "-1", "", "-", "--on", "-5", "--", "--addr"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *addr != "h:1" || !*on {
+		t.Errorf("addr %q on %v", *addr, *on)
+	}
+	want := []string{"a@1", "k", "-1", "", "-", "-5", "--addr"}
+	if strings.Join(pos, "|") != strings.Join(want, "|") {
+		t.Errorf("arguments %q, want %q", pos, want)
+	}
+}
+
+// forEachServer runs f as a subtest on a fresh redis-server and a fresh
+// valkey-server (skipped when missing, except under CI=true).
+func forEachServer(t *testing.T, f func(t *testing.T, srv *testserver.Server, client rueidis.Client)) {
+	for _, kind := range []testserver.Kind{testserver.Redis, testserver.Valkey} {
+		t.Run(string(kind), func(t *testing.T) {
+			srv := testserver.Start(t, kind)
+			client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(client.Close)
+			f(t, srv, client)
+		})
+	}
+}
+
+// do runs one command on the test client.
+func do(t *testing.T, client rueidis.Client, args ...string) rueidis.RedisResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return client.Do(ctx, client.B().Arbitrary(args...).Build())
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ratelua/ratelua/internal/testserver"
+)
+
+func TestResetKey(t *testing.T) {
+	forEachServer(t, func(t *testing.T, srv *testserver.Server, client rueidis.Client) {
+		key := "login:{203.0.113.7}"
+		limits := []string{"1", "5000", "1000", "5", "3600000", "600000"}
+		call := func() result {
+			return cli(t, append([]string{"call", "sliding_window@1", "--addr", srv.Addr, key, "1", "-", "0"}, limits...)...)
+		}
+		call().wantCode(t, exitOK)
+		call().wantCode(t, exitFailure)
+		r := cli(t, append([]string{"reset", "sliding_window@1", key, "--addr", srv.Addr}, limits...)...)
+		r.wantCode(t, exitOK)
+		if r.stdout != "reset "+key+"\n" {
+			t.Errorf("reset: %q", r.stdout)
+		}
+		if n, err := do(t, client, "EXISTS", key).AsInt64(); err != nil || n != 0 {
+			t.Errorf("EXISTS after reset: %d %v", n, err)
+		}
+		call().wantCode(t, exitOK)
+		// The script checks the limits: bad ones are a usage error and
+		// leave the state.
+		r = cli(t, "reset", "sliding_window@1", key, "--addr", srv.Addr, "1", "5000", "10000")
+		r.wantCode(t, exitUsage)
+		if !strings.Contains(r.stderr, "resolution must be at most duration") {
+			t.Errorf("bad limits: %q", r.stderr)
+		}
+		if n, _ := do(t, client, "EXISTS", key).AsInt64(); n != 1 {
+			t.Error("a rejected reset deleted the state")
+		}
+	})
+}
+
+func TestResetPrefix(t *testing.T) {
+	forEachServer(t, func(t *testing.T, srv *testserver.Server, client rueidis.Client) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var cmds rueidis.Commands
+		for i := range 1200 {
+			cmds = append(cmds, client.B().Set().Key(fmt.Sprintf("bulk:{k%d}:sliding_window:v1:abcd", i)).Value("x").Build())
+		}
+		for _, k := range []string{"bulkier:{a}", "other:{b}", "bulk"} {
+			cmds = append(cmds, client.B().Set().Key(k).Value("x").Build())
+		}
+		for _, resp := range client.DoMulti(ctx, cmds...) {
+			if err := resp.Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Not a terminal: no progress, the count on stdout.
+		r := cli(t, "reset", "--addr", srv.Addr, "--prefix", "bulk", "--batch", "100")
+		r.wantCode(t, exitOK)
+		if r.stdout != "deleted 1200 keys\n" {
+			t.Errorf("reset --prefix: %q", r.stdout)
+		}
+		if n, _ := do(t, client, "DBSIZE").AsInt64(); n != 3 {
+			t.Errorf("DBSIZE %d after the reset, want the 3 keys not under bulk:", n)
+		}
+		r = cli(t, "reset", "--addr", srv.Addr, "--prefix", "bulk")
+		r.wantCode(t, exitOK)
+		if r.stdout != "deleted 0 keys\n" {
+			t.Errorf("second reset --prefix: %q", r.stdout)
+		}
+		// On a terminal: a progress line on stderr, erased at the end.
+		for i := range 3 {
+			do(t, client, "SET", fmt.Sprintf("tty:{%d}", i), "x")
+		}
+		terminal = func(io.Writer) bool { return true }
+		t.Cleanup(func() { terminal = isTerminal })
+		r = cli(t, "reset", "--addr", srv.Addr, "--prefix", "tty", "--batch", "1")
+		if r.code != exitOK || r.stdout != "deleted 3 keys\n" {
+			t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+		}
+		if !strings.HasPrefix(r.stderr, "\r\033[Kdeleting tty:* [") || !strings.Contains(r.stderr, "] 3 keys") || !strings.HasSuffix(r.stderr, "\r\033[K") {
+			t.Errorf("progress %q", r.stderr)
+		}
+	})
+}
+
+func TestProgressBar(t *testing.T) {
+	var b strings.Builder
+	p := &progressBar{w: &b, label: "x"}
+	p.done()
+	if b.Len() != 0 {
+		t.Errorf("done without updates wrote %q", b.String())
+	}
+	for i := range 40 {
+		p.update(int64(i))
+	}
+	p.done()
+	for _, line := range strings.Split(b.String(), "\r\033[K") {
+		if line != "" && (!strings.HasPrefix(line, "x [") || strings.Count(line, "#") != 3 || !strings.Contains(line, "] ")) {
+			t.Errorf("progress line %q", line)
+		}
+	}
+}
