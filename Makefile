@@ -1,7 +1,7 @@
 # The commands the README names.
 GO ?= go
 
-.PHONY: test servers vet generate check-generated fuzz
+.PHONY: test servers vet generate check-generated fuzz demo
 
 ## test: install the servers if missing, vet, then every test: the script
 ## suite in luatest, and the real-server tests and examples on redis-server and
@@ -36,3 +36,8 @@ fuzz:
 	for f in FuzzSlidingWindow FuzzAR1 FuzzZSetLog FuzzTokenBucket; do \
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) . || exit 1; \
 	done
+
+## demo: the seed's login case (1 per 5 s and 5 per hour) as a timeline, on
+## the embedded engine; ADDR=host:port runs it against a server or cluster
+demo:
+	$(GO) run ./cmd/ratelua demo $(if $(ADDR),--addr $(ADDR))
