@@ -233,7 +233,7 @@ func (l *Limiter) failed(err error) (Result, error) {
 // MASTERDOWN, BUSY); ratelua's own errors pass through; anything else kept
 // the call from the server and is an UnavailableError.
 func classify(s Script, err error) error {
-	if errors.Is(err, ErrUnknownScript) || errors.Is(err, ErrInvalidLimit) {
+	if errors.Is(err, ErrUnknownScript) || errors.Is(err, ErrInvalidLimit) || errors.Is(err, ErrCrossSlot) {
 		return err
 	}
 	if re, ok := rueidis.IsRedisErr(err); ok {

@@ -208,3 +208,27 @@ func TestRegistryIsImmutable(t *testing.T) {
 		t.Errorf("Exec of an unknown script: %v", res.Error())
 	}
 }
+
+// TestCrossSlotIsRefusedBeforeTheServer: a key set spanning two slots never
+// reaches the client (the mock expects no call at all).
+func TestCrossSlotIsRefusedBeforeTheServer(t *testing.T) {
+	ctx := context.Background()
+	client := mock.NewClient(gomock.NewController(t))
+	r := NewRegistry()
+	s, _ := r.Register("pair", 1, "return redis.call('MGET', KEYS[1], KEYS[2])")
+	if err := r.Exec(ctx, client, s, []string{"{a}1", "{b}1"}, nil).Error(); !errors.Is(err, ErrCrossSlot) {
+		t.Errorf("Exec across slots: %v, want ErrCrossSlot", err)
+	}
+	out := r.ExecBatch(ctx, client, s, []Call{{Keys: []string{"{a}1", "{b}1"}}, {Keys: []string{"x{c}", "{d}y"}}})
+	for i, resp := range out {
+		if !errors.Is(resp.Error(), ErrCrossSlot) {
+			t.Errorf("batch entry %d: %v, want ErrCrossSlot", i, resp.Error())
+		}
+	}
+	client.EXPECT().DoMulti(ctx, mock.MatchFn(func(cmd []string) bool { return cmd[0] == "EVALSHA" && cmd[3] == "{a}1" })).
+		Return([]rueidis.RedisResult{mock.Result(mock.RedisNil())})
+	out = r.ExecBatch(ctx, client, s, []Call{{Keys: []string{"{a}1", "{a}2"}}, {Keys: []string{"{a}1", "{b}1"}}})
+	if out[0].Error() == nil || !rueidis.IsRedisNil(out[0].Error()) || !errors.Is(out[1].Error(), ErrCrossSlot) {
+		t.Errorf("mixed batch: %v, %v", out[0].Error(), out[1].Error())
+	}
+}

@@ -109,10 +109,15 @@ func (r *Registry) entry(s Script) (*entry, error) {
 	return e, nil
 }
 
-// Exec runs a registered script once: EVALSHA, then EVAL on NOSCRIPT.
+// Exec runs a registered script once: EVALSHA, then EVAL on NOSCRIPT. Keys
+// that span two cluster slots are refused with ErrCrossSlot before any
+// round trip.
 func (r *Registry) Exec(ctx context.Context, client rueidis.Client, s Script, keys, args []string) rueidis.RedisResult {
 	e, err := r.entry(s)
 	if err != nil {
+		return rueidis.NewErrorResult(err)
+	}
+	if err := SameSlot(keys...); err != nil {
 		return rueidis.NewErrorResult(err)
 	}
 	return e.lua.Exec(ctx, client, keys, args)
@@ -125,7 +130,8 @@ type Call struct {
 }
 
 // ExecBatch runs a registered script for every call in one round trip per
-// node (pipelined EVALSHA). Calls answered NOSCRIPT — a node that lost its
+// node (pipelined EVALSHA); a call whose keys span two cluster slots gets
+// an ErrCrossSlot error without reaching the server. Calls answered NOSCRIPT — a node that lost its
 // script cache mid-batch, or a promoted replica — are retried once, alone,
 // with EVAL, which loads the script on that node. It never sends SCRIPT
 // LOAD to every node, unlike rueidis.(*Lua).ExecMulti.
@@ -137,15 +143,24 @@ func (r *Registry) ExecBatch(ctx context.Context, client rueidis.Client, s Scrip
 		}
 		return out
 	}
-	if len(calls) == 0 {
+	// Calls whose keys span two slots are refused here, before any round
+	// trip; the others go out together.
+	var cmds rueidis.Commands
+	var sent []int
+	for i, c := range calls {
+		if err := SameSlot(c.Keys...); err != nil {
+			out[i] = rueidis.NewErrorResult(err)
+			continue
+		}
+		cmds = append(cmds, client.B().Evalsha().Sha1(s.SHA1).Numkeys(int64(len(c.Keys))).Key(c.Keys...).Arg(c.Args...).Build())
+		sent = append(sent, i)
+	}
+	if len(cmds) == 0 {
 		return out
 	}
-	cmds := make(rueidis.Commands, len(calls))
-	for i, c := range calls {
-		cmds[i] = client.B().Evalsha().Sha1(s.SHA1).Numkeys(int64(len(c.Keys))).Key(c.Keys...).Arg(c.Args...).Build()
-	}
 	var retry []int
-	for i, resp := range client.DoMulti(ctx, cmds...) {
+	for j, resp := range client.DoMulti(ctx, cmds...) {
+		i := sent[j]
 		out[i] = resp
 		if re, ok := rueidis.IsRedisErr(resp.Error()); ok && re.IsNoScript() {
 			retry = append(retry, i)
