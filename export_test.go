@@ -13,20 +13,23 @@ func UseTestServers(started map[testserver.Kind]*testserver.Server, errs map[tes
 	servers, serverErrs = started, errs
 }
 
-// ServerCaseReport says how many server cases ran per family, so that a
-// silent skip shows.
+// ServerCaseReport says how many integration cases ran per family and
+// topology, so that a silent skip shows; it also closes the shared clusters.
 func ServerCaseReport() string {
+	closeClusters()
 	out := ""
 	for _, kind := range []testserver.Kind{testserver.Redis, testserver.Valkey} {
-		var n int64
-		if c, ok := serverCases.Load(kind); ok {
-			n = c.(*atomic.Int64).Load()
-		}
 		version := "not started"
 		if s := servers[kind]; s != nil {
 			version = s.Version
 		}
-		out += fmt.Sprintf("server cases on %s %s, single node: %d\n", kind, version, n)
+		for _, topology := range []string{"single", "cluster"} {
+			var n int64
+			if c, ok := serverCases.Load(string(kind) + " " + topology); ok {
+				n = c.(*atomic.Int64).Load()
+			}
+			out += fmt.Sprintf("integration cases on %s %s, %s: %d\n", kind, version, topology, n)
+		}
 	}
 	return out
 }

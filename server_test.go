@@ -40,16 +40,18 @@ func eachServer(t *testing.T, f func(t *testing.T, client rueidis.Client, s *tes
 				t.Fatal(err)
 			}
 			t.Cleanup(client.Close)
-			countServerCase(kind)
+			countCase(string(kind) + " single")
 			f(t, client, s)
 		})
 	}
 }
 
-var serverCases sync.Map // kind -> *atomic.Int64
+var serverCases sync.Map // label -> *atomic.Int64
 
-func countServerCase(kind testserver.Kind) {
-	n, _ := serverCases.LoadOrStore(kind, new(atomic.Int64))
+// countCase counts one integration case run on a family and topology
+// ("redis single", "valkey cluster").
+func countCase(label string) {
+	n, _ := serverCases.LoadOrStore(label, new(atomic.Int64))
 	n.(*atomic.Int64).Add(1)
 }
 
@@ -129,7 +131,13 @@ func TestLimitersOnServers(t *testing.T) {
 // TestConcurrentCallersAdmitExactlyMax: 64 goroutines on one event key
 // admit exactly max, for every script, in both modes.
 func TestConcurrentCallersAdmitExactlyMax(t *testing.T) {
-	eachServer(t, func(t *testing.T, client rueidis.Client, s *testserver.Server) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, s *testserver.Server) { checkAtomicity(t, client) })
+}
+
+// checkAtomicity: 64 goroutines x 4 calls on one event key admit exactly
+// max (10) for every script in both modes, with no error.
+func checkAtomicity(t *testing.T, client rueidis.Client) {
+	{
 		ctx := context.Background()
 		at := time.Unix(1_800_000_000, 0)
 		for _, countDenied := range []bool{false, true} {
@@ -169,7 +177,7 @@ func TestConcurrentCallersAdmitExactlyMax(t *testing.T) {
 				}
 			}
 		}
-	})
+	}
 }
 
 // TestBatchSurvivesScriptFlush: SCRIPT FLUSH empties the cache; the next
