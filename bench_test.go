@@ -10,7 +10,7 @@ import (
 	"github.com/redis/rueidis/mock"
 	"go.uber.org/mock/gomock"
 
-	"github.com/ratelua/ratelua/internal/testserver"
+	"github.com/ratelua/ratelua/testbench"
 )
 
 // cannedClient answers every command with one canned reply, so that a
@@ -67,7 +67,7 @@ func BenchmarkAllowBatchCanned(b *testing.B) {
 func BenchmarkAllowServer(b *testing.B) {
 	for _, kind := range []string{"redis", "valkey"} {
 		b.Run(kind, func(b *testing.B) {
-			s := servers[testserver.Kind(kind)]
+			s := servers[testbench.Kind(kind)]
 			if s == nil {
 				b.Skipf("no %s server", kind)
 			}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/ratelua/ratelua/internal/testserver"
 	"github.com/ratelua/ratelua/luatest"
+	"github.com/ratelua/ratelua/testbench"
 )
 
 // realState reads a key's type and contents from a server in the shapes
@@ -139,7 +139,7 @@ func luaSHA(t *testing.T, name string) string {
 // TestDifferentialSingleNode: luatest and the real servers agree on every
 // reply and every state of long random sequences.
 func TestDifferentialSingleNode(t *testing.T) {
-	eachServer(t, func(t *testing.T, client rueidis.Client, s *testserver.Server) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, s *testbench.Node) {
 		ctx := context.Background()
 		if _, err := NewRegistry().Load(ctx, client); err != nil {
 			t.Fatal(err)

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/ratelua/ratelua/internal/testserver"
+	"github.com/ratelua/ratelua/testbench"
 )
 
 // UseTestServers hands the servers started by TestMain (package
 // ratelua_test, which also runs the examples) to the package's tests.
-func UseTestServers(started map[testserver.Kind]*testserver.Server, errs map[testserver.Kind]error) {
+func UseTestServers(started map[testbench.Kind]*testbench.Node, errs map[testbench.Kind]error) {
 	servers, serverErrs = started, errs
 }
 
@@ -18,7 +18,7 @@ func UseTestServers(started map[testserver.Kind]*testserver.Server, errs map[tes
 func ServerCaseReport() string {
 	closeClusters()
 	out := ""
-	for _, kind := range []testserver.Kind{testserver.Redis, testserver.Valkey} {
+	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
 		version := "not started"
 		if s := servers[kind]; s != nil {
 			version = s.Version

@@ -1,29 +1,30 @@
 package ratelua_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
 
 	"github.com/ratelua/ratelua"
-	"github.com/ratelua/ratelua/internal/testserver"
+	"github.com/ratelua/ratelua/testbench"
 )
 
 // TestMain starts one redis-server and one valkey-server for the package's
 // tests and points the examples at the Redis one.
 func TestMain(m *testing.M) {
-	started := map[testserver.Kind]*testserver.Server{}
-	errs := map[testserver.Kind]error{}
+	started := map[testbench.Kind]*testbench.Node{}
+	errs := map[testbench.Kind]error{}
 	var stops []func()
-	for _, kind := range []testserver.Kind{testserver.Redis, testserver.Valkey} {
-		s, stop, err := testserver.StartMain(kind)
+	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
+		s, err := testbench.StartNode(context.Background(), testbench.Options{Kind: kind})
 		if err != nil {
 			errs[kind] = err
 			continue
 		}
-		started[kind], stops = s, append(stops, stop)
+		started[kind], stops = s, append(stops, func() { s.Close() })
 	}
-	if s := started[testserver.Redis]; s != nil {
+	if s := started[testbench.Redis]; s != nil {
 		addr = s.Addr
 	}
 	ratelua.UseTestServers(started, errs)

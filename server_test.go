@@ -13,20 +13,20 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/ratelua/ratelua/internal/testserver"
+	"github.com/ratelua/ratelua/testbench"
 )
 
 // servers are the real servers shared by the package's tests, started by
 // TestMain: redis-server (7.0) and valkey-server (8.0).
-var servers = map[testserver.Kind]*testserver.Server{}
+var servers = map[testbench.Kind]*testbench.Node{}
 
 // serverErrs says why a kind could not start.
-var serverErrs = map[testserver.Kind]error{}
+var serverErrs = map[testbench.Kind]error{}
 
 // eachServer runs f against a fresh client of every server family. A
 // missing server skips, except under CI=true, where it fails.
-func eachServer(t *testing.T, f func(t *testing.T, client rueidis.Client, s *testserver.Server)) {
-	for _, kind := range []testserver.Kind{testserver.Redis, testserver.Valkey} {
+func eachServer(t *testing.T, f func(t *testing.T, client rueidis.Client, s *testbench.Node)) {
+	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
 		t.Run(string(kind), func(t *testing.T) {
 			s := servers[kind]
 			if s == nil {
@@ -98,7 +98,7 @@ func TestLimitersOnServers(t *testing.T) {
 			{1, 1002, 0, ints64(0, 0, 48, 34998, 1)},
 		},
 	}
-	eachServer(t, func(t *testing.T, client rueidis.Client, s *testserver.Server) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, s *testbench.Node) {
 		ctx := context.Background()
 		var now int64
 		limiters := loginLimiters(t, client, "steps", func() time.Time { return time.Unix(now, 0) }, false)
@@ -131,7 +131,7 @@ func TestLimitersOnServers(t *testing.T) {
 // TestConcurrentCallersAdmitExactlyMax: 64 goroutines on one event key
 // admit exactly max, for every script, in both modes.
 func TestConcurrentCallersAdmitExactlyMax(t *testing.T) {
-	eachServer(t, func(t *testing.T, client rueidis.Client, s *testserver.Server) { checkAtomicity(t, client) })
+	eachServer(t, func(t *testing.T, client rueidis.Client, s *testbench.Node) { checkAtomicity(t, client) })
 }
 
 // checkAtomicity: 64 goroutines x 4 calls on one event key admit exactly
@@ -184,7 +184,7 @@ func checkAtomicity(t *testing.T, client rueidis.Client) {
 // batch meets NOSCRIPT on every entry and retries them with EVAL; a flush
 // running concurrently with large batches costs no error either.
 func TestBatchSurvivesScriptFlush(t *testing.T) {
-	eachServer(t, func(t *testing.T, client rueidis.Client, s *testserver.Server) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, s *testbench.Node) {
 		ctx := context.Background()
 		l, err := NewTokenBucket(client, Options{Prefix: "flush"}, Bucket{3, 1, time.Hour})
 		if err != nil {
@@ -240,7 +240,7 @@ func TestBatchSurvivesScriptFlush(t *testing.T) {
 // TestServerAndCallerClocksAgree: a limiter on the server's clock and one on
 // the caller's clock decide the same sequence alike.
 func TestServerAndCallerClocksAgree(t *testing.T) {
-	eachServer(t, func(t *testing.T, client rueidis.Client, s *testserver.Server) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, s *testbench.Node) {
 		ctx := context.Background()
 		server, _ := NewSlidingWindow(client, Options{Prefix: "srvclock"}, Window{3, time.Hour, time.Minute})
 		caller, _ := NewSlidingWindow(client, Options{Prefix: "callerclock", Clock: time.Now}, Window{3, time.Hour, time.Minute})
@@ -263,7 +263,7 @@ func TestServerAndCallerClocksAgree(t *testing.T) {
 // TestResetIsSeenByRawEVALSHA: Reset from Go is the contract's negative
 // eventCount; a raw EVALSHA peek (eventCount 0) sees a fresh key.
 func TestResetIsSeenByRawEVALSHA(t *testing.T) {
-	eachServer(t, func(t *testing.T, client rueidis.Client, s *testserver.Server) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, s *testbench.Node) {
 		ctx := context.Background()
 		l, _ := NewZSetLog(client, Options{Prefix: "raw"}, Log{2, time.Hour})
 		if _, err := l.AllowN(ctx, "k", 2); err != nil {
@@ -292,7 +292,7 @@ func TestResetIsSeenByRawEVALSHA(t *testing.T) {
 // TestLoadAndResetPrefix: Load puts every script on the node; ResetPrefix
 // deletes every key under the prefix and nothing else.
 func TestLoadAndResetPrefix(t *testing.T) {
-	eachServer(t, func(t *testing.T, client rueidis.Client, s *testserver.Server) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, s *testbench.Node) {
 		ctx := context.Background()
 		client.Do(ctx, client.B().ScriptFlush().Build())
 		report, err := NewRegistry().Load(ctx, client)
@@ -330,8 +330,8 @@ func TestLoadAndResetPrefix(t *testing.T) {
 // TestFailOpenAndClosed: with the server gone, a fail-closed limiter denies
 // and a fail-open one admits; both report ErrUnavailable.
 func TestFailOpenAndClosed(t *testing.T) {
-	eachServer(t, func(t *testing.T, _ rueidis.Client, shared *testserver.Server) {
-		s := testserver.Start(t, shared.Kind)
+	eachServer(t, func(t *testing.T, _ rueidis.Client, shared *testbench.Node) {
+		s := testbench.StartSingle(t, testbench.Options{Kind: shared.Kind})
 		client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, DisableRetry: true})
 		if err != nil {
 			t.Fatal(err)
@@ -358,7 +358,7 @@ func TestFailOpenAndClosed(t *testing.T) {
 // library is loaded on first use and again after FUNCTION FLUSH, and the
 // decisions are the EVALSHA ones.
 func TestFunctionsOnServers(t *testing.T) {
-	eachServer(t, func(t *testing.T, client rueidis.Client, s *testserver.Server) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, s *testbench.Node) {
 		ctx := context.Background()
 		client.Do(ctx, client.B().FunctionFlush().Build())
 		at := time.Unix(1_800_000_000, 0)

@@ -14,7 +14,7 @@ import (
 // Ports: a node listens on P and its cluster bus on P+busOffset. P is drawn
 // from [portMin, portMax], so that both P and P+busOffset lie below Linux's
 // ephemeral range (32768 and up, where the kernel picks outgoing ports and
-// ":0" listeners such as internal/testserver's): no outgoing connection can
+// ":0" listeners): no outgoing connection can
 // hold either port, and only another bench could want the same one.
 //
 // Between processes (test packages run in parallel), a port is claimed with

@@ -6,11 +6,11 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/ratelua/ratelua/internal/testserver"
+	"github.com/ratelua/ratelua/testbench"
 )
 
 func TestCall(t *testing.T) {
-	forEachServer(t, func(t *testing.T, srv *testserver.Server, client rueidis.Client) {
+	forEachServer(t, func(t *testing.T, srv *testbench.Node, client rueidis.Client) {
 		key := "login:{203.0.113.7}"
 		call := func(now string, extra ...string) result {
 			args := []string{"call", "sliding_window@1", "--addr", srv.Addr, key, "1", now, "0", "1", "5000", "1000", "5", "3600000", "600000"}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/ratelua/ratelua/internal/testserver"
+	"github.com/ratelua/ratelua/testbench"
 )
 
 var update = flag.Bool("update", false, "rewrite the demo's golden files in testdata")
@@ -87,7 +87,7 @@ func TestDemoShowsBothLimits(t *testing.T) {
 // simulated time) the timeline is the engine's, line for line, but for the
 // line that says where it runs; a second run starts fresh.
 func TestDemoOnServer(t *testing.T) {
-	forEachServer(t, func(t *testing.T, srv *testserver.Server, client rueidis.Client) {
+	forEachServer(t, func(t *testing.T, srv *testbench.Node, client rueidis.Client) {
 		for script := range demos {
 			for _, countDenied := range []bool{false, true} {
 				want, err := os.ReadFile(demoGolden(script, countDenied))

@@ -7,11 +7,11 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ratelua/ratelua"
-	"github.com/ratelua/ratelua/internal/testserver"
+	"github.com/ratelua/ratelua/testbench"
 )
 
 func TestLoad(t *testing.T) {
-	forEachServer(t, func(t *testing.T, srv *testserver.Server, client rueidis.Client) {
+	forEachServer(t, func(t *testing.T, srv *testbench.Node, client rueidis.Client) {
 		scripts := ratelua.Scripts()
 		want := srv.Addr + "  " + plural(int64(len(scripts)), "script", "scripts") + " loaded\n"
 		for range 2 { // idempotent
@@ -35,7 +35,7 @@ func TestLoadFunctions(t *testing.T) {
 	if lib.Source == "" {
 		t.Skip("no Functions library in this build")
 	}
-	forEachServer(t, func(t *testing.T, srv *testserver.Server, client rueidis.Client) {
+	forEachServer(t, func(t *testing.T, srv *testbench.Node, client rueidis.Client) {
 		scripts := ratelua.Scripts()
 		want := srv.Addr + "  library " + lib.Name + " loaded (" + plural(int64(len(scripts)), "function", "functions") + ")\n"
 		for range 2 { // FUNCTION LOAD REPLACE: idempotent
@@ -68,7 +68,7 @@ func TestLoadFunctions(t *testing.T) {
 // TestLoadReportsFailures: a node that refuses a load prints its line, and
 // the error is one line on stderr.
 func TestLoadReportsFailures(t *testing.T) {
-	forEachServer(t, func(t *testing.T, srv *testserver.Server, client rueidis.Client) {
+	forEachServer(t, func(t *testing.T, srv *testbench.Node, client rueidis.Client) {
 		do(t, client, "ACL", "SETUSER", "default", "-script")
 		t.Cleanup(func() { do(t, client, "ACL", "SETUSER", "default", "+@all") })
 		r := cli(t, "load", "--addr", srv.Addr)

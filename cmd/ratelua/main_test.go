@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/ratelua/ratelua/internal/testserver"
+	"github.com/ratelua/ratelua/testbench"
 )
 
 // result is one run of the command.
@@ -183,10 +183,10 @@ func TestInterspersedFlags(t *testing.T) {
 
 // forEachServer runs f as a subtest on a fresh redis-server and a fresh
 // valkey-server (skipped when missing, except under CI=true).
-func forEachServer(t *testing.T, f func(t *testing.T, srv *testserver.Server, client rueidis.Client)) {
-	for _, kind := range []testserver.Kind{testserver.Redis, testserver.Valkey} {
+func forEachServer(t *testing.T, f func(t *testing.T, srv *testbench.Node, client rueidis.Client)) {
+	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
 		t.Run(string(kind), func(t *testing.T) {
-			srv := testserver.Start(t, kind)
+			srv := testbench.StartSingle(t, testbench.Options{Kind: kind})
 			client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true})
 			if err != nil {
 				t.Fatal(err)

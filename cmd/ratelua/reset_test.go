@@ -10,11 +10,11 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/ratelua/ratelua/internal/testserver"
+	"github.com/ratelua/ratelua/testbench"
 )
 
 func TestResetKey(t *testing.T) {
-	forEachServer(t, func(t *testing.T, srv *testserver.Server, client rueidis.Client) {
+	forEachServer(t, func(t *testing.T, srv *testbench.Node, client rueidis.Client) {
 		key := "login:{203.0.113.7}"
 		limits := []string{"1", "5000", "1000", "5", "3600000", "600000"}
 		call := func() result {
@@ -45,7 +45,7 @@ func TestResetKey(t *testing.T) {
 }
 
 func TestResetPrefix(t *testing.T) {
-	forEachServer(t, func(t *testing.T, srv *testserver.Server, client rueidis.Client) {
+	forEachServer(t, func(t *testing.T, srv *testbench.Node, client rueidis.Client) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		var cmds rueidis.Commands
