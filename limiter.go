@@ -26,7 +26,8 @@ type Options struct {
 	Prefix string
 	// CountDenied records every attempt, allowed or not (mode 1), so that a
 	// client that keeps retrying stays blocked. By default only admitted
-	// events are recorded.
+	// events are recorded. The mode is not part of the state key: limiters
+	// that differ only in CountDenied share their state.
 	CountDenied bool
 	// Clock, if set, gives the time of each call (the caller's clock). By
 	// default the server's clock (TIME) is used, so that app servers with

@@ -10,6 +10,7 @@ reply, or {"error": MESSAGE} with the server's message less a leading "ERR ".
 
 import argparse
 import json
+import logging
 import sys
 
 import redis
@@ -30,7 +31,10 @@ def main() -> int:
     parser.add_argument("--addr", required=True, help="HOST:PORT of the server or of one cluster node")
     parser.add_argument("--cluster", action="store_true", help="connect with redis.cluster.RedisCluster")
     opts = parser.parse_args()
-    calls = json.load(sys.stdin)
+    # redis-py 4.3's RedisCluster logs every error reply it passes on, the
+    # NOSCRIPT that the fallback handles included, with a traceback.
+    logging.getLogger("redis.cluster").addHandler(logging.NullHandler())
+    calls = json.loads(sys.stdin.buffer.read())
     client = connect(opts.addr, opts.cluster)
     try:
         for c in calls:
