@@ -41,3 +41,11 @@ fuzz:
 ## the embedded engine; ADDR=host:port runs it against a server or cluster
 demo:
 	$(GO) run ./cmd/ratelua demo $(if $(ADDR),--addr $(ADDR))
+
+## bench: server cost per decision and bytes per key of every ratelua script,
+## the floor and the peers, on redis-server then valkey-server (pinned with
+## taskset); writes BENCHMARKS.md. A separate Go module (bench/), so the peers'
+## dependencies stay out of ratelua's go.mod. About 5 minutes.
+.PHONY: bench
+bench:
+	cd bench && $(GO) run . -out ..

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+
+	"github.com/ratelua/ratelua"
+)
+
+const (
+	groupFloor   = "floor"
+	groupRatelua = "ratelua"
+	groupPeer    = "peer"
+)
+
+// scriptCmds are the commandstats lines of a scripted decision: EVALSHA,
+// and EVAL for the first call after a NOSCRIPT.
+var scriptCmds = []string{"evalsha", "eval"}
+
+// runner makes one decision for an event key and names the keys it keeps.
+type runner interface {
+	Decide(ctx context.Context, eventKey string) error
+	StateKeys(eventKey string) []string
+}
+
+// env holds the clients of one server.
+type env struct {
+	rc rueidis.Client
+	gr *redis.Client
+}
+
+// contender is one limiter under test.
+type contender struct {
+	name  string
+	group string
+	cmds  []string // commandstats entries that make up a decision
+	// cost and mem are the issue's targets (ratio to the floor); 0: none.
+	cost, mem float64
+	memNote   string
+	limit     bool // the physical limit (bare GET+SET), not a limiter
+	make      func(e *env) (runner, error)
+}
+
+// rateluaRunner decides through the ratelua Go API.
+type rateluaRunner struct{ l *ratelua.Limiter }
+
+func (r rateluaRunner) Decide(ctx context.Context, eventKey string) error {
+	_, err := r.l.Allow(ctx, eventKey)
+	return err
+}
+
+func (r rateluaRunner) StateKeys(eventKey string) []string { return []string{r.l.Key(eventKey)} }
+
+// realTime is the caller clock of every ratelua limiter.
+func realTime() time.Time { return time.Now() }
+
+func rl(name string, cost, mem float64, build func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error)) contender {
+	return contender{
+		name: name, group: groupRatelua, cmds: scriptCmds, cost: cost, mem: mem,
+		make: func(e *env) (runner, error) {
+			l, err := build(e.rc, ratelua.Options{Prefix: "rl", Clock: realTime})
+			if err != nil {
+				return nil, err
+			}
+			return rateluaRunner{l}, nil
+		},
+	}
+}
+
+func rateluaContenders() []contender {
+	tb1 := ratelua.Bucket{Capacity: 100, RefillAmount: 100, RefillInterval: time.Minute}
+	tb3 := []ratelua.Bucket{
+		{Capacity: 1, RefillAmount: 1, RefillInterval: 5 * time.Second},
+		{Capacity: 5, RefillAmount: 5, RefillInterval: time.Hour},
+		{Capacity: 1000, RefillAmount: 1000, RefillInterval: 24 * time.Hour},
+	}
+	ar1 := ratelua.Decay{Max: 100, Factor: 2, Resolution: time.Minute}
+	ar3 := []ratelua.Decay{
+		{Max: 1, Factor: 2, Resolution: 5 * time.Second},
+		{Max: 5, Factor: 2, Resolution: time.Hour},
+		{Max: 1000, Factor: 2, Resolution: 24 * time.Hour},
+	}
+	sw1 := ratelua.Window{Max: 100, Duration: time.Minute, Resolution: time.Second} // 60 buckets
+	sw3 := []ratelua.Window{
+		{Max: 1, Duration: 5 * time.Second, Resolution: time.Second},
+		{Max: 5, Duration: time.Hour, Resolution: 10 * time.Minute},
+		{Max: 1000, Duration: 24 * time.Hour, Resolution: time.Hour},
+	}
+	return []contender{
+		rl("ratelua token_bucket, 1 limit", 3.5, 1.25, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+			return ratelua.NewTokenBucket(c, o, tb1)
+		}),
+		rl("ratelua token_bucket, 3 limits", 0, 0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+			return ratelua.NewTokenBucket(c, o, tb3...)
+		}),
+		rl("ratelua ar1, 1 limit", 3.5, 1.25, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+			return ratelua.NewAR1(c, o, ar1)
+		}),
+		rl("ratelua ar1, 3 limits", 0, 0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+			return ratelua.NewAR1(c, o, ar3...)
+		}),
+		rl("ratelua zset_log, max 100", 4.5, 2.0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+			return ratelua.NewZSetLog(c, o, ratelua.Log{Max: 100, Window: time.Minute})
+		}),
+		rl("ratelua sliding_window, 1 limit (60 buckets)", 4.5, 0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+			return ratelua.NewSlidingWindow(c, o, sw1)
+		}),
+		rl("ratelua sliding_window, 3 limits", 6.0, 3.0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+			return ratelua.NewSlidingWindow(c, o, sw3...)
+		}),
+	}
+}
+
+// redisRateRunner is github.com/go-redis/redis_rate/v10 (GCRA) on a
+// go-redis client: the peer needs its own client, the load is the same.
+type redisRateRunner struct {
+	l     *redis_rate.Limiter
+	limit redis_rate.Limit
+}
+
+func (r redisRateRunner) Decide(ctx context.Context, eventKey string) error {
+	_, err := r.l.Allow(ctx, eventKey, r.limit)
+	return err
+}
+
+// redis_rate keys its state as "rate:" + key.
+func (r redisRateRunner) StateKeys(eventKey string) []string { return []string{"rate:" + eventKey} }
+
+// fixedWindowScript is rueidislimiter's fixed-window script as its
+// v1.0.x source has it (a counter and an expiry key per identifier),
+// re-implemented here because the module github.com/redis/rueidis/rueidislimiter
+// cannot be fetched from this machine's module proxy.
+var fixedWindowScript = rueidis.NewLuaScript(`
+local rate_limit_key = KEYS[1]
+local increment_amount = tonumber(ARGV[1])
+local next_expires_at = tonumber(ARGV[2])
+local current_time = tonumber(ARGV[3])
+local expires_at_key = KEYS[2]
+local expires_at = tonumber(redis.call("get", expires_at_key))
+if not expires_at or expires_at < current_time then
+  redis.call("set", rate_limit_key, 0, "pxat", next_expires_at + 1000)
+  redis.call("set", expires_at_key, next_expires_at, "pxat", next_expires_at + 1000)
+  expires_at = next_expires_at
+end
+local current = redis.call("incrby", rate_limit_key, increment_amount)
+return { current, expires_at }`)
+
+type fixedWindowRunner struct {
+	client rueidis.Client
+	window time.Duration
+}
+
+func (f fixedWindowRunner) StateKeys(eventKey string) []string {
+	k := "rueidislimiter:{" + eventKey + "}"
+	return []string{k, k + ":ex"}
+}
+
+func (f fixedWindowRunner) Decide(ctx context.Context, eventKey string) error {
+	now := time.Now()
+	return fixedWindowScript.Exec(ctx, f.client, f.StateKeys(eventKey), []string{
+		"1", strconv.FormatInt(now.Add(f.window).UnixMilli(), 10), strconv.FormatInt(now.UnixMilli(), 10),
+	}).Error()
+}
+
+func peerContenders() []contender {
+	return []contender{
+		{
+			name: "peer redis_rate/v10 v10.0.1 (GCRA, go-redis v9)", group: groupPeer, cmds: scriptCmds,
+			make: func(e *env) (runner, error) {
+				return redisRateRunner{l: redis_rate.NewLimiter(e.gr), limit: redis_rate.Limit{Rate: 100, Burst: 100, Period: time.Minute}}, nil
+			},
+		},
+		{
+			name: "peer rueidislimiter fixed window (script re-implemented*)", group: groupPeer, cmds: scriptCmds,
+			make: func(e *env) (runner, error) {
+				return fixedWindowRunner{client: e.rc, window: time.Minute}, nil
+			},
+		},
+	}
+}
