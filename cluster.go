@@ -3,7 +3,9 @@ package ratelua
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -58,7 +60,7 @@ func escapeTag(eventKey string) string {
 // key shares the slot of its tag; a change of script version or limits
 // starts fresh state. prefix must not contain '{' or '}' (limiters check).
 func StateKey(prefix, eventKey string, s Script, hash string) string {
-	return fmt.Sprintf("%s:{%s}:%s:v%d:%s", prefix, escapeTag(eventKey), s.Name, s.Version, hash)
+	return prefix + ":{" + escapeTag(eventKey) + "}:" + s.Name + ":v" + strconv.Itoa(s.Version) + ":" + hash
 }
 
 // NodeLoad is what Registry.Load did on one node.
@@ -75,11 +77,7 @@ type NodeLoad struct {
 func (r *Registry) Load(ctx context.Context, client rueidis.Client) ([]NodeLoad, error) {
 	scripts := r.All()
 	nodes := client.Nodes()
-	addrs := make([]string, 0, len(nodes))
-	for addr := range nodes {
-		addrs = append(addrs, addr)
-	}
-	sort.Strings(addrs)
+	addrs := slices.Sorted(maps.Keys(nodes))
 	var report []NodeLoad
 	var first error
 	for _, addr := range addrs {

@@ -13,10 +13,12 @@ func UseTestServers(started map[testbench.Kind]*testbench.Node, errs map[testben
 	servers, serverErrs = started, errs
 }
 
+// CloseClusters stops the shared six-node clusters of the cluster tests.
+func CloseClusters() { closeClusters() }
+
 // ServerCaseReport says how many integration cases ran per family and
-// topology, so that a silent skip shows; it also closes the shared clusters.
+// topology, so that a silent skip shows.
 func ServerCaseReport() string {
-	closeClusters()
 	out := ""
 	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
 		version := "not started"

@@ -3,7 +3,8 @@ package ratelua
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -44,11 +45,7 @@ func LoadFunctions(ctx context.Context, client rueidis.Client, lib Library) ([]N
 		return nil, fmt.Errorf("ratelua: library %s has no source", lib.Name)
 	}
 	nodes := client.Nodes()
-	addrs := make([]string, 0, len(nodes))
-	for addr := range nodes {
-		addrs = append(addrs, addr)
-	}
-	sort.Strings(addrs)
+	addrs := slices.Sorted(maps.Keys(nodes))
 	var report []NodeLoad
 	var first error
 	for _, addr := range addrs {

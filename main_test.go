@@ -29,6 +29,7 @@ func TestMain(m *testing.M) {
 	}
 	ratelua.UseTestServers(started, errs)
 	code := m.Run()
+	ratelua.CloseClusters()
 	for _, stop := range stops {
 		stop()
 	}

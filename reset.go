@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -44,11 +45,7 @@ func ResetPrefix(ctx context.Context, client rueidis.Client, prefix string, batc
 	}
 	pattern := globEscape(prefix) + ":*"
 	nodes := client.Nodes()
-	addrs := make([]string, 0, len(nodes))
-	for addr := range nodes {
-		addrs = append(addrs, addr)
-	}
-	sort.Strings(addrs)
+	addrs := slices.Sorted(maps.Keys(nodes))
 	var deleted int64
 	for _, addr := range addrs {
 		node := nodes[addr]

@@ -121,9 +121,6 @@ func TestManifestDescribesEveryScript(t *testing.T) {
 			c.Fresh == "" || c.State == "" || c.Cost == "" {
 			t.Errorf("%s: incomplete contract %+v", s, c)
 		}
-		if s.Lua() == nil {
-			t.Errorf("%s: no rueidis.Lua", s)
-		}
 	}
 }
 

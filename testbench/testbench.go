@@ -173,6 +173,33 @@ func unavailable(tb testing.TB, err error) {
 	tb.Skip(msg)
 }
 
+// startFor runs start for tb: it fails the test on invalid options or a
+// failed start, and skips it (fails under CI=true) when the provider cannot
+// run the kind here. It returns nil when the test did not go on.
+func startFor[T any](tb testing.TB, opts Options, start func(context.Context, Options) (*T, error)) *T {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(tb.Context(), defaultStartTimeout)
+	defer cancel()
+	if err := opts.validate(); err != nil {
+		tb.Fatal(err)
+		return nil
+	}
+	if err := opts.provider().Check(ctx, opts.Kind); err != nil {
+		unavailable(tb, err)
+		return nil
+	}
+	v, err := start(ctx, opts)
+	if err != nil {
+		if errors.Is(err, ErrUnavailable) {
+			unavailable(tb, err)
+			return nil
+		}
+		tb.Fatal(err)
+		return nil
+	}
+	return v
+}
+
 // Start starts a cluster for tb (see StartCluster) and closes it in
 // tb.Cleanup, quoting the nodes' logs first when the test failed. When the
 // provider cannot run the kind here (the binary, or the Docker engine, is
@@ -181,22 +208,8 @@ func unavailable(tb testing.TB, err error) {
 // not start fails the test.
 func Start(tb testing.TB, opts Options) *Cluster {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(tb.Context(), defaultStartTimeout)
-	defer cancel()
-	if err := opts.validate(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := opts.provider().Check(ctx, opts.Kind); err != nil {
-		unavailable(tb, err)
-		return nil
-	}
-	c, err := StartCluster(ctx, opts)
-	if err != nil {
-		if errors.Is(err, ErrUnavailable) {
-			unavailable(tb, err)
-			return nil
-		}
-		tb.Fatal(err)
+	c := startFor(tb, opts, StartCluster)
+	if c == nil {
 		return nil
 	}
 	tb.Cleanup(func() {
@@ -218,22 +231,8 @@ func Start(tb testing.TB, opts Options) *Cluster {
 // StartSingle starts a single node (no cluster) for tb, like Start.
 func StartSingle(tb testing.TB, opts Options) *Node {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(tb.Context(), defaultStartTimeout)
-	defer cancel()
-	if err := opts.validate(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := opts.provider().Check(ctx, opts.Kind); err != nil {
-		unavailable(tb, err)
-		return nil
-	}
-	n, err := StartNode(ctx, opts)
-	if err != nil {
-		if errors.Is(err, ErrUnavailable) {
-			unavailable(tb, err)
-			return nil
-		}
-		tb.Fatal(err)
+	n := startFor(tb, opts, StartNode)
+	if n == nil {
 		return nil
 	}
 	tb.Cleanup(func() {
