@@ -129,7 +129,7 @@ func sameState(lua, real any) bool {
 
 func luaSHA(t *testing.T, name string) string {
 	t.Helper()
-	s, err := LookupScript(name, 1)
+	s, err := LatestScript(name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,15 +23,30 @@ type Library struct {
 	Source  string // the exact text for FUNCTION LOAD
 }
 
-// FunctionLibrary returns the library of the embedded release (v1).
+// FunctionLibrary returns the library of the newest embedded release, the
+// one the limiters call by default.
 func FunctionLibrary() Library {
-	const version = 1
-	src, err := luaFiles.ReadFile("lua/" + luagen.LibraryFile(version))
+	version := 0
+	for _, s := range Scripts() {
+		version = max(version, s.Version)
+	}
+	lib, err := ReleaseLibrary(version)
 	if err != nil {
 		// Checked by the package's tests; a broken build has no library.
 		return Library{Name: luagen.LibraryName(version), Version: version}
 	}
-	return Library{Name: luagen.LibraryName(version), Version: version, Source: string(src)}
+	return lib
+}
+
+// ReleaseLibrary returns the library of one embedded release: every script
+// of that version as a function. Older releases stay loadable so that
+// services pinned to them keep working during an upgrade.
+func ReleaseLibrary(version int) (Library, error) {
+	src, err := luaFiles.ReadFile("lua/" + luagen.LibraryFile(version))
+	if err != nil {
+		return Library{}, fmt.Errorf("ratelua: no embedded library of release v%d: %w", version, ErrUnknownScript)
+	}
+	return Library{Name: luagen.LibraryName(version), Version: version, Source: string(src)}, nil
 }
 
 // Function returns the function name of a script in its release's library.
@@ -99,8 +114,8 @@ func fcall(ctx context.Context, client rueidis.Client, s Script, calls []Call) [
 	if len(retry) == 0 {
 		return out
 	}
-	lib := FunctionLibrary()
-	if lib.Version != s.Version {
+	lib, err := ReleaseLibrary(s.Version)
+	if err != nil {
 		return out
 	}
 	if _, err := LoadFunctions(ctx, client, lib); err != nil {

@@ -13,14 +13,26 @@ import (
 // testKey is the state key every script test uses.
 const testKey = "rl:{user:42}:test"
 
-// source returns the embedded v1 source of a script.
+// source returns the embedded source of a script's latest version.
 func source(t testing.TB, name string) string {
 	t.Helper()
-	s, err := LookupScript(name, 1)
+	s, err := LatestScript(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s.Source
+}
+
+// versions returns every embedded version of a script, oldest first: the
+// tests of behaviour that every version shares run on each.
+func versions(name string) []Script {
+	var out []Script
+	for _, s := range Scripts() {
+		if s.Name == name {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // frozenEngine returns an engine whose clock never moves, so TTLs read back

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -54,12 +55,14 @@ func TestGenerated(t *testing.T) {
 			t.Errorf("lua/%s differs from what lua/src generates: run make generate", file)
 		}
 	}
-	library, err := luagen.Library(1, scripts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if FunctionLibrary().Source != string(library) {
-		t.Errorf("lua/%s differs from what lua/src generates: run make generate", luagen.LibraryFile(1))
+	for _, version := range []int{1, 2} {
+		library, err := luagen.Library(version, scripts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lib, err := ReleaseLibrary(version); err != nil || lib.Source != string(library) {
+			t.Errorf("lua/%s differs from what lua/src generates: run make generate (%v)", luagen.LibraryFile(version), err)
+		}
 	}
 	manifest, err := luagen.Build(scripts)
 	if err != nil {
@@ -78,11 +81,17 @@ func TestGenerated(t *testing.T) {
 // script's exact text as the function body, so FCALL and EVALSHA can never
 // differ.
 func TestLibraryRunsTheScripts(t *testing.T) {
-	lib := FunctionLibrary()
-	if lib.Name != "ratelua_v1" || !strings.HasPrefix(lib.Source, "#!lua name=ratelua_v1\n") {
-		t.Fatalf("library %q starts %q", lib.Name, lib.Source[:min(40, len(lib.Source))])
+	if lib := FunctionLibrary(); lib.Name != "ratelua_v2" {
+		t.Errorf("FunctionLibrary() is %q, want the newest release ratelua_v2", lib.Name)
 	}
 	for _, s := range Scripts() {
+		lib, err := ReleaseLibrary(s.Version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "#!lua name=ratelua_v" + strconv.Itoa(s.Version) + "\n"; !strings.HasPrefix(lib.Source, want) {
+			t.Fatalf("library %q starts %q", lib.Name, lib.Source[:min(40, len(lib.Source))])
+		}
 		body := "redis.register_function('" + s.Function() + "', function(KEYS, ARGV)\n" + s.Source + "end)\n"
 		if strings.Count(lib.Source, body) != 1 {
 			t.Errorf("%s: the library does not hold its exact source as %s", s, s.Function())

@@ -36,7 +36,12 @@ func TestLoadFunctions(t *testing.T) {
 		t.Skip("no Functions library in this build")
 	}
 	forEachServer(t, func(t *testing.T, srv *testbench.Node, client rueidis.Client) {
-		scripts := ratelua.Scripts()
+		var scripts []ratelua.Script
+		for _, s := range ratelua.Scripts() {
+			if s.Version == lib.Version {
+				scripts = append(scripts, s)
+			}
+		}
 		want := srv.Addr + "  library " + lib.Name + " loaded (" + plural(int64(len(scripts)), "function", "functions") + ")\n"
 		for range 2 { // FUNCTION LOAD REPLACE: idempotent
 			r := cli(t, "load", "--addr", srv.Addr, "--functions")
@@ -51,7 +56,7 @@ func TestLoadFunctions(t *testing.T) {
 		}
 		// Every script is callable by FCALL with the same contract.
 		for _, s := range scripts {
-			fn := "ratelua_" + s.Name + "_v1"
+			fn := s.Function()
 			limits := map[string][]string{
 				"sliding_window": {"1", "5000", "1000"}, "zset_log": {"1", "5000"},
 				"token_bucket": {"1", "1", "5000"}, "ar1": {"1", "2000", "5000"},

@@ -81,3 +81,24 @@ var contracts = map[string]Entry{
 		"GET, SET per recorded decision; + TIME with the server clock",
 	),
 }
+
+// v2Signature is how v2 words the signature its states keep.
+const v2Signature = "the unit and limits folded into a number below 2^32"
+
+// v2 is a v2 script's contract: v1's, with the state in words of v2 and the
+// same cost in commands.
+func v2(v1Name, state string) Entry {
+	e := contracts[v1Name]
+	e.State = state
+	return e
+}
+
+func init() {
+	contracts["sliding_window.v2"] = v2("sliding_window.v1",
+		"a hash: field 'm' = '<last write time> <signature: "+v2Signature+">' then '<ring total> <span to the oldest non-empty bucket> <ring end lag>' per limit; field '<i>.<b mod N>' = '<b>:<count>:<step to the next non-empty bucket>' for bucket b of limit i (N = ceil(duration / resolution)); other limits on the same key start fresh")
+	contracts["ar1.v2"] = v2("ar1.v1",
+		"a string '<last write time> <signature: "+v2Signature+"> <count per limit as %.17g>'; other limits on the same key start fresh")
+	contracts["zset_log.v2"] = v2("zset_log.v1", contracts["zset_log.v1"].State)
+	contracts["token_bucket.v2"] = v2("token_bucket.v1",
+		"a string '<last write time> <signature: "+v2Signature+"> <tokens * refill_interval per limit>'; other limits on the same key start fresh")
+}

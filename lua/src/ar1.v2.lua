@@ -1,0 +1,211 @@
+-- ratelua ar1 v2: exponentially decaying counts (AR(1)), several limits in
+-- one key. Same contract, replies and semantics as v1 (see ar1.v1.lua), at
+-- a lower cost; its state is not v1's (the signature is v2's).
+--
+-- KEYS[1]  the state key (the only key read or written)
+-- ARGV[1]  eventCount: > 0 add that many events and decide; 0 decide
+--          whether one more event would pass (writes nothing); < 0 delete
+--          the state and reply as for a fresh key
+-- ARGV[2]  unit of now and of every duration: 's', 'ms' or 'us'
+-- ARGV[3]  now in that unit, or '' for the server clock (TIME)
+-- ARGV[4]  mode: '0' a denied call adds nothing to any count;
+--          '1' every call adds its events, allowed or not
+-- ARGV[5..] 1 to 16 limits of three integers:
+--          max         events allowed in the decayed count, 1..10^9
+--          decay       divisor applied at each resolution boundary, in
+--                      thousandths (2000 = halve), 1001..10^9
+--          resolution  the decay period in the unit, 1..2^52
+-- reply    {allowed, remaining, retry_after, reset_after, limit_index}
+--
+-- Each limit keeps a count c. At every boundary of its resolution (t
+-- crossing a multiple of resolution) c is divided by decay/1000; a count
+-- below 1/1000 of an event becomes 0. Events are allowed when
+-- c + eventCount <= max for every limit. Powers are computed by repeated
+-- squaring; a boundary is estimated with a logarithm and then decided by an
+-- exact check of that same arithmetic. Fresh means every count is 0;
+-- reset_after is the time until then. remaining is floor(max - c).
+--
+-- State: a string "<time> <signature> <c_1> ... <c_n>" (counts as %.17g,
+-- time of the last write in the unit, signature a number folded from the
+-- unit and limits: other limits on the same key start fresh). TTL:
+-- reset_after. A now earlier than the last write is treated as the time of
+-- the last write.
+-- Cost: GET and SET (plus TIME for the server clock).
+
+-- #include _prelude.v2.lua
+
+local EPSILON = 0.001
+
+-- decayed returns count after k >= 0 boundaries with the factor: count
+-- divided by factor^k (by repeated squaring), 0 below EPSILON.
+local function decayed(count, factor, k)
+  local power = 1
+  while k > 0 do
+    if k % 2 == 1 then
+      power = power * factor
+    end
+    factor = factor * factor
+    k = floor(k / 2)
+  end
+  count = count / power
+  if count < EPSILON then
+    return 0
+  end
+  return count
+end
+
+-- boundaries returns the fewest k >= 1 boundaries after which
+-- decayed(count, factor, k) + asked <= max (count > 0, asked <= max).
+local function boundaries(count, factor, asked, max)
+  local room = max - asked
+  if room < EPSILON then
+    room = EPSILON
+  end
+  local k = 1
+  if count > room then
+    k = math.ceil(math.log(count / room) / math.log(factor))
+    if k < 1 then
+      k = 1
+    end
+  end
+  while decayed(count, factor, k) + asked > max do
+    k = k + 1
+  end
+  while k > 1 and decayed(count, factor, k - 1) + asked <= max do
+    k = k - 1
+  end
+  return k
+end
+
+local count, unit, now, mode, n, sig = header(3)
+if count == nil then
+  return unit
+end
+-- lim[3i-2], lim[3i-1], lim[3i]: max, decay, resolution of limit i;
+-- lim[3n+i]: its count.
+local lim = { 0, 0, 0, 0 } -- sized for one limit: growing a table costs
+for i = 5, 4 + 3 * n, 3 do
+  local max = int(i, 1, 1000000000)
+  if max == nil then
+    return limit_error(i, 3, 'max', '[1, 10^9]')
+  end
+  local decay = int(i + 1, 1001, 1000000000)
+  if decay == nil then
+    return limit_error(i + 1, 3, 'decay', '[1001, 10^9]')
+  end
+  local resolution = int(i + 2, 1, MAX_TIME)
+  if resolution == nil then
+    return limit_error(i + 2, 3, 'resolution', '[1, 2^52]')
+  end
+  lim[i - 4], lim[i - 3], lim[i - 2] = max, decay, resolution
+  sig = ((sig * 31 + max) % 4294967291 * 31 + decay) % 4294967291
+  sig = (sig * 31 + resolution) % 4294967291
+end
+local key = KEYS[1]
+if count < 0 then
+  redis.call('DEL', key)
+  local remaining = lim[1]
+  for i = 2, n do
+    if lim[3 * i - 2] < remaining then
+      remaining = lim[3 * i - 2]
+    end
+  end
+  return { 1, remaining, 0, 0, 0 }
+end
+now = now or server_now(unit)
+
+-- Read the counts: the state counts only if it was written for these
+-- limits.
+local last = nil
+local raw = redis.call('GET', key)
+if raw then
+  local time, signature, counts = string.match(raw, '^(%d+) (%d+) (.+)$')
+  if time ~= nil and tonumber(signature) == sig then
+    if n == 1 then
+      lim[4] = tonumber(counts)
+      if lim[4] ~= nil then
+        last = tonumber(time)
+      end
+    else
+      local words = 0
+      for word in string.gmatch(counts, '%S+') do
+        words = words + 1
+        lim[3 * n + words] = tonumber(word)
+      end
+      if words == n then
+        last = tonumber(time)
+      end
+    end
+  end
+end
+local stamp = now
+if last ~= nil and last > now then
+  stamp = last
+end
+
+-- The counts decayed to stamp, and the decision.
+local asked = count
+if asked < 1 then
+  asked = 1
+end
+local allowed = true
+for i = 1, n do
+  local c = 0
+  if last ~= nil then
+    local resolution = lim[3 * i]
+    c = decayed(lim[3 * n + i], lim[3 * i - 1] / 1000, floor(stamp / resolution) - floor(last / resolution))
+  end
+  lim[3 * n + i] = c
+  if c + asked > lim[3 * i - 2] then
+    allowed = false
+  end
+end
+local record = count > 0 and (allowed or mode == '1')
+
+-- Add the events and reply from the state after this call: when allowed,
+-- the limit with the fewest remaining decides; when denied, the one with
+-- the longest retry (never first); ties go to the lower index.
+local remaining, retry, reset_after, index = nil, 0, 0, 1
+for i = 1, n do
+  local max, factor, resolution = lim[3 * i - 2], lim[3 * i - 1] / 1000, lim[3 * i]
+  local c = lim[3 * n + i]
+  if record then
+    c = c + count
+    lim[3 * n + i] = c
+  end
+  local slot_start = floor(stamp / resolution) * resolution
+  local left = floor(max - c)
+  if left < 0 then
+    left = 0
+  end
+  if remaining == nil or left < remaining then
+    remaining = left
+    if allowed then
+      index = i
+    end
+  end
+  if c > 0 then
+    local reset = cap(slot_start + boundaries(c, factor, 0, 0) * resolution - now)
+    if reset > reset_after then
+      reset_after = reset
+    end
+  end
+  if not allowed and retry ~= -1 then
+    if asked > max then
+      retry, index = -1, i
+    elseif c + asked > max then
+      local wait = cap(slot_start + boundaries(c, factor, asked, max) * resolution - now)
+      if wait > retry then
+        retry, index = wait, i
+      end
+    end
+  end
+end
+if record then
+  local state = string.format('%d %d' .. string.rep(' %.17g', n), stamp, sig, unpack(lim, 3 * n + 1, 4 * n))
+  redis.call('SET', key, state, 'PX', ttl_ms(unit, reset_after))
+end
+if allowed then
+  return { 1, remaining, 0, reset_after, index }
+end
+return { 0, remaining, retry, reset_after, index }
