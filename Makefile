@@ -43,9 +43,15 @@ demo:
 	$(GO) run ./cmd/ratelua demo $(if $(ADDR),--addr $(ADDR))
 
 ## bench: server cost per decision and bytes per key of every ratelua script,
-## the floor and the peers, on redis-server then valkey-server (pinned with
-## taskset); writes BENCHMARKS.md. A separate Go module (bench/), so the peers'
-## dependencies stay out of ratelua's go.mod. About 5 minutes.
+## the floor, the peers and the seeds' designs (baselines); scaling sweeps of
+## sliding_window (buckets, limits) and zset_log (max); client ns/op and
+## allocs/op on a canned reply; decisions/s on one node and a six-node
+## cluster; on redis-server then valkey-server (pinned with taskset). Writes
+## BENCHMARKS.md and bench/charts/*.png. A separate Go module (bench/), so the
+## peers' dependencies stay out of ratelua's go.mod. About 17 minutes.
+## BENCHFLAGS runs a subset, e.g.
+##   make bench BENCHFLAGS='-sections main,client -only "token_bucket|GCRA" -rounds 1 -dur 1s'
+## (sections: main,sweep,client,cluster; -only: a regexp on contender names)
 .PHONY: bench
 bench:
-	cd bench && $(GO) run . -out ..
+	cd bench && $(GO) run . -out .. $(BENCHFLAGS)

@@ -46,6 +46,13 @@ type Options struct {
 	// missing (or beforehand with LoadFunctions). Functions survive
 	// failovers and restarts, where EVALSHA meets NOSCRIPT.
 	Functions bool
+	// Version pins the script version (and so the state key, which names
+	// it); 0 means the newest. Every version keeps the same contract, so
+	// pinning matters only for state: a service that moves to a new version
+	// starts its limiters fresh under new keys, and pinning the old version
+	// until every instance runs the new code keeps one state per limiter
+	// during a rolling upgrade.
+	Version int
 }
 
 // Result is one decision.
@@ -117,6 +124,9 @@ func newLimiter(client rueidis.Client, opts Options, s spec, count int) (*Limite
 		registry = NewRegistry()
 	}
 	script, err := registry.Latest(s.script)
+	if opts.Version != 0 {
+		script, err = registry.Lookup(s.script, opts.Version)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -79,8 +79,18 @@ func TestLimiterArgsAndKey(t *testing.T) {
 		t.Errorf("Args = %q", got)
 	}
 	key := l.Key("203.0.113.7")
-	if !strings.HasPrefix(key, "login:{203.0.113.7}:sliding_window:v1:") || len(key) != len("login:{203.0.113.7}:sliding_window:v1:")+8 {
+	if !strings.HasPrefix(key, "login:{203.0.113.7}:sliding_window:v2:") || len(key) != len("login:{203.0.113.7}:sliding_window:v2:")+8 {
 		t.Errorf("Key = %q", key)
+	}
+	pinned, err := NewSlidingWindow(client, Options{Prefix: "login", Version: 1}, Window{1, 5 * time.Second, time.Second}, Window{5, time.Hour, 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pinned.Key("203.0.113.7"); !strings.HasPrefix(got, "login:{203.0.113.7}:sliding_window:v1:") {
+		t.Errorf("Key with Version 1 = %q", got)
+	}
+	if _, err := NewSlidingWindow(client, Options{Version: 99}, Window{1, time.Second, time.Second}); !errors.Is(err, ErrUnknownScript) {
+		t.Errorf("Version 99: %v, want ErrUnknownScript", err)
 	}
 	other, _ := NewSlidingWindow(client, Options{Prefix: "login"}, Window{2, 5 * time.Second, time.Second})
 	if other.Key("203.0.113.7") == key {

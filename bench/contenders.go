@@ -13,9 +13,24 @@ import (
 )
 
 const (
-	groupFloor   = "floor"
-	groupRatelua = "ratelua"
-	groupPeer    = "peer"
+	groupFloor    = "floor"
+	groupRatelua  = "ratelua"
+	groupPeer     = "peer"
+	groupBaseline = "baseline"
+	groupSweep    = "sweep"
+)
+
+// Jobs: what a limiter decides, so that a ratelua script is compared with
+// the peers and baselines that do the same job ("ratio to the best peer").
+const (
+	jobTokenBucket1   = "token bucket, 1 limit"
+	jobZSetLog100     = "exact log, max 100"
+	jobSlidingWindow1 = "sliding window, 1 limit"
+	jobSlidingWindow3 = "sliding window, 3 limits"
+	jobFixedWindow    = "fixed window, 1 limit"
+	// jobAny: ar1 has no peer doing its job; it is compared with the
+	// cheapest peer or baseline of the run, whatever its job.
+	jobAny = "any"
 )
 
 // scriptCmds are the commandstats lines of a scripted decision: EVALSHA,
@@ -41,9 +56,22 @@ type contender struct {
 	cmds  []string // commandstats entries that make up a decision
 	// cost and mem are the issue's targets (ratio to the floor); 0: none.
 	cost, mem float64
-	memNote   string
 	limit     bool // the physical limit (bare GET+SET), not a limiter
-	make      func(e *env) (runner, error)
+	// job names what it decides: a ratelua contender is compared with the
+	// peers and baselines of the same job; "" for none.
+	job string
+	// short names a peer or baseline in the "best peer" column.
+	short string
+	make  func(e *env) (runner, error)
+
+	// For the sweeps (zero in the main table): the keys driven (nil: the
+	// 10,000 eventKeys), the warm-up (0: the -warm flag), prepare, run once
+	// after make (a pre-fill), the sweep's name and x, the swept quantity.
+	keys    []string
+	warm    time.Duration
+	prepare func(ctx context.Context, r runner) error
+	sweep   string
+	x       float64
 }
 
 // rateluaRunner decides through the ratelua Go API.
@@ -59,9 +87,9 @@ func (r rateluaRunner) StateKeys(eventKey string) []string { return []string{r.l
 // realTime is the caller clock of every ratelua limiter.
 func realTime() time.Time { return time.Now() }
 
-func rl(name string, cost, mem float64, build func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error)) contender {
+func rl(name, job string, cost, mem float64, build func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error)) contender {
 	return contender{
-		name: name, group: groupRatelua, cmds: scriptCmds, cost: cost, mem: mem,
+		name: name, group: groupRatelua, cmds: scriptCmds, cost: cost, mem: mem, job: job,
 		make: func(e *env) (runner, error) {
 			l, err := build(e.rc, ratelua.Options{Prefix: "rl", Clock: realTime})
 			if err != nil {
@@ -92,25 +120,25 @@ func rateluaContenders() []contender {
 		{Max: 1000, Duration: 24 * time.Hour, Resolution: time.Hour},
 	}
 	return []contender{
-		rl("ratelua token_bucket, 1 limit", 3.5, 1.25, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+		rl("ratelua token_bucket, 1 limit", jobTokenBucket1, 3.5, 1.25, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
 			return ratelua.NewTokenBucket(c, o, tb1)
 		}),
-		rl("ratelua token_bucket, 3 limits", 0, 0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+		rl("ratelua token_bucket, 3 limits", "", 0, 0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
 			return ratelua.NewTokenBucket(c, o, tb3...)
 		}),
-		rl("ratelua ar1, 1 limit", 3.5, 1.25, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+		rl("ratelua ar1, 1 limit", jobAny, 3.5, 1.25, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
 			return ratelua.NewAR1(c, o, ar1)
 		}),
-		rl("ratelua ar1, 3 limits", 0, 0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+		rl("ratelua ar1, 3 limits", jobAny, 0, 0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
 			return ratelua.NewAR1(c, o, ar3...)
 		}),
-		rl("ratelua zset_log, max 100", 4.5, 2.0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+		rl("ratelua zset_log, max 100", jobZSetLog100, 4.5, 2.0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
 			return ratelua.NewZSetLog(c, o, ratelua.Log{Max: 100, Window: time.Minute})
 		}),
-		rl("ratelua sliding_window, 1 limit (60 buckets)", 4.5, 0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+		rl("ratelua sliding_window, 1 limit (60 buckets)", jobSlidingWindow1, 4.5, 0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
 			return ratelua.NewSlidingWindow(c, o, sw1)
 		}),
-		rl("ratelua sliding_window, 3 limits", 6.0, 3.0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+		rl("ratelua sliding_window, 3 limits", jobSlidingWindow3, 6.0, 3.0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
 			return ratelua.NewSlidingWindow(c, o, sw3...)
 		}),
 	}
@@ -132,9 +160,10 @@ func (r redisRateRunner) Decide(ctx context.Context, eventKey string) error {
 func (r redisRateRunner) StateKeys(eventKey string) []string { return []string{"rate:" + eventKey} }
 
 // fixedWindowScript is rueidislimiter's fixed-window script as its
-// v1.0.x source has it (a counter and an expiry key per identifier),
-// re-implemented here because the module github.com/redis/rueidis/rueidislimiter
-// cannot be fetched from this machine's module proxy.
+// v1.0.x source has it (a counter and an expiry key per identifier; the
+// same text as at github.com/redis/rueidis commit 256d25a), run from here
+// because the module github.com/redis/rueidis/rueidislimiter cannot be
+// fetched from this machine's module proxy.
 var fixedWindowScript = rueidis.NewLuaScript(`
 local rate_limit_key = KEYS[1]
 local increment_amount = tonumber(ARGV[1])
@@ -170,16 +199,32 @@ func (f fixedWindowRunner) Decide(ctx context.Context, eventKey string) error {
 func peerContenders() []contender {
 	return []contender{
 		{
-			name: "peer redis_rate/v10 v10.0.1 (GCRA, go-redis v9)", group: groupPeer, cmds: scriptCmds,
+			name: "peer redis_rate/v10 v10.0.1 (GCRA, go-redis v9)", group: groupPeer, cmds: scriptCmds, job: jobTokenBucket1, short: "redis_rate GCRA",
 			make: func(e *env) (runner, error) {
 				return redisRateRunner{l: redis_rate.NewLimiter(e.gr), limit: redis_rate.Limit{Rate: 100, Burst: 100, Period: time.Minute}}, nil
 			},
 		},
 		{
-			name: "peer rueidislimiter fixed window (script re-implemented*)", group: groupPeer, cmds: scriptCmds,
+			name: "peer rueidislimiter fixed window (script re-implemented*)", group: groupPeer, cmds: scriptCmds, job: jobFixedWindow, short: "rueidislimiter fixed window",
 			make: func(e *env) (runner, error) {
 				return fixedWindowRunner{client: e.rc, window: time.Minute}, nil
 			},
 		},
+	}
+}
+
+// baselineContenders are the designs of the seed documents, re-implemented
+// from their text (seed002.go, seedbucket.go, seedzset.go), with the same
+// limits as the ratelua contenders of the same job.
+func baselineContenders() []contender {
+	return []contender{
+		seedBucketContender(),
+		seedZSetContender(),
+		seed002Contender("baseline: seed 002 design, 1 limit (60 buckets)", jobSlidingWindow1,
+			seedLimit{MaxOcurrences: 100, LimitDuration: 60, DurationResolution: 1}),
+		seed002Contender("baseline: seed 002 design, 3 limits", jobSlidingWindow3,
+			seedLimit{MaxOcurrences: 1, LimitDuration: 5, DurationResolution: 1},
+			seedLimit{MaxOcurrences: 5, LimitDuration: 3600, DurationResolution: 600},
+			seedLimit{MaxOcurrences: 1000, LimitDuration: 86400, DurationResolution: 3600}),
 	}
 }

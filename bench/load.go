@@ -19,10 +19,20 @@ var eventKeys = func() []string {
 	return keys
 }()
 
-// drive runs callers goroutines that each decide a uniformly random event
-// key in a loop, for d. It returns the number of decisions and the first
+// hotKeys are n event keys for the scaling sweeps, where a few keys must
+// each see many events so that their state is full.
+func hotKeys(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = "hot:" + strconv.Itoa(i)
+	}
+	return keys
+}
+
+// drive runs callers goroutines that each decide a uniformly random key of
+// keys in a loop, for d. It returns the number of decisions and the first
 // error, if any (a limiter that errors is not measured).
-func drive(ctx context.Context, r runner, callers int, d time.Duration) (int64, error) {
+func drive(ctx context.Context, r runner, keys []string, callers int, d time.Duration) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var n atomic.Int64
@@ -34,7 +44,7 @@ func drive(ctx context.Context, r runner, callers int, d time.Duration) (int64, 
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(c)+1, uint64(time.Now().UnixNano())))
 			for ctx.Err() == nil {
-				err := r.Decide(ctx, eventKeys[rng.IntN(len(eventKeys))])
+				err := r.Decide(ctx, keys[rng.IntN(len(keys))])
 				if err != nil {
 					if ctx.Err() != nil {
 						return

@@ -1,7 +1,9 @@
-// Command bench measures ratelua against the floor and its peers on local
-// Redis and Valkey servers started by testbench, and writes BENCHMARKS.md.
+// Command bench measures ratelua against the floor, its peers and the seed
+// documents' designs on local Redis and Valkey servers started by
+// testbench, and writes BENCHMARKS.md and the charts.
 //
-//	go run . -out ..
+//	go run . -out ..                                  # everything (make bench)
+//	go run . -sections main -only 'token_bucket|GCRA' -dur 1s -rounds 1
 //
 // The server is pinned to CPU 0 and this process to CPU 1 (taskset). For
 // each contender the server's cost per decision is usec per call from
@@ -9,6 +11,14 @@
 // first use, in a script) is measured just before and just after each
 // contender and the ratio is contender / mean(floors); the best of the
 // rounds is quoted.
+//
+// Sections (-sections): main (cost and memory of every contender), sweep
+// (scaling of sliding_window and zset_log), client (ns/op and allocs/op on
+// a canned reply), cluster (decisions/s on a six-node cluster).
+//
+// The charts are drawn with gonum.org/v1/plot, a dependency of this bench
+// module only (never of ratelua's go.mod): it renders PNG line and bar
+// charts in pure Go, so make bench needs no plotting tool on the machine.
 package main
 
 import (
@@ -18,8 +28,9 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,32 +40,66 @@ import (
 	"github.com/ratelua/ratelua/testbench"
 )
 
+// Sections of a run.
+const (
+	sectionMain    = "main"
+	sectionSweep   = "sweep"
+	sectionClient  = "client"
+	sectionCluster = "cluster"
+)
+
+var allSections = []string{sectionMain, sectionSweep, sectionClient, sectionCluster}
+
 type config struct {
-	out     string
-	kinds   []testbench.Kind
-	callers int
-	dur     time.Duration
-	warm    time.Duration
-	rounds  int
-	pin     bool
+	out      string
+	charts   string
+	kinds    []testbench.Kind
+	callers  int
+	dur      time.Duration
+	warm     time.Duration
+	rounds   int
+	pin      bool
+	only     *regexp.Regexp
+	sections []string
 }
+
+func (c config) has(section string) bool { return slices.Contains(c.sections, section) }
 
 func main() {
 	var cfg config
 	kinds := flag.String("servers", "redis,valkey", "servers to run, in order")
+	only := flag.String("only", "", "run only the contenders (and client benchmarks) whose name matches this regexp; the floor always runs")
+	sections := flag.String("sections", strings.Join(allSections, ","), "sections to run: "+strings.Join(allSections, ","))
 	flag.StringVar(&cfg.out, "out", ".", "directory for BENCHMARKS.md")
+	flag.StringVar(&cfg.charts, "charts", "charts", "directory for the PNG charts (linked from BENCHMARKS.md by a relative path)")
 	flag.IntVar(&cfg.callers, "callers", 16, "concurrent callers")
 	flag.DurationVar(&cfg.dur, "dur", 2*time.Second, "load per measurement")
-	flag.DurationVar(&cfg.warm, "warm", 300*time.Millisecond, "warm-up before each measurement")
+	flag.DurationVar(&cfg.warm, "warm", 300*time.Millisecond, "warm-up before each measurement (the sweeps warm up for their window)")
 	flag.IntVar(&cfg.rounds, "rounds", 3, "rounds; the best is quoted")
 	flag.BoolVar(&cfg.pin, "pin", true, "pin the server to CPU 0 and the load to CPU 1")
 	flag.Parse()
+	log.SetFlags(log.Ltime)
 	for _, k := range strings.Split(*kinds, ",") {
 		cfg.kinds = append(cfg.kinds, testbench.Kind(strings.TrimSpace(k)))
 	}
-	log.SetFlags(log.Ltime)
-	ctx := context.Background()
-	rep := report{cpu: cpuModel(), cpus: runtime.NumCPU(), goVersion: runtime.Version(), cfg: cfg, started: time.Now()}
+	for _, s := range strings.Split(*sections, ",") {
+		s = strings.TrimSpace(s)
+		if !slices.Contains(allSections, s) {
+			log.Fatalf("-sections: unknown section %q (want %s)", s, strings.Join(allSections, ","))
+		}
+		cfg.sections = append(cfg.sections, s)
+	}
+	var err error
+	if cfg.only, err = regexp.Compile(*only); err != nil {
+		log.Fatalf("-only: %v", err)
+	}
+	if err := run(context.Background(), cfg); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(ctx context.Context, cfg config) error {
+	rep := report{cpu: cpuModel(), cpus: runtime.NumCPU(), goVersion: runtime.Version(), started: time.Now()}
 	if cfg.pin && runtime.NumCPU() >= 2 {
 		if err := pin(os.Getpid(), 1); err != nil {
 			log.Printf("not pinned: %v", err)
@@ -63,33 +108,98 @@ func main() {
 	} else {
 		cfg.pin = false
 	}
-	rep.pinned = cfg.pin
-	for _, kind := range cfg.kinds {
-		sr, err := runServer(ctx, cfg, kind)
+	rep.pinned, rep.cfg = cfg.pin, cfg
+	if cfg.has(sectionClient) {
+		figs, err := runClient(ctx, cfg.rounds, cfg.only)
 		if err != nil {
-			log.Fatalf("%s: %v", kind, err)
+			return fmt.Errorf("client: %w", err)
+		}
+		rep.client = figs
+	}
+	for _, kind := range cfg.kinds {
+		if !cfg.has(sectionMain) && !cfg.has(sectionSweep) && !cfg.has(sectionCluster) {
+			break
+		}
+		sr := serverResult{kind: kind}
+		if cfg.has(sectionMain) || cfg.has(sectionSweep) {
+			var err error
+			if sr, err = runServer(ctx, cfg, kind); err != nil {
+				return fmt.Errorf("%s: %w", kind, err)
+			}
+		}
+		if cfg.has(sectionCluster) {
+			var err error
+			var cs []contender
+			for _, c := range filter(cfg.only, rateluaContenders()) {
+				if oneLimit(c) {
+					cs = append(cs, c)
+				}
+			}
+			if sr.throughput, sr.clusterVersion, err = runCluster(ctx, cfg, kind, cs); err != nil {
+				return fmt.Errorf("%s cluster: %w", kind, err)
+			}
+			if sr.version == "" {
+				sr.version = sr.clusterVersion
+			}
+			for i := range sr.throughput {
+				for _, r := range sr.results {
+					if r.c.name == sr.throughput[i].name {
+						sr.throughput[i].single = r.maxPerSec()
+					}
+				}
+			}
 		}
 		rep.servers = append(rep.servers, sr)
 	}
-	md := rep.markdown()
+	if err := os.MkdirAll(cfg.charts, 0o755); err != nil {
+		return fmt.Errorf("charts: %w", err)
+	}
+	charts, err := rep.drawCharts(cfg.charts)
+	if err != nil {
+		return fmt.Errorf("charts: %w", err)
+	}
+	rep.charts = charts
+	md, err := rep.markdown()
+	if err != nil {
+		return err
+	}
 	path := filepath.Join(cfg.out, "BENCHMARKS.md")
 	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
-		log.Fatal(err)
+		return fmt.Errorf("write: %w", err)
 	}
 	fmt.Print(rep.targets())
-	log.Printf("wrote %s", path)
+	log.Printf("wrote %s in %v", path, time.Since(rep.started).Round(time.Second))
+	return nil
 }
 
-// runServer starts one server, pins it and measures every contender.
+// filter keeps the contenders whose name matches only.
+func filter(only *regexp.Regexp, cs []contender) []contender {
+	var out []contender
+	for _, c := range cs {
+		if only.MatchString(c.name) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// mainContenders are the main table's rows, in order.
+func mainContenders() []contender {
+	cs := append([]contender{getSetContender()}, rateluaContenders()...)
+	cs = append(cs, peerContenders()...)
+	return append(cs, baselineContenders()...)
+}
+
+// runServer starts one server, pins it and runs the main and sweep sections.
 func runServer(ctx context.Context, cfg config, kind testbench.Kind) (serverResult, error) {
 	node, err := testbench.StartNode(ctx, testbench.Options{Kind: kind})
 	if err != nil {
-		return serverResult{}, err
+		return serverResult{}, fmt.Errorf("start: %w", err)
 	}
 	defer node.Close()
 	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{node.Addr}, DisableCache: true})
 	if err != nil {
-		return serverResult{}, err
+		return serverResult{}, fmt.Errorf("client: %w", err)
 	}
 	defer rc.Close()
 	gr := redis.NewClient(&redis.Options{Addr: node.Addr, PoolSize: cfg.callers})
@@ -98,12 +208,7 @@ func runServer(ctx context.Context, cfg config, kind testbench.Kind) (serverResu
 
 	sr := serverResult{kind: kind, version: node.Version}
 	if cfg.pin {
-		f, err := info(ctx, rc, "server")
-		if err != nil {
-			return sr, err
-		}
-		pid, _ := strconv.Atoi(f["process_id"])
-		if err := pin(pid, 0); err != nil {
+		if err := pinNode(ctx, node); err != nil {
 			return sr, err
 		}
 	}
@@ -114,119 +219,75 @@ func runServer(ctx context.Context, cfg config, kind testbench.Kind) (serverResu
 	if err != nil {
 		return sr, err
 	}
-	contenders := append([]contender{getSetContender()}, rateluaContenders()...)
-	contenders = append(contenders, peerContenders()...)
-	runners := make([]runner, len(contenders))
-	for i, c := range contenders {
-		if runners[i], err = c.make(e); err != nil {
-			return sr, fmt.Errorf("%s: %w", c.name, err)
-		}
-	}
+	var floorRounds []measurement
+	b := bench{cfg: cfg, kind: kind, rc: rc, floor: floor, floorRounds: &floorRounds}
 
-	// Memory first, on an empty server per contender.
-	floorMem, err := measureMemory(ctx, rc, floor, cfg.callers)
-	if err != nil {
-		return sr, fmt.Errorf("floor memory: %w", err)
-	}
-	sr.floor = result{c: floorC, mem: floorMem}
-	sr.results = make([]result, len(contenders))
-	for i, c := range contenders {
-		m, err := measureMemory(ctx, rc, runners[i], cfg.callers)
+	if cfg.has(sectionMain) {
+		contenders := filter(cfg.only, mainContenders())
+		runners, err := makeRunners(e, contenders)
 		if err != nil {
-			return sr, fmt.Errorf("%s memory: %w", c.name, err)
+			return sr, err
 		}
-		sr.results[i] = result{c: c, mem: m}
-	}
-	if err := rc.Do(ctx, rc.B().Flushall().Build()).Error(); err != nil {
-		return sr, err
-	}
-
-	// Cost: F C1 F C2 F ... per round.
-	floorCost := func() (measurement, error) { return measureCost(ctx, cfg, rc, floor, floorC.cmds) }
-	for r := range cfg.rounds {
-		before, err := floorCost()
+		// Memory first, on an empty server per contender.
+		floorMem, err := measureMemory(ctx, rc, floor, cfg.callers)
 		if err != nil {
-			return sr, fmt.Errorf("floor: %w", err)
+			return sr, fmt.Errorf("floor memory: %w", err)
 		}
-		sr.floor.rounds = append(sr.floor.rounds, before)
+		sr.floor = result{c: floorC, mem: floorMem}
+		sr.results = make([]result, len(contenders))
 		for i, c := range contenders {
-			m, err := measureCost(ctx, cfg, rc, runners[i], c.cmds)
+			m, err := measureMemory(ctx, rc, runners[i], cfg.callers)
 			if err != nil {
-				return sr, fmt.Errorf("%s: %w", c.name, err)
+				return sr, fmt.Errorf("%s memory: %w", c.name, err)
 			}
-			after, err := floorCost()
-			if err != nil {
-				return sr, fmt.Errorf("floor: %w", err)
+			sr.results[i] = result{c: c, mem: m}
+		}
+		if err := rc.Do(ctx, rc.B().Flushall().Build()).Error(); err != nil {
+			return sr, fmt.Errorf("flushall: %w", err)
+		}
+		if err := b.rounds(ctx, contenders, runners, sr.results); err != nil {
+			return sr, err
+		}
+	} else {
+		sr.floor = result{c: floorC}
+	}
+
+	if cfg.has(sectionSweep) {
+		sweeps := filter(cfg.only, sweepContenders())
+		runners, err := makeRunners(e, sweeps)
+		if err != nil {
+			return sr, err
+		}
+		if err := rc.Do(ctx, rc.B().Flushall().Build()).Error(); err != nil {
+			return sr, fmt.Errorf("flushall: %w", err)
+		}
+		sr.sweeps = make([]result, len(sweeps))
+		for i, c := range sweeps {
+			sr.sweeps[i].c = c
+			if c.prepare != nil {
+				start := time.Now()
+				if err := c.prepare(ctx, runners[i]); err != nil {
+					return sr, fmt.Errorf("%s: %w", c.name, err)
+				}
+				log.Printf("%s: %s prepared in %v", kind, c.name, time.Since(start).Round(time.Millisecond))
 			}
-			sr.floor.rounds = append(sr.floor.rounds, after)
-			m.floorUsec = mean(before.usec, after.usec)
-			m.ratio = m.usec / m.floorUsec
-			sr.results[i].rounds = append(sr.results[i].rounds, m)
-			log.Printf("%s round %d: %-58s %6.2f usec  %5.2fx floor (%.2f)  %7.0f/s", kind, r+1, c.name, m.usec, m.ratio, m.floorUsec, m.perSec)
-			before = after
+		}
+		if err := b.rounds(ctx, sweeps, runners, sr.sweeps); err != nil {
+			return sr, err
 		}
 	}
-	return sr, nil
+	sr.floor.rounds = floorRounds
+	return sr, rc.Do(ctx, rc.B().Flushall().Build()).Error()
 }
 
-type measurement struct {
-	usec      float64 // server usec per decision
-	floorUsec float64 // mean of the floors around it
-	ratio     float64
-	perSec    float64 // decisions per second, end to end
-}
-
-type memory struct {
-	bytesPerKey float64 // used_memory growth / 10,000 event keys
-	usage       int64   // MEMORY USAGE of one event key's state
-}
-
-// measureCost warms up, resets the stats, drives the load and reads the
-// server's cost per decision.
-func measureCost(ctx context.Context, cfg config, rc rueidis.Client, r runner, cmds []string) (measurement, error) {
-	if _, err := drive(ctx, r, cfg.callers, cfg.warm); err != nil {
-		return measurement{}, err
+// makeRunners makes every contender's runner.
+func makeRunners(e *env, cs []contender) ([]runner, error) {
+	runners := make([]runner, len(cs))
+	for i, c := range cs {
+		var err error
+		if runners[i], err = c.make(e); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.name, err)
+		}
 	}
-	if err := resetStats(ctx, rc); err != nil {
-		return measurement{}, err
-	}
-	start := time.Now()
-	n, err := drive(ctx, r, cfg.callers, cfg.dur)
-	if err != nil {
-		return measurement{}, err
-	}
-	elapsed := time.Since(start)
-	usec, _, err := cmdCost(ctx, rc, cmds)
-	if err != nil {
-		return measurement{}, err
-	}
-	return measurement{usec: usec, perSec: float64(n) / elapsed.Seconds()}, nil
-}
-
-// measureMemory flushes the server, decides every event key once and
-// reports the growth of used_memory per key and MEMORY USAGE of one key.
-func measureMemory(ctx context.Context, rc rueidis.Client, r runner, callers int) (memory, error) {
-	if err := rc.Do(ctx, rc.B().Flushall().Sync().Build()).Error(); err != nil {
-		return memory{}, err
-	}
-	// Load the script first so that its cache entry is not counted.
-	if err := r.Decide(ctx, "warm-up"); err != nil {
-		return memory{}, err
-	}
-	before, err := usedMemory(ctx, rc)
-	if err != nil {
-		return memory{}, err
-	}
-	if err := once(ctx, r, callers); err != nil {
-		return memory{}, err
-	}
-	after, err := usedMemory(ctx, rc)
-	if err != nil {
-		return memory{}, err
-	}
-	usage, err := memoryUsage(ctx, rc, r.StateKeys(eventKeys[0]))
-	if err != nil {
-		return memory{}, err
-	}
-	return memory{bytesPerKey: float64(after-before) / float64(len(eventKeys)), usage: usage}, nil
+	return runners, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,23 +15,61 @@ type result struct {
 	rounds []measurement
 }
 
-// best is the round with the lowest ratio to the floor (for the floor
-// itself: the lowest cost).
+// best is the steady round with the lowest ratio to the floor, or the
+// lowest of all rounds if none is steady (for the floor itself: the lowest
+// cost).
 func (r result) best() measurement {
 	var b measurement
+	found := false
+	for _, m := range r.rounds {
+		if !m.steady && m.ratio != 0 {
+			continue
+		}
+		if !found || (m.ratio < b.ratio) || (m.ratio == 0 && m.usec < b.usec) {
+			b, found = m, true
+		}
+	}
+	if found {
+		return b
+	}
 	for i, m := range r.rounds {
-		if i == 0 || (m.ratio < b.ratio) || (m.ratio == 0 && m.usec < b.usec) {
+		if i == 0 || m.ratio < b.ratio {
 			b = m
 		}
 	}
 	return b
 }
 
+// maxPerSec is the most decisions per second of any round.
+func (r result) maxPerSec() float64 {
+	var x float64
+	for _, m := range r.rounds {
+		x = max(x, m.perSec)
+	}
+	return x
+}
+
+// allRounds lists the ratio of every round.
+func (r result) allRounds() string {
+	var all []string
+	for _, x := range r.rounds {
+		mark := ""
+		if !x.steady {
+			mark = "~"
+		}
+		all = append(all, fmt.Sprintf("%.2f%s", x.ratio, mark))
+	}
+	return strings.Join(all, " ")
+}
+
 type serverResult struct {
-	kind    testbench.Kind
-	version string
-	floor   result
-	results []result
+	kind           testbench.Kind
+	version        string
+	floor          result
+	results        []result // the main table
+	sweeps         []result
+	throughput     []throughput
+	clusterVersion string
 }
 
 type report struct {
@@ -40,11 +79,69 @@ type report struct {
 	pinned    bool
 	cfg       config
 	started   time.Time
+	client    []clientFigure
 	servers   []serverResult
+	charts    []chart
 }
 
 func (sr serverResult) memRatio(r result) (float64, float64) {
 	return r.mem.bytesPerKey / sr.floor.mem.bytesPerKey, float64(r.mem.usage) / float64(sr.floor.mem.usage)
+}
+
+// bestPeer is the cheapest peer or baseline (lowest best ratio to the
+// floor) doing r's job in the same run; ok is false when there is none.
+func (sr serverResult) bestPeer(r result) (peer result, ok bool) {
+	if r.c.group != groupRatelua || r.c.job == "" {
+		return result{}, false
+	}
+	for _, p := range sr.results {
+		if (p.c.group != groupPeer && p.c.group != groupBaseline) || len(p.rounds) == 0 {
+			continue
+		}
+		if r.c.job != jobAny && p.c.job != r.c.job {
+			continue
+		}
+		if !ok || p.best().ratio < peer.best().ratio {
+			peer, ok = p, true
+		}
+	}
+	return peer, ok
+}
+
+// peerRatio is r's best ratio to the floor over its best peer's, as a
+// table cell.
+func (sr serverResult) peerRatio(r result) string {
+	p, ok := sr.bestPeer(r)
+	if !ok {
+		return "—"
+	}
+	return fmt.Sprintf("**%.2f** vs %s", r.best().ratio/p.best().ratio, p.c.short)
+}
+
+// sweep returns the sweep results of one kind, in order of x.
+func (sr serverResult) sweep(kind string) []result {
+	var out []result
+	for _, r := range sr.sweeps {
+		if r.c.sweep == kind {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// sweepRatio is the best ratio at x = to over the one at x = from, if both
+// were measured.
+func (sr serverResult) sweepRatio(kind string, from, to float64) (float64, bool) {
+	var a, b float64
+	for _, r := range sr.sweep(kind) {
+		switch r.c.x {
+		case from:
+			a = r.best().ratio
+		case to:
+			b = r.best().ratio
+		}
+	}
+	return b / a, a > 0 && b > 0
 }
 
 func target(t float64) string {
@@ -54,62 +151,190 @@ func target(t float64) string {
 	return fmt.Sprintf("<= %g", t)
 }
 
-func (rep report) markdown() string {
+func (rep report) markdown() (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Benchmarks\n\n")
-	fmt.Fprintf(&b, "Written by `make bench` (`bench/`, a separate Go module) on %s.\n\n", rep.started.UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "Written by `make bench` (`bench/`, a separate Go module) on %s in %v; sections: %s.\n\n",
+		rep.started.UTC().Format("2006-01-02 15:04 MST"), time.Since(rep.started).Round(time.Second), strings.Join(rep.cfg.sections, ", "))
+	if s := rep.cfg.only.String(); s != "" {
+		fmt.Fprintf(&b, "**Subset run**: only the contenders matching `%s`.\n\n", s)
+	}
 	pin := "server pinned to CPU 0 and the load generator to CPU 1 (`taskset -apc`)"
 	if !rep.pinned {
 		pin = "NOT pinned (taskset unavailable or fewer than 2 CPUs)"
 	}
 	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s; %s. Load: %d concurrent callers over 10,000 event keys (uniformly random), %v per measurement after %v of warm-up; best of %d rounds.\n\n",
 		rep.cpu, rep.cpus, rep.goVersion, pin, rep.cfg.callers, rep.cfg.dur, rep.cfg.warm, rep.cfg.rounds)
-	b.WriteString(`**Server cost** is usec per decision from ` + "`INFO commandstats`" + ` (calls and usec of EVALSHA and EVAL)
+	if rep.cfg.has(sectionMain) || rep.cfg.has(sectionSweep) {
+		b.WriteString(`**Server cost** is usec per decision from ` + "`INFO commandstats`" + ` (calls and usec of EVALSHA and EVAL)
 after ` + "`CONFIG RESETSTAT`" + `. The **floor** is a one-command scripted decision (INCR, PEXPIRE on first use); it is
 measured just before and just after each contender, and the ratio is contender / mean(the two floors). The quoted
-round is the one with the lowest ratio; its absolute figures are shown next to it. **Memory** is the growth of
+round is the one with the lowest ratio among the steady rounds, those whose two floors agree within 25% (a round
+marked ~ was disturbed: its floors differ by more, and it is quoted only when no round is steady); its absolute
+figures are shown next to it. **Memory** is the growth of
 ` + "`used_memory`" + ` after one decision for each of 10,000 event keys on a flushed server, per key, and ` + "`MEMORY USAGE`" + `
-(SAMPLES 0) of one key's state, each divided by the floor's.
+(SAMPLES 0) of one key's state (all its keys, for designs with several), each divided by the floor's.
+**/ best peer** is a ratelua script's cost / floor over that of the cheapest peer or baseline doing the same job in
+the same run (named in the cell): token_bucket 1 limit against redis_rate's GCRA and the seeds' token bucket;
+zset_log against the seeds' ZSET log; sliding_window against seed 002's design with the same limits; ar1, whose job
+no peer does, against the cheapest peer or baseline of all; "—" where no peer does the job (token_bucket 3 limits).
 
 `)
-	for _, sr := range rep.servers {
-		fb := sr.floor.best()
-		fmt.Fprintf(&b, "## %s %s\n\n", sr.kind, sr.version)
-		fmt.Fprintf(&b, "Floor: %.2f usec per decision at best (%d measurements), %.1f bytes per key, MEMORY USAGE %d.\n\n",
-			fb.usec, len(sr.floor.rounds), sr.floor.mem.bytesPerKey, sr.floor.mem.usage)
-		b.WriteString("| contender | cost / floor | target | usec/decision | floor usec | decisions/s | all rounds (ratio) | bytes/key | / floor key | MEMORY USAGE | / floor | target |\n")
-		b.WriteString("|---|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---|\n")
-		for _, r := range sr.results {
-			m := r.best()
-			var all []string
-			for _, x := range r.rounds {
-				all = append(all, fmt.Sprintf("%.2f", x.ratio))
-			}
-			mr, ur := sr.memRatio(r)
-			fmt.Fprintf(&b, "| %s | **%.2f** | %s | %.2f | %.2f | %.0f | %s | %.1f | **%.2f** | %d | %.2f | %s |\n",
-				r.c.name, m.ratio, target(r.c.cost), m.usec, m.floorUsec, m.perSec, strings.Join(all, " "),
-				r.mem.bytesPerKey, mr, r.mem.usage, ur, target(r.c.mem))
-		}
-		b.WriteString("\n")
 	}
-	b.WriteString(`Limits: token_bucket 1 limit = 100 per minute (capacity 100); 3 limits = capacity 1 per 5 s, 5 per hour, 1000 per day;
+	for _, sr := range rep.servers {
+		if len(sr.results) > 0 {
+			rep.mainTable(&b, sr)
+		}
+	}
+	if rep.cfg.has(sectionMain) {
+		b.WriteString(`Limits: token_bucket 1 limit = 100 per minute (capacity 100); 3 limits = capacity 1 per 5 s, 5 per hour, 1000 per day;
 ar1 1 limit = max 100, factor 2 per minute; 3 limits = max 1 / 5 s, 5 / h, 1000 / day, factor 2; zset_log = max 100 per minute;
 sliding_window 1 limit = 100 per minute at 1 s (60 buckets); 3 limits = 1 per 5 s at 1 s, 5 per hour at 10 min, 1000 per day at 1 h.
 Every ratelua limiter goes through the Go API (` + "`Allow`" + `, EVALSHA) with a caller Clock returning real time.
 redis_rate/v10 = GCRA, 100 per minute, burst 100, on a go-redis v9 client (its own client; same callers and keys).
 
-\* ` + "`github.com/redis/rueidis/rueidislimiter`" + ` could not be fetched (the module proxy here answers 404 for it and
-github.com does not resolve), so its fixed-window script (v1.0.x source: a counter key and an ":ex" key per identifier,
-GET + two SET PXAT on a new window, INCRBY) is re-implemented in ` + "`bench/contenders.go`" + ` and run the same way, 1-minute window.
+**Baselines**, re-implemented from the seed documents' text (each in its own file of ` + "`bench/`" + `, which says what it follows):
+*seed 002 design* (` + "`seed002.go`" + `): per limit a list of "<slot>:<count>" nodes and a counter key, the limits as a JSON
+argument decoded on every call, one LRANGE and one LPOP per expired slot, LRANGE + LSET/RPUSH to record, INCRBY or GET
+of the counter, two EXPIREs; every event is recorded (the seed counts denied events too), times in seconds, all keys of
+one event key under the hash tag {event key} so that it is one script call; run with the same limits as sliding_window.
+*The seeds' token bucket* (` + "`seedbucket.go`" + `, seed 000): a hash of tokens and last refill, HMGET, HMSET + EXPIRE; 100 per minute.
+*The seeds' ZSET log* (` + "`seedzset.go`" + `, seed 000): ZREMRANGEBYSCORE, ZCARD, ZADD + EXPIRE if under the limit, else EXPIRE +
+ZRANGE 0 0 for the retry time; 100 per minute.
+
+\* ` + "`github.com/redis/rueidis/rueidislimiter`" + ` cannot be fetched from this machine's module proxy (404), so its fixed-window
+script (a counter key and an ":ex" key per identifier, GET + two SET PXAT on a new window, INCRBY) is run as it appears in its
+source, from ` + "`bench/contenders.go`" + `, the same way, 1-minute window.
 
 `)
+	}
+	if rep.cfg.has(sectionSweep) {
+		rep.sweepSection(&b)
+	}
+	if rep.cfg.has(sectionClient) {
+		rep.clientSection(&b)
+	}
+	if rep.cfg.has(sectionCluster) {
+		rep.throughputSection(&b)
+	}
+	if len(rep.charts) > 0 {
+		b.WriteString("## Charts\n\n")
+		for _, c := range rep.charts {
+			rel, err := relLink(rep.cfg.out, c.path)
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(&b, "![%s](%s)\n\n", c.title, rel)
+		}
+	}
 	b.WriteString("## Targets\n\n```\n" + rep.targets() + "```\n")
-	return b.String()
+	return b.String(), nil
+}
+
+// relLink is the path of file relative to dir, with forward slashes.
+func relLink(dir, file string) (string, error) {
+	ad, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("link: %w", err)
+	}
+	af, err := filepath.Abs(file)
+	if err != nil {
+		return "", fmt.Errorf("link: %w", err)
+	}
+	rel, err := filepath.Rel(ad, af)
+	if err != nil {
+		return "", fmt.Errorf("link: %w", err)
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+func (rep report) mainTable(b *strings.Builder, sr serverResult) {
+	fb := sr.floor.best()
+	fmt.Fprintf(b, "## %s %s\n\n", sr.kind, sr.version)
+	fmt.Fprintf(b, "Floor: %.2f usec per decision at best (%d measurements), %.1f bytes per key, MEMORY USAGE %d.\n\n",
+		fb.usec, len(sr.floor.rounds), sr.floor.mem.bytesPerKey, sr.floor.mem.usage)
+	b.WriteString("| contender | cost / floor | target | / best peer | usec/decision | floor usec | decisions/s | all rounds (ratio) | bytes/key | / floor key | MEMORY USAGE | / floor | target |\n")
+	b.WriteString("|---|---:|---|---|---:|---:|---:|---|---:|---:|---:|---:|---|\n")
+	for _, r := range sr.results {
+		m := r.best()
+		mr, ur := sr.memRatio(r)
+		fmt.Fprintf(b, "| %s | **%.2f** | %s | %s | %.2f | %.2f | %.0f | %s | %.1f | **%.2f** | %d | %.2f | %s |\n",
+			r.c.name, m.ratio, target(r.c.cost), sr.peerRatio(r), m.usec, m.floorUsec, m.perSec, r.allRounds(),
+			r.mem.bytesPerKey, mr, r.mem.usage, ur, target(r.c.mem))
+	}
+	b.WriteString("\n")
+}
+
+func (rep report) sweepSection(b *strings.Builder) {
+	b.WriteString("## Scaling\n\n" + sweepMethod + "\n\nSame method as the main table: the floor just before and after each point, ratio to their mean, best of the rounds; **/ first** is a point's cost / floor over the sweep's first point's.\n\n")
+	for _, sr := range rep.servers {
+		if len(sr.sweeps) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "### %s %s\n\n", sr.kind, sr.version)
+		b.WriteString("| sweep | contender | cost / floor | / first | usec/decision | floor usec | decisions/s | all rounds (ratio) |\n")
+		b.WriteString("|---|---|---:|---:|---:|---:|---:|---|\n")
+		for _, kind := range []string{sweepBuckets, sweepLimits, sweepZSetMax} {
+			rs := sr.sweep(kind)
+			for _, r := range rs {
+				m := r.best()
+				fmt.Fprintf(b, "| %s | %s | **%.2f** | %.2f | %.2f | %.2f | %.0f | %s |\n",
+					kind, r.c.name, m.ratio, m.ratio/rs[0].best().ratio, m.usec, m.floorUsec, m.perSec, r.allRounds())
+			}
+		}
+		b.WriteString("\n")
+	}
+}
+
+func (rep report) clientSection(b *strings.Builder) {
+	b.WriteString("## Client cost\n\n`testing.Benchmark` run by `make bench` (in this process, pinned to CPU 1) on a rueidis mock client whose `Do`/`DoMulti` answer a canned allowed 5-integer reply without a network, limiters with the default Options (the server's clock): building the key and arguments, `rueidis.Lua` EVALSHA, and decoding. Fastest of the rounds.\n\n")
+	b.WriteString("| benchmark | ns/op | B/op | allocs/op | ns per key |\n|---|---:|---:|---:|---:|\n")
+	for _, f := range rep.client {
+		perKey := ""
+		if f.perKey {
+			perKey = fmt.Sprintf("%.0f", f.nsOp/100)
+		}
+		fmt.Fprintf(b, "| %s | %.0f | %d | %d | %s |\n", f.name, f.nsOp, f.bytes, f.allocs, perKey)
+	}
+	r := rueidislimiterAllow
+	fmt.Fprintf(b, "| %s † | %.0f | %d | %d |  |\n\n", r.name, r.nsOp, r.bytes, r.allocs)
+	fmt.Fprintf(b, "† Static figures, not re-measured by `make bench`: %s.\n\n", rueidislimiterNote)
+}
+
+func (rep report) throughputSection(b *strings.Builder) {
+	b.WriteString("## Throughput\n\nDecisions per second end to end, each ratelua script with 1 limit, the main table's callers and 10,000 event keys through rueidis (auto-pipelining). Single node: the most decisions/s of the main table's rounds (while commandstats was being collected). Cluster: a six-node testbench cluster (3 masters with 1 replica each) on the same machine, every node pinned to CPU 0 like the single server, a rueidis cluster client, the same limiters; best of the rounds after a warm-up. On 2 cores the cluster's masters share one CPU, so this shows the cost of routing and replication, not the scaling a cluster gives on separate machines.\n\n")
+	for _, sr := range rep.servers {
+		if len(sr.throughput) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "### %s %s\n\n", sr.kind, sr.clusterVersion)
+		b.WriteString("| script | single node decisions/s | six-node cluster decisions/s | cluster rounds | cluster / single |\n|---|---:|---:|---|---:|\n")
+		for _, t := range sr.throughput {
+			best := 0.0
+			var all []string
+			for _, x := range t.cluster {
+				best = max(best, x)
+				all = append(all, fmt.Sprintf("%.0f", x))
+			}
+			single, ratio := "—", "—"
+			if t.single > 0 {
+				single, ratio = fmt.Sprintf("%.0f", t.single), fmt.Sprintf("%.2f", best/t.single)
+			}
+			fmt.Fprintf(b, "| %s | %s | %.0f | %s | %s |\n", t.name, single, best, strings.Join(all, " "), ratio)
+		}
+		b.WriteString("\n")
+	}
 }
 
 // targets lists the issue's targets as held or missed, per server.
 func (rep report) targets() string {
 	var b strings.Builder
+	for _, f := range rep.client {
+		if strings.Contains(f.name, "Allow,") {
+			fmt.Fprintf(&b, "client: %-52s %d allocs/op, target <= rueidislimiter Allow's %d: %s\n",
+				f.name, f.allocs, rueidislimiterAllow.allocs, held(f.allocs <= rueidislimiterAllow.allocs))
+		}
+	}
 	for _, sr := range rep.servers {
 		fmt.Fprintf(&b, "%s %s\n", sr.kind, sr.version)
 		for _, r := range sr.results {
@@ -117,13 +342,26 @@ func (rep report) targets() string {
 			if r.c.limit {
 				fmt.Fprintf(&b, "  %-58s cost %.2fx floor (the physical limit; the issue measured 2.0-2.6)\n", r.c.name, m.ratio)
 			}
+			if r.c.group == groupBaseline {
+				fmt.Fprintf(&b, "  %-58s cost %.2fx floor (baseline)\n", r.c.name, m.ratio)
+			}
 			if r.c.cost > 0 {
 				fmt.Fprintf(&b, "  %-58s cost %.2fx floor, target <= %.1f: %s\n", r.c.name, m.ratio, r.c.cost, held(m.ratio <= r.c.cost))
+			}
+			if p, ok := sr.bestPeer(r); ok && r.c.cost > 0 {
+				x := m.ratio / p.best().ratio
+				fmt.Fprintf(&b, "  %-58s cost %.2fx the best peer (%s): %s\n", r.c.name, x, p.c.short, faster(x))
 			}
 			if r.c.mem > 0 {
 				mr, _ := sr.memRatio(r)
 				fmt.Fprintf(&b, "  %-58s memory %.2fx floor key, target <= %.2f: %s\n", r.c.name, mr, r.c.mem, held(mr <= r.c.mem))
 			}
+		}
+		if x, ok := sr.sweepRatio(sweepLimits, 1, 8); ok {
+			fmt.Fprintf(&b, "  %-58s cost at 8 limits %.2fx at 1 limit, target <= 2: %s\n", "ratelua sliding_window", x, held(x <= 2))
+		}
+		if x, ok := sr.sweepRatio(sweepBuckets, 10, 10000); ok {
+			fmt.Fprintf(&b, "  %-58s cost at 10,000 buckets %.2fx at 10, target <= 1.5: %s\n", "ratelua sliding_window", x, held(x <= 1.5))
 		}
 	}
 	return b.String()
@@ -134,4 +372,11 @@ func held(ok bool) string {
 		return "held"
 	}
 	return "MISSED"
+}
+
+func faster(x float64) string {
+	if x < 1 {
+		return "cheaper"
+	}
+	return "NOT cheaper"
 }

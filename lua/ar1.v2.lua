@@ -342,7 +342,7 @@ for i = 1, n do
 end
 if record then
   local state = string.format('%d %d' .. string.rep(' %.17g', n), stamp, sig, unpack(lim, 3 * n + 1, 4 * n))
-  redis.call('SET', key, state, 'PX', ttl_ms(unit, reset_after))
+  redis.call('SET', key, state, 'PX', string.format('%d', ttl_ms(unit, reset_after)))
 end
 if allowed then
   return { 1, remaining, 0, reset_after, index }

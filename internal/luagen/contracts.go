@@ -99,6 +99,9 @@ func init() {
 	contracts["ar1.v2"] = v2("ar1.v1",
 		"a string '<last write time> <signature: "+v2Signature+"> <count per limit as %.17g>'; other limits on the same key start fresh")
 	contracts["zset_log.v2"] = v2("zset_log.v1", contracts["zset_log.v1"].State)
+	zset := contracts["zset_log.v2"]
+	zset.Cost = "ZRANGE, at most one ZCOUNT per limit (none for a window the newest event is not in, or when the set holds one event), ZADD, PEXPIRE per recorded decision, an occasional ZREMRANGEBYRANK, at most one ZRANGE per denied reply (none when its event is the newest or already read); + TIME with the server clock"
+	contracts["zset_log.v2"] = zset
 	contracts["token_bucket.v2"] = v2("token_bucket.v1",
 		"a string '<last write time> <signature: "+v2Signature+"> <tokens * refill_interval per limit>'; other limits on the same key start fresh")
 }
