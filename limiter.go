@@ -55,6 +55,9 @@ type Options struct {
 	Version int
 }
 
+// maxLimits is the most limits one call of a script takes.
+const maxLimits = 16
+
 // Result is one decision.
 type Result struct {
 	// Allowed is true when every limit admits the events.
@@ -101,8 +104,8 @@ func newLimiter(client rueidis.Client, opts Options, s spec, count int) (*Limite
 	if client == nil {
 		return nil, &LimitError{Index: -1, Field: "client", Reason: "is nil"}
 	}
-	if count < 1 || count > 16 {
-		return nil, &LimitError{Index: -1, Field: "limits", Reason: fmt.Sprintf("must be 1 to 16, got %d", count)}
+	if count < 1 || count > maxLimits {
+		return nil, &LimitError{Index: -1, Field: "limits", Reason: fmt.Sprintf("must be 1 to %d, got %d", maxLimits, count)}
 	}
 	prefix := opts.Prefix
 	if prefix == "" {
@@ -188,7 +191,31 @@ func (l *Limiter) Reset(ctx context.Context, eventKey string) error {
 }
 
 func (l *Limiter) call(ctx context.Context, eventKey string, n int64) (Result, error) {
-	return l.decode(l.exec(ctx, []Call{{Keys: []string{l.Key(eventKey)}, Args: l.Args(n)}})[0])
+	key := l.Key(eventKey)
+	if l.functions {
+		return l.decode(fcall(ctx, l.client, l.script, []Call{{Keys: []string{key}, Args: l.Args(n)}})[0])
+	}
+	return l.decode(l.evalsha(ctx, key, n))
+}
+
+// evalsha runs the script for one key: EVALSHA, then EVAL (which loads it)
+// when the node answers NOSCRIPT, as rueidis.Lua does. It builds the
+// command directly from the key and the arguments, without the slices that
+// Registry.Exec takes, so a decision allocates little more than its key.
+func (l *Limiter) evalsha(ctx context.Context, key string, n int64) rueidis.RedisResult {
+	now := ""
+	if l.clock != nil {
+		now = strconv.FormatInt(l.unit.now(l.clock()), 10)
+	}
+	// One Arg call with every argument: the builder grows its slice once.
+	// buf stays on the stack for up to maxLimits limits of three integers.
+	var buf [4 + 3*maxLimits]string
+	args := append(append(buf[:0], strconv.FormatInt(n, 10), l.unit.name, now, l.mode), l.limits...)
+	resp := l.client.Do(ctx, l.client.B().Evalsha().Sha1(l.script.SHA1).Numkeys(1).Key(key).Arg(args...).Build())
+	if re, ok := rueidis.IsRedisErr(resp.Error()); ok && re.IsNoScript() {
+		resp = l.client.Do(ctx, l.client.B().Eval().Script(l.script.Source).Numkeys(1).Key(key).Arg(args...).Build())
+	}
+	return resp
 }
 
 // exec runs calls of the limiter's script by EVALSHA (one call: through
@@ -206,11 +233,21 @@ func (l *Limiter) exec(ctx context.Context, calls []Call) []rueidis.RedisResult 
 // decode turns a script reply into a Result, applying the fail-open or
 // fail-closed choice to errors.
 func (l *Limiter) decode(resp rueidis.RedisResult) (Result, error) {
-	ints, err := resp.AsIntSlice()
+	// ToArray and AsInt64 read the reply in place: no slice is allocated.
+	values, err := resp.ToArray()
 	if err != nil {
 		return l.failed(classify(l.script, err))
 	}
-	r, err := resultOf(ints, l.unit)
+	var ints [5]int64
+	if len(values) != len(ints) {
+		return l.failed(fmt.Errorf("ratelua: %s: reply has %d integers, want 5", l.script, len(values)))
+	}
+	for i := range values {
+		if ints[i], err = values[i].AsInt64(); err != nil {
+			return l.failed(classify(l.script, err))
+		}
+	}
+	r, err := resultOf(ints[:], l.unit)
 	if err != nil {
 		return l.failed(fmt.Errorf("ratelua: %s: %w", l.script, err))
 	}

@@ -12,6 +12,14 @@ import (
 	"github.com/ratelua/ratelua/internal/luagen"
 )
 
+// scriptID names a script version in a Registry.
+type scriptID struct {
+	name    string
+	version int
+}
+
+func (s Script) id() scriptID { return scriptID{s.Name, s.Version} }
+
 // Registry holds script versions by name and version — the embedded ones
 // and any registered at run time — and runs them by EVALSHA with the SHA1
 // computed locally, falling back to EVAL (which loads the script) on
@@ -19,7 +27,7 @@ import (
 // concurrent use.
 type Registry struct {
 	mu      sync.RWMutex
-	scripts map[string]*entry // by "name@vN"
+	scripts map[scriptID]*entry
 }
 
 type entry struct {
@@ -29,9 +37,9 @@ type entry struct {
 
 // NewRegistry returns a registry of the embedded scripts.
 func NewRegistry() *Registry {
-	r := &Registry{scripts: map[string]*entry{}}
+	r := &Registry{scripts: map[scriptID]*entry{}}
 	for _, s := range Scripts() {
-		r.scripts[s.String()] = &entry{script: s, lua: s.Lua()}
+		r.scripts[s.id()] = &entry{script: s, lua: s.Lua()}
 	}
 	return r
 }
@@ -46,13 +54,13 @@ func (r *Registry) Register(name string, version int, source string) (Script, er
 	s := Script{Name: name, Version: version, Source: source, SHA1: luagen.SHA1([]byte(source))}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if old, ok := r.scripts[s.String()]; ok {
+	if old, ok := r.scripts[s.id()]; ok {
 		if old.script.SHA1 != s.SHA1 {
 			return Script{}, fmt.Errorf("%w: %s has SHA1 %s, not %s", ErrImmutable, s, old.script.SHA1, s.SHA1)
 		}
 		return old.script, nil
 	}
-	r.scripts[s.String()] = &entry{script: s, lua: s.Lua()}
+	r.scripts[s.id()] = &entry{script: s, lua: s.Lua()}
 	return s, nil
 }
 
@@ -60,7 +68,7 @@ func (r *Registry) Register(name string, version int, source string) (Script, er
 func (r *Registry) Lookup(name string, version int) (Script, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	if e, ok := r.scripts[fmt.Sprintf("%s@v%d", name, version)]; ok {
+	if e, ok := r.scripts[scriptID{name, version}]; ok {
 		return e.script, nil
 	}
 	return Script{}, fmt.Errorf("%w: %s@v%d", ErrUnknownScript, name, version)
@@ -101,7 +109,7 @@ func (r *Registry) All() []Script {
 
 func (r *Registry) entry(s Script) (*entry, error) {
 	r.mu.RLock()
-	e, ok := r.scripts[s.String()]
+	e, ok := r.scripts[s.id()]
 	r.mu.RUnlock()
 	if !ok || e.script.SHA1 != s.SHA1 {
 		return nil, fmt.Errorf("%w: %s with SHA1 %s is not registered", ErrUnknownScript, s, s.SHA1)
