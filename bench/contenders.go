@@ -88,10 +88,15 @@ func (r rateluaRunner) StateKeys(eventKey string) []string { return []string{r.l
 func realTime() time.Time { return time.Now() }
 
 func rl(name, job string, cost, mem float64, build func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error)) contender {
+	return rlVersion(name, job, cost, mem, 0, build)
+}
+
+// rlVersion is rl with the script version pinned (0: the newest).
+func rlVersion(name, job string, cost, mem float64, version int, build func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error)) contender {
 	return contender{
 		name: name, group: groupRatelua, cmds: scriptCmds, cost: cost, mem: mem, job: job,
 		make: func(e *env) (runner, error) {
-			l, err := build(e.rc, ratelua.Options{Prefix: "rl", Clock: realTime})
+			l, err := build(e.rc, ratelua.Options{Prefix: "rl", Clock: realTime, Version: version})
 			if err != nil {
 				return nil, err
 			}
@@ -141,6 +146,19 @@ func rateluaContenders() []contender {
 		rl("ratelua sliding_window, 3 limits", jobSlidingWindow3, 6.0, 3.0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
 			return ratelua.NewSlidingWindow(c, o, sw3...)
 		}),
+		// The released v1 scripts, same limits, for the gain of v2.
+		rlVersion("ratelua v1 token_bucket, 1 limit", "", 0, 0, 1, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+			return ratelua.NewTokenBucket(c, o, tb1)
+		}),
+		rlVersion("ratelua v1 ar1, 1 limit", "", 0, 0, 1, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+			return ratelua.NewAR1(c, o, ar1)
+		}),
+		rlVersion("ratelua v1 zset_log, max 100", "", 0, 0, 1, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+			return ratelua.NewZSetLog(c, o, ratelua.Log{Max: 100, Window: time.Minute})
+		}),
+		rlVersion("ratelua v1 sliding_window, 3 limits", "", 0, 0, 1, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+			return ratelua.NewSlidingWindow(c, o, sw3...)
+		}),
 	}
 }
 
@@ -159,25 +177,21 @@ func (r redisRateRunner) Decide(ctx context.Context, eventKey string) error {
 // redis_rate keys its state as "rate:" + key.
 func (r redisRateRunner) StateKeys(eventKey string) []string { return []string{"rate:" + eventKey} }
 
-// fixedWindowScript is rueidislimiter's fixed-window script as its
-// v1.0.x source has it (a counter and an expiry key per identifier; the
-// same text as at github.com/redis/rueidis commit 256d25a), run from here
-// because the module github.com/redis/rueidis/rueidislimiter cannot be
-// fetched from this machine's module proxy.
+// fixedWindowScript stands in for rueidislimiter's fixed window, whose
+// module github.com/redis/rueidis/rueidislimiter cannot be fetched from this
+// machine's module proxy. Written here from its documented behaviour, it
+// sends the same commands per decision: a counter key and a key holding the
+// window's end; GET the end; when absent or past, SET both with PXAT the
+// end plus a second; then INCRBY the counter.
 var fixedWindowScript = rueidis.NewLuaScript(`
-local rate_limit_key = KEYS[1]
-local increment_amount = tonumber(ARGV[1])
-local next_expires_at = tonumber(ARGV[2])
-local current_time = tonumber(ARGV[3])
-local expires_at_key = KEYS[2]
-local expires_at = tonumber(redis.call("get", expires_at_key))
-if not expires_at or expires_at < current_time then
-  redis.call("set", rate_limit_key, 0, "pxat", next_expires_at + 1000)
-  redis.call("set", expires_at_key, next_expires_at, "pxat", next_expires_at + 1000)
-  expires_at = next_expires_at
+local ends = tonumber(redis.call('GET', KEYS[2]))
+local next_end, now = tonumber(ARGV[2]), tonumber(ARGV[3])
+if ends == nil or ends < now then
+  redis.call('SET', KEYS[1], 0, 'PXAT', next_end + 1000)
+  redis.call('SET', KEYS[2], next_end, 'PXAT', next_end + 1000)
+  ends = next_end
 end
-local current = redis.call("incrby", rate_limit_key, increment_amount)
-return { current, expires_at }`)
+return { redis.call('INCRBY', KEYS[1], tonumber(ARGV[1])), ends }`)
 
 type fixedWindowRunner struct {
 	client rueidis.Client
