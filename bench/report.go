@@ -203,8 +203,8 @@ one event key under the hash tag {event key} so that it is one script call; run 
 ZRANGE 0 0 for the retry time; 100 per minute.
 
 \* ` + "`github.com/redis/rueidis/rueidislimiter`" + ` cannot be fetched from this machine's module proxy (404), so its fixed-window
-script (a counter key and an ":ex" key per identifier, GET + two SET PXAT on a new window, INCRBY) is run as it appears in its
-source, from ` + "`bench/contenders.go`" + `, the same way, 1-minute window.
+design (a counter key and an ":ex" key per identifier, GET + two SET PXAT on a new window, INCRBY) is written again from its
+documented behaviour in ` + "`bench/contenders.go`" + `, sending the same commands, and run the same way, 1-minute window.
 
 `)
 	}
@@ -287,7 +287,7 @@ func (rep report) sweepSection(b *strings.Builder) {
 }
 
 func (rep report) clientSection(b *strings.Builder) {
-	b.WriteString("## Client cost\n\n`testing.Benchmark` run by `make bench` (in this process, pinned to CPU 1) on a rueidis mock client whose `Do`/`DoMulti` answer a canned allowed 5-integer reply without a network, limiters with the default Options (the server's clock): building the key and arguments, `rueidis.Lua` EVALSHA, and decoding. Fastest of the rounds.\n\n")
+	b.WriteString("## Client cost\n\n`testing.Benchmark` run by `make bench` (in this process, pinned to CPU 1) on a rueidis mock client whose `Do`/`DoMulti` answer a canned allowed 5-integer reply without a network, limiters with the default Options (the server's clock): building the key and arguments and the EVALSHA command, and decoding the reply. Fastest of the rounds.\n\n")
 	b.WriteString("| benchmark | ns/op | B/op | allocs/op | ns per key |\n|---|---:|---:|---:|---:|\n")
 	for _, f := range rep.client {
 		perKey := ""
