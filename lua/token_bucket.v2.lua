@@ -172,6 +172,50 @@ local function cap(duration)
   return duration
 end
 
+-- reset deletes the state and replies as for a fresh key: every limit
+-- admits, and remaining is the smallest limit size, the first of the
+-- `stride` values each limit has in lim from index 1.
+local function reset(lim, stride, n)
+  redis.call('DEL', KEYS[1])
+  local remaining = lim[1]
+  for i = 1 + stride, 1 + stride * (n - 1), stride do
+    if lim[i] < remaining then
+      remaining = lim[i]
+    end
+  end
+  return { 1, remaining, 0, 0, 0 }
+end
+
+-- read_values reads a string state "<time> <signature> <v_1> ... <v_n>"
+-- into lim[base + 1 .. base + n] and returns its time; nil when there is no
+-- state, or it was written for other limits or holds another number of
+-- values.
+local function read_values(raw, sig, lim, base, n)
+  if not raw then
+    return nil
+  end
+  local time, signature, values = string.match(raw, '^(%d+) (%d+) (.+)$')
+  if time == nil or tonumber(signature) ~= sig then
+    return nil
+  end
+  if n == 1 then
+    lim[base + 1] = tonumber(values)
+    if lim[base + 1] == nil then
+      return nil
+    end
+    return tonumber(time)
+  end
+  local words = 0
+  for word in string.gmatch(values, '%S+') do
+    words = words + 1
+    lim[base + words] = tonumber(word)
+  end
+  if words ~= n then
+    return nil
+  end
+  return tonumber(time)
+end
+
 local count, unit, now, mode, n, sig = header(3)
 if count == nil then
   return unit
@@ -205,41 +249,13 @@ for i = 1, n do
 end
 local key = KEYS[1]
 if count < 0 then
-  redis.call('DEL', key)
-  local remaining = lim[1]
-  for i = 2, n do
-    if lim[3 * i - 2] < remaining then
-      remaining = lim[3 * i - 2]
-    end
-  end
-  return { 1, remaining, 0, 0, 0 }
+  return reset(lim, 3, n)
 end
 now = now or server_now(unit)
 
 -- Read the buckets: the state counts only if it was written for these
 -- limits.
-local last = nil
-local raw = redis.call('GET', key)
-if raw then
-  local time, signature, levels = string.match(raw, '^(%d+) (%d+) (.+)$')
-  if time ~= nil and tonumber(signature) == sig then
-    if n == 1 then
-      lim[4] = tonumber(levels)
-      if lim[4] ~= nil then
-        last = tonumber(time)
-      end
-    else
-      local words = 0
-      for word in string.gmatch(levels, '%S+') do
-        words = words + 1
-        lim[3 * n + words] = tonumber(word)
-      end
-      if words == n then
-        last = tonumber(time)
-      end
-    end
-  end
-end
+local last = read_values(redis.call('GET', key), sig, lim, 3 * n, n)
 local stamp = now
 if last ~= nil and last > now then
   stamp = last

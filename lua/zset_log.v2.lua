@@ -177,6 +177,50 @@ local function cap(duration)
   return duration
 end
 
+-- reset deletes the state and replies as for a fresh key: every limit
+-- admits, and remaining is the smallest limit size, the first of the
+-- `stride` values each limit has in lim from index 1.
+local function reset(lim, stride, n)
+  redis.call('DEL', KEYS[1])
+  local remaining = lim[1]
+  for i = 1 + stride, 1 + stride * (n - 1), stride do
+    if lim[i] < remaining then
+      remaining = lim[i]
+    end
+  end
+  return { 1, remaining, 0, 0, 0 }
+end
+
+-- read_values reads a string state "<time> <signature> <v_1> ... <v_n>"
+-- into lim[base + 1 .. base + n] and returns its time; nil when there is no
+-- state, or it was written for other limits or holds another number of
+-- values.
+local function read_values(raw, sig, lim, base, n)
+  if not raw then
+    return nil
+  end
+  local time, signature, values = string.match(raw, '^(%d+) (%d+) (.+)$')
+  if time == nil or tonumber(signature) ~= sig then
+    return nil
+  end
+  if n == 1 then
+    lim[base + 1] = tonumber(values)
+    if lim[base + 1] == nil then
+      return nil
+    end
+    return tonumber(time)
+  end
+  local words = 0
+  for word in string.gmatch(values, '%S+') do
+    words = words + 1
+    lim[base + words] = tonumber(word)
+  end
+  if words ~= n then
+    return nil
+  end
+  return tonumber(time)
+end
+
 local format = string.format
 local count, unit, now, mode, n = header(2)
 if count == nil then
@@ -206,14 +250,7 @@ for i = 5, 3 + 2 * n, 2 do
 end
 local key = KEYS[1]
 if count < 0 then
-  redis.call('DEL', key)
-  local remaining = lim[1]
-  for i = 3, 2 * n, 2 do
-    if lim[i] < remaining then
-      remaining = lim[i]
-    end
-  end
-  return { 1, remaining, 0, 0, 0 }
+  return reset(lim, 2, n)
 end
 now = now or server_now(unit)
 

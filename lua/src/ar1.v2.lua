@@ -103,41 +103,13 @@ for i = 5, 4 + 3 * n, 3 do
 end
 local key = KEYS[1]
 if count < 0 then
-  redis.call('DEL', key)
-  local remaining = lim[1]
-  for i = 2, n do
-    if lim[3 * i - 2] < remaining then
-      remaining = lim[3 * i - 2]
-    end
-  end
-  return { 1, remaining, 0, 0, 0 }
+  return reset(lim, 3, n)
 end
 now = now or server_now(unit)
 
 -- Read the counts: the state counts only if it was written for these
 -- limits.
-local last = nil
-local raw = redis.call('GET', key)
-if raw then
-  local time, signature, counts = string.match(raw, '^(%d+) (%d+) (.+)$')
-  if time ~= nil and tonumber(signature) == sig then
-    if n == 1 then
-      lim[4] = tonumber(counts)
-      if lim[4] ~= nil then
-        last = tonumber(time)
-      end
-    else
-      local words = 0
-      for word in string.gmatch(counts, '%S+') do
-        words = words + 1
-        lim[3 * n + words] = tonumber(word)
-      end
-      if words == n then
-        last = tonumber(time)
-      end
-    end
-  end
-end
+local last = read_values(redis.call('GET', key), sig, lim, 3 * n, n)
 local stamp = now
 if last ~= nil and last > now then
   stamp = last

@@ -118,14 +118,7 @@ end
 local key = KEYS[1]
 local last_o = 20 * (n - 1)
 if count < 0 then
-  redis.call('DEL', key)
-  local remaining = t[1]
-  for o = 20, last_o, 20 do
-    if t[o + 1] < remaining then
-      remaining = t[o + 1]
-    end
-  end
-  return { 1, remaining, 0, 0, 0 }
+  return reset(t, 20, n)
 end
 now = now or server_now(unit)
 

@@ -67,14 +67,7 @@ for i = 5, 3 + 2 * n, 2 do
 end
 local key = KEYS[1]
 if count < 0 then
-  redis.call('DEL', key)
-  local remaining = lim[1]
-  for i = 3, 2 * n, 2 do
-    if lim[i] < remaining then
-      remaining = lim[i]
-    end
-  end
-  return { 1, remaining, 0, 0, 0 }
+  return reset(lim, 2, n)
 end
 now = now or server_now(unit)
 
