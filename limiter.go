@@ -244,7 +244,8 @@ func (l *Limiter) decode(resp rueidis.RedisResult) (Result, error) {
 	}
 	for i := range values {
 		if ints[i], err = values[i].AsInt64(); err != nil {
-			return l.failed(classify(l.script, err))
+			// A reply of another shape is the script's, not the network's.
+			return l.failed(fmt.Errorf("ratelua: %s: reply element %d: %w", l.script, i+1, err))
 		}
 	}
 	r, err := resultOf(ints[:], l.unit)

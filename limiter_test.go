@@ -143,6 +143,24 @@ func TestAllowDecodesAndFails(t *testing.T) {
 		}
 	}
 
+	// A reply of another shape is the script's fault: never unavailable,
+	// never admitted by FailOpen.
+	wrong := mock.Result(mock.RedisArray(mock.RedisInt64(1), mock.RedisString("x"), mock.RedisInt64(0), mock.RedisInt64(0), mock.RedisInt64(1)))
+	for _, resp := range []rueidis.RedisResult{wrong, ints(1, 2, 3)} {
+		if r, err := open.decode(resp); r.Allowed || err == nil || errors.Is(err, ErrUnavailable) {
+			t.Errorf("malformed reply: %+v, %v", r, err)
+		}
+	}
+
+	// NOSCRIPT: the same arguments again by EVAL, which loads the script.
+	client.EXPECT().Do(ctx, evalsha).Return(mock.Result(mock.RedisError("NOSCRIPT No matching script.")))
+	client.EXPECT().Do(ctx, mock.MatchFn(func(cmd []string) bool {
+		return cmd[0] == "EVAL" && cmd[1] == closed.Script().Source && cmd[3] == closed.Key("u1") && cmd[4] == "1"
+	}, "EVAL of zset_log for u1")).Return(ints(1, 4, 0, 60000, 1))
+	if r, err := closed.Allow(ctx, "u1"); err != nil || !r.Allowed || r.Remaining != 4 {
+		t.Errorf("after NOSCRIPT: %+v, %v", r, err)
+	}
+
 	if r, err := closed.decode(rueidis.NewErrorResult(ErrUnknownScript)); !errors.Is(err, ErrUnknownScript) || errors.Is(err, ErrUnavailable) || r.Allowed {
 		t.Errorf("a registry miss is not unavailability: %+v, %v", r, err)
 	}
