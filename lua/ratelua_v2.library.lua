@@ -39,9 +39,10 @@ redis.register_function('ratelua_ar1_v2', function(KEYS, ARGV)
 
 -- ratelua v2 prelude, shared by every v2 script (generated into each
 -- released file; do not edit there). v2 keeps v1's contract and replies and
--- is written for the server's cost: no table per call but the reply and one
--- for the limits, a handful of local functions, no string.format or
--- tostring but for the state written, and a limits signature folded from the
+-- is written for the server's cost: one flat table for the limits instead
+-- of a table per limit or outcome, a handful of local functions, numbers
+-- turned into strings by string.format (never by '..' or tostring, and never
+-- passed to redis.call as numbers), and a limits signature folded from the
 -- parsed integers instead of SHA1.
 local MAX_TIME = 4503599627370496 -- 2^52: bound of now, durations and replies
 local MAX_LIMITS = 16
@@ -422,9 +423,10 @@ redis.register_function('ratelua_sliding_window_v2', function(KEYS, ARGV)
 
 -- ratelua v2 prelude, shared by every v2 script (generated into each
 -- released file; do not edit there). v2 keeps v1's contract and replies and
--- is written for the server's cost: no table per call but the reply and one
--- for the limits, a handful of local functions, no string.format or
--- tostring but for the state written, and a limits signature folded from the
+-- is written for the server's cost: one flat table for the limits instead
+-- of a table per limit or outcome, a handful of local functions, numbers
+-- turned into strings by string.format (never by '..' or tostring, and never
+-- passed to redis.call as numbers), and a limits signature folded from the
 -- parsed integers instead of SHA1.
 local MAX_TIME = 4503599627370496 -- 2^52: bound of now, durations and replies
 local MAX_LIMITS = 16
@@ -1055,9 +1057,10 @@ redis.register_function('ratelua_token_bucket_v2', function(KEYS, ARGV)
 
 -- ratelua v2 prelude, shared by every v2 script (generated into each
 -- released file; do not edit there). v2 keeps v1's contract and replies and
--- is written for the server's cost: no table per call but the reply and one
--- for the limits, a handful of local functions, no string.format or
--- tostring but for the state written, and a limits signature folded from the
+-- is written for the server's cost: one flat table for the limits instead
+-- of a table per limit or outcome, a handful of local functions, numbers
+-- turned into strings by string.format (never by '..' or tostring, and never
+-- passed to redis.call as numbers), and a limits signature folded from the
 -- parsed integers instead of SHA1.
 local MAX_TIME = 4503599627370496 -- 2^52: bound of now, durations and replies
 local MAX_LIMITS = 16
@@ -1410,9 +1413,10 @@ redis.register_function('ratelua_zset_log_v2', function(KEYS, ARGV)
 
 -- ratelua v2 prelude, shared by every v2 script (generated into each
 -- released file; do not edit there). v2 keeps v1's contract and replies and
--- is written for the server's cost: no table per call but the reply and one
--- for the limits, a handful of local functions, no string.format or
--- tostring but for the state written, and a limits signature folded from the
+-- is written for the server's cost: one flat table for the limits instead
+-- of a table per limit or outcome, a handful of local functions, numbers
+-- turned into strings by string.format (never by '..' or tostring, and never
+-- passed to redis.call as numbers), and a limits signature folded from the
 -- parsed integers instead of SHA1.
 local MAX_TIME = 4503599627370496 -- 2^52: bound of now, durations and replies
 local MAX_LIMITS = 16
