@@ -156,13 +156,17 @@ func (l *Limiter) Key(eventKey string) string {
 // Args returns the ARGV of a call with eventCount n at the limiter's clock,
 // exactly as the limiter sends it: any language can replay it by EVALSHA.
 func (l *Limiter) Args(n int64) []string {
+	return l.appendArgs(make([]string, 0, 4+len(l.limits)), n)
+}
+
+// appendArgs appends the ARGV of Args(n) to dst.
+func (l *Limiter) appendArgs(dst []string, n int64) []string {
 	now := ""
 	if l.clock != nil {
 		now = strconv.FormatInt(l.unit.now(l.clock()), 10)
 	}
-	args := make([]string, 0, 4+len(l.limits))
-	args = append(args, strconv.FormatInt(n, 10), l.unit.name, now, l.mode)
-	return append(args, l.limits...)
+	dst = append(dst, strconv.FormatInt(n, 10), l.unit.name, now, l.mode)
+	return append(dst, l.limits...)
 }
 
 // Allow records one event for eventKey and decides it.
@@ -195,31 +199,14 @@ func (l *Limiter) call(ctx context.Context, eventKey string, n int64) (Result, e
 	if l.functions {
 		return l.decode(fcall(ctx, l.client, l.script, []Call{{Keys: []string{key}, Args: l.Args(n)}})[0])
 	}
-	return l.decode(l.evalsha(ctx, key, n))
-}
-
-// evalsha runs the script for one key: EVALSHA, then EVAL (which loads it)
-// when the node answers NOSCRIPT, as rueidis.Lua does. It builds the
-// command directly from the key and the arguments, without the slices that
-// Registry.Exec takes, so a decision allocates little more than its key.
-func (l *Limiter) evalsha(ctx context.Context, key string, n int64) rueidis.RedisResult {
-	now := ""
-	if l.clock != nil {
-		now = strconv.FormatInt(l.unit.now(l.clock()), 10)
-	}
-	// One Arg call with every argument: the builder grows its slice once.
-	// buf stays on the stack for up to maxLimits limits of three integers.
+	// The arguments of Args, in a buffer that stays on the stack for up to
+	// maxLimits limits of three integers.
 	var buf [4 + 3*maxLimits]string
-	args := append(append(buf[:0], strconv.FormatInt(n, 10), l.unit.name, now, l.mode), l.limits...)
-	resp := l.client.Do(ctx, l.client.B().Evalsha().Sha1(l.script.SHA1).Numkeys(1).Key(key).Arg(args...).Build())
-	if re, ok := rueidis.IsRedisErr(resp.Error()); ok && re.IsNoScript() {
-		resp = l.client.Do(ctx, l.client.B().Eval().Script(l.script.Source).Numkeys(1).Key(key).Arg(args...).Build())
-	}
-	return resp
+	return l.decode(evalsha(ctx, l.client, l.script, []string{key}, l.appendArgs(buf[:0], n)))
 }
 
-// exec runs calls of the limiter's script by EVALSHA (one call: through
-// rueidis.Lua) or, with Options.Functions, by FCALL.
+// exec runs calls of the limiter's script by EVALSHA (through the
+// registry) or, with Options.Functions, by FCALL.
 func (l *Limiter) exec(ctx context.Context, calls []Call) []rueidis.RedisResult {
 	switch {
 	case l.functions:

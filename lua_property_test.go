@@ -172,58 +172,54 @@ func agreeWithModel(t *testing.T, name string, script Script) {
 		total /= 5
 	}
 	src := script.Source
-	{
-		{
-			r := rand.New(rand.NewPCG(uint64(len(name)), 2026))
-			calls, decisions, commands := 0, 0, 0
-			for seq := 0; calls < total; seq++ {
-				unit := []string{"s", "ms", "us"}[r.IntN(3)]
-				m, limits, longest := generators[name](r, unit, nLimits(r))
-				e := frozenEngine()
-				now := r.Int64N(2_000_000_000) * scale(unit)
-				if seq%10 == 0 {
-					now = r.Int64N(1000) // times near zero
-				}
-				var history []string
-				for i := 0; i < 400 && calls < total; i++ {
-					c := randomCall(r, now, unit, longest)
-					now = c.Now
-					args := callArgs(c, limits)
-					want := m.Do(c).Ints()
-					if *traceCalls {
-						fmt.Println(name, seq, i, limits, args[:4])
-					}
-					got, res, err := run(t, e, src, args)
-					calls++
-					history = append(history, fmt.Sprintf("%v -> %v", args[:4], want))
-					if len(history) > 40 {
-						history = history[1:]
-					}
-					if err != nil {
-						t.Fatalf("seq %d call %d: %v\nlimits %v\nlast calls:\n%s", seq, i, err, limits, strings.Join(history, "\n"))
-					}
-					if !equalInts(got, want) {
-						t.Fatalf("seq %d call %d: reply %v, model %v\nlimits %v (unit %s)\nstate %v\nlast calls:\n%s",
-							seq, i, got, want, limits, unit, e.Dump(testKey), strings.Join(history, "\n"))
-					}
-					if c.Count >= 0 {
-						decisions++
-						commands += res.Count("") - res.Count("TIME")
-					}
-					exists := e.Type(testKey) != "none"
-					if exists != m.Exists() {
-						t.Fatalf("seq %d call %d: key exists %v, model says %v\nlimits %v\nlast calls:\n%s",
-							seq, i, exists, m.Exists(), limits, strings.Join(history, "\n"))
-					}
-					if exists {
-						if pttl := e.PTTL(testKey); pttl != m.TTLMillis() {
-							t.Fatalf("seq %d call %d: PTTL %d, model %d\nlimits %v\nlast calls:\n%s",
-								seq, i, pttl, m.TTLMillis(), limits, strings.Join(history, "\n"))
-						}
-					}
+	r := rand.New(rand.NewPCG(uint64(len(name)), 2026))
+	calls, decisions, commands := 0, 0, 0
+	for seq := 0; calls < total; seq++ {
+		unit := []string{"s", "ms", "us"}[r.IntN(3)]
+		m, limits, longest := generators[name](r, unit, nLimits(r))
+		e := frozenEngine()
+		now := r.Int64N(2_000_000_000) * scale(unit)
+		if seq%10 == 0 {
+			now = r.Int64N(1000) // times near zero
+		}
+		var history []string
+		for i := 0; i < 400 && calls < total; i++ {
+			c := randomCall(r, now, unit, longest)
+			now = c.Now
+			args := callArgs(c, limits)
+			want := m.Do(c).Ints()
+			if *traceCalls {
+				fmt.Println(name, seq, i, limits, args[:4])
+			}
+			got, res, err := run(t, e, src, args)
+			calls++
+			history = append(history, fmt.Sprintf("%v -> %v", args[:4], want))
+			if len(history) > 40 {
+				history = history[1:]
+			}
+			if err != nil {
+				t.Fatalf("seq %d call %d: %v\nlimits %v\nlast calls:\n%s", seq, i, err, limits, strings.Join(history, "\n"))
+			}
+			if !equalInts(got, want) {
+				t.Fatalf("seq %d call %d: reply %v, model %v\nlimits %v (unit %s)\nstate %v\nlast calls:\n%s",
+					seq, i, got, want, limits, unit, e.Dump(testKey), strings.Join(history, "\n"))
+			}
+			if c.Count >= 0 {
+				decisions++
+				commands += res.Count("") - res.Count("TIME")
+			}
+			exists := e.Type(testKey) != "none"
+			if exists != m.Exists() {
+				t.Fatalf("seq %d call %d: key exists %v, model says %v\nlimits %v\nlast calls:\n%s",
+					seq, i, exists, m.Exists(), limits, strings.Join(history, "\n"))
+			}
+			if exists {
+				if pttl := e.PTTL(testKey); pttl != m.TTLMillis() {
+					t.Fatalf("seq %d call %d: PTTL %d, model %d\nlimits %v\nlast calls:\n%s",
+						seq, i, pttl, m.TTLMillis(), limits, strings.Join(history, "\n"))
 				}
 			}
-			t.Logf("%s: %d calls, %.2f redis.calls per decision", script, calls, float64(commands)/float64(decisions))
 		}
 	}
+	t.Logf("%s: %d calls, %.2f redis.calls per decision", script, calls, float64(commands)/float64(decisions))
 }

@@ -27,19 +27,14 @@ func (s Script) id() scriptID { return scriptID{s.Name, s.Version} }
 // concurrent use.
 type Registry struct {
 	mu      sync.RWMutex
-	scripts map[scriptID]*entry
-}
-
-type entry struct {
-	script Script
-	lua    *rueidis.Lua
+	scripts map[scriptID]Script
 }
 
 // NewRegistry returns a registry of the embedded scripts.
 func NewRegistry() *Registry {
-	r := &Registry{scripts: map[scriptID]*entry{}}
+	r := &Registry{scripts: map[scriptID]Script{}}
 	for _, s := range Scripts() {
-		r.scripts[s.id()] = &entry{script: s, lua: s.Lua()}
+		r.scripts[s.id()] = s
 	}
 	return r
 }
@@ -55,12 +50,12 @@ func (r *Registry) Register(name string, version int, source string) (Script, er
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if old, ok := r.scripts[s.id()]; ok {
-		if old.script.SHA1 != s.SHA1 {
-			return Script{}, fmt.Errorf("%w: %s has SHA1 %s, not %s", ErrImmutable, s, old.script.SHA1, s.SHA1)
+		if old.SHA1 != s.SHA1 {
+			return Script{}, fmt.Errorf("%w: %s has SHA1 %s, not %s", ErrImmutable, s, old.SHA1, s.SHA1)
 		}
-		return old.script, nil
+		return old, nil
 	}
-	r.scripts[s.id()] = &entry{script: s, lua: s.Lua()}
+	r.scripts[s.id()] = s
 	return s, nil
 }
 
@@ -68,8 +63,8 @@ func (r *Registry) Register(name string, version int, source string) (Script, er
 func (r *Registry) Lookup(name string, version int) (Script, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	if e, ok := r.scripts[scriptID{name, version}]; ok {
-		return e.script, nil
+	if s, ok := r.scripts[scriptID{name, version}]; ok {
+		return s, nil
 	}
 	return Script{}, fmt.Errorf("%w: %s@v%d", ErrUnknownScript, name, version)
 }
@@ -79,9 +74,9 @@ func (r *Registry) Latest(name string) (Script, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var latest *Script
-	for _, e := range r.scripts {
-		if e.script.Name == name && (latest == nil || e.script.Version > latest.Version) {
-			latest = &e.script
+	for _, s := range r.scripts {
+		if s.Name == name && (latest == nil || s.Version > latest.Version) {
+			latest = &s
 		}
 	}
 	if latest == nil {
@@ -94,8 +89,8 @@ func (r *Registry) Latest(name string) (Script, error) {
 func (r *Registry) All() []Script {
 	r.mu.RLock()
 	out := make([]Script, 0, len(r.scripts))
-	for _, e := range r.scripts {
-		out = append(out, e.script)
+	for _, s := range r.scripts {
+		out = append(out, s)
 	}
 	r.mu.RUnlock()
 	slices.SortFunc(out, func(a, b Script) int {
@@ -107,28 +102,40 @@ func (r *Registry) All() []Script {
 	return out
 }
 
-func (r *Registry) entry(s Script) (*entry, error) {
+// check reports whether s is registered, with its SHA1.
+func (r *Registry) check(s Script) error {
 	r.mu.RLock()
-	e, ok := r.scripts[s.id()]
+	got, ok := r.scripts[s.id()]
 	r.mu.RUnlock()
-	if !ok || e.script.SHA1 != s.SHA1 {
-		return nil, fmt.Errorf("%w: %s with SHA1 %s is not registered", ErrUnknownScript, s, s.SHA1)
+	if !ok || got.SHA1 != s.SHA1 {
+		return fmt.Errorf("%w: %s with SHA1 %s is not registered", ErrUnknownScript, s, s.SHA1)
 	}
-	return e, nil
+	return nil
 }
 
 // Exec runs a registered script once: EVALSHA, then EVAL on NOSCRIPT. Keys
 // that span two cluster slots are refused with ErrCrossSlot before any
 // round trip.
 func (r *Registry) Exec(ctx context.Context, client rueidis.Client, s Script, keys, args []string) rueidis.RedisResult {
-	e, err := r.entry(s)
-	if err != nil {
+	if err := r.check(s); err != nil {
 		return rueidis.NewErrorResult(err)
 	}
 	if err := SameSlot(keys...); err != nil {
 		return rueidis.NewErrorResult(err)
 	}
-	return e.lua.Exec(ctx, client, keys, args)
+	return evalsha(ctx, client, s, keys, args)
+}
+
+// evalsha runs a script once: EVALSHA with the SHA1 computed locally, then
+// EVAL (which loads the script on that node) when the node answers
+// NOSCRIPT. The keys and arguments go straight into the command builder, so
+// a caller may pass slices on its stack.
+func evalsha(ctx context.Context, client rueidis.Client, s Script, keys, args []string) rueidis.RedisResult {
+	resp := client.Do(ctx, client.B().Evalsha().Sha1(s.SHA1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+	if re, ok := rueidis.IsRedisErr(resp.Error()); ok && re.IsNoScript() {
+		resp = client.Do(ctx, client.B().Eval().Script(s.Source).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+	}
+	return resp
 }
 
 // Call is one execution in a batch.
@@ -145,7 +152,7 @@ type Call struct {
 // LOAD to every node, unlike rueidis.(*Lua).ExecMulti.
 func (r *Registry) ExecBatch(ctx context.Context, client rueidis.Client, s Script, calls []Call) []rueidis.RedisResult {
 	out := make([]rueidis.RedisResult, len(calls))
-	if _, err := r.entry(s); err != nil {
+	if err := r.check(s); err != nil {
 		for i := range out {
 			out[i] = rueidis.NewErrorResult(err)
 		}
