@@ -4,8 +4,6 @@ import (
 	"math"
 	"strconv"
 	"time"
-
-	"github.com/redis/rueidis"
 )
 
 // Decay is an exponentially decaying count (AR(1)): at every multiple of
@@ -21,7 +19,7 @@ type Decay struct {
 
 // NewAR1 returns a limiter over decaying counts (script ar1): one small
 // string per event key, the least memory and work of all.
-func NewAR1(client rueidis.Client, opts Options, decays ...Decay) (*Limiter, error) {
+func NewAR1(client Client, opts Options, decays ...Decay) (*Limiter, error) {
 	var durations []time.Duration
 	for _, d := range decays {
 		durations = append(durations, d.Resolution)

@@ -17,10 +17,18 @@ type Outcome struct {
 	Err    error
 }
 
-// AllowBatch decides many event keys in one round trip per node. Each
-// outcome carries its own error (with the fail-open or fail-closed Result).
+// AllowBatch decides many event keys in one round trip per node where the
+// client batches (Rueidis, goredis and valkeygo do). Each outcome carries
+// its own error (with the fail-open or fail-closed Result).
 func (l *Limiter) AllowBatch(ctx context.Context, requests []Request) []Outcome {
 	out := make([]Outcome, len(requests))
+	now, err := l.now()
+	if err != nil {
+		for i := range out {
+			out[i].Result, out[i].Err = l.failed(err)
+		}
+		return out
+	}
 	calls := make([]Call, 0, len(requests))
 	index := make([]int, 0, len(requests))
 	for i, r := range requests {
@@ -29,15 +37,15 @@ func (l *Limiter) AllowBatch(ctx context.Context, requests []Request) []Outcome 
 				Reason: fmt.Sprintf("must be in [0, 2^52], got %d (use Reset to reset)", r.N)})
 			continue
 		}
-		calls = append(calls, Call{Keys: []string{l.Key(r.Key)}, Args: l.Args(r.N)})
+		calls = append(calls, l.newCall(l.Key(r.Key), l.appendArgs(make([]string, 0, 4+len(l.limits)), r.N, now)))
 		index = append(index, i)
 	}
 	if len(calls) == 0 {
 		return out
 	}
-	for j, resp := range l.exec(ctx, calls) {
-		i := index[j]
-		out[i].Result, out[i].Err = l.decode(resp)
+	replies, errs := l.exec(ctx, calls)
+	for j, i := range index {
+		out[i].Result, out[i].Err = l.decode(replies[j], errs[j])
 	}
 	return out
 }

@@ -34,7 +34,7 @@ func (c cannedClient) DoMulti(_ context.Context, cmds ...rueidis.Completed) []ru
 // BenchmarkAllowCanned: client-side ns/op and allocs/op of Allow.
 func BenchmarkAllowCanned(b *testing.B) {
 	client := cannedClient{Client: mock.NewClient(gomock.NewController(b)), reply: ints(1, 4, 0, 3600000, 2)}
-	l, err := NewSlidingWindow(client, Options{}, Window{1, 5 * time.Second, time.Second}, Window{5, time.Hour, 10 * time.Minute})
+	l, err := NewSlidingWindow(Rueidis(client), Options{}, Window{1, 5 * time.Second, time.Second}, Window{5, time.Hour, 10 * time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func BenchmarkAllowCanned(b *testing.B) {
 // BenchmarkAllowBatchCanned: client side of a 100-key batch, per batch.
 func BenchmarkAllowBatchCanned(b *testing.B) {
 	client := cannedClient{Client: mock.NewClient(gomock.NewController(b)), reply: ints(1, 4, 0, 3600000, 2)}
-	l, _ := NewTokenBucket(client, Options{}, PerSecond(10, 20))
+	l, _ := NewTokenBucket(Rueidis(client), Options{}, PerSecond(10, 20))
 	requests := make([]Request, 100)
 	for i := range requests {
 		requests[i] = Request{Key: "k" + strconv.Itoa(i), N: 1}
@@ -78,13 +78,13 @@ func BenchmarkAllowServer(b *testing.B) {
 			defer client.Close()
 			builders := map[string]func() (*Limiter, error){
 				SlidingWindow: func() (*Limiter, error) {
-					return NewSlidingWindow(client, Options{Prefix: "bench"}, Window{100, time.Minute, time.Second})
+					return NewSlidingWindow(Rueidis(client), Options{Prefix: "bench"}, Window{100, time.Minute, time.Second})
 				},
 				AR1: func() (*Limiter, error) {
-					return NewAR1(client, Options{Prefix: "bench"}, Decay{100, 1.1, time.Second})
+					return NewAR1(Rueidis(client), Options{Prefix: "bench"}, Decay{100, 1.1, time.Second})
 				},
-				ZSetLog:     func() (*Limiter, error) { return NewZSetLog(client, Options{Prefix: "bench"}, Log{100, time.Minute}) },
-				TokenBucket: func() (*Limiter, error) { return NewTokenBucket(client, Options{Prefix: "bench"}, PerSecond(100, 100)) },
+				ZSetLog:     func() (*Limiter, error) { return NewZSetLog(Rueidis(client), Options{Prefix: "bench"}, Log{100, time.Minute}) },
+				TokenBucket: func() (*Limiter, error) { return NewTokenBucket(Rueidis(client), Options{Prefix: "bench"}, PerSecond(100, 100)) },
 			}
 			for _, name := range []string{SlidingWindow, AR1, ZSetLog, TokenBucket} {
 				b.Run(name, func(b *testing.B) {

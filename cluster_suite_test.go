@@ -88,7 +88,7 @@ func TestClusterLimitersSpreadOverMasters(t *testing.T) {
 		masters := map[string]bool{}
 		for i := range keys {
 			keys[i] = "user-" + strconv.Itoa(i)
-			m, err := c.MasterOf(ctx, Slot(limiters[SlidingWindow].Key(keys[i])))
+			m, err := c.MasterOf(ctx, slot(limiters[SlidingWindow].Key(keys[i])))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,12 +119,12 @@ func TestClusterLimitersSpreadOverMasters(t *testing.T) {
 				t.Errorf("%s after ResetMany: %+v %v", name, r, err)
 			}
 		}
-		report, err := NewRegistry().Load(ctx, client)
+		report, err := NewRegistry().Load(ctx, Rueidis(client))
 		if err != nil || len(report) < 3 {
 			t.Errorf("Load on the cluster: %+v, %v", report, err)
 		}
 		t.Logf("Load reached %d nodes", len(report))
-		fn, err := LoadFunctions(ctx, client, FunctionLibrary())
+		fn, err := LoadFunctions(ctx, Rueidis(client), newestLibrary(t))
 		if err != nil || len(fn) != 3 {
 			t.Errorf("LoadFunctions on the masters: %+v, %v", fn, err)
 		}
@@ -136,7 +136,7 @@ func TestClusterLimitersSpreadOverMasters(t *testing.T) {
 			requests[i] = Request{Key: k, N: 1}
 		}
 		tb.AllowBatch(ctx, requests)
-		n, err := ResetPrefix(ctx, client, "spread", 100, nil)
+		n, err := ResetPrefix(ctx, Rueidis(client), "spread", false, nil)
 		if err != nil || n != int64(len(keys))+3 {
 			t.Errorf("ResetPrefix over 3 masters: %d deleted, %v; want %d", n, err, len(keys)+3)
 		}
@@ -165,7 +165,7 @@ type faultStats struct {
 func underFault(t *testing.T, client rueidis.Client, prefix string, functions bool, fault func()) faultStats {
 	t.Helper()
 	at := time.Unix(1_800_000_000, 0)
-	l, err := NewTokenBucket(client, Options{Prefix: prefix, Clock: func() time.Time { return at }, Functions: functions},
+	l, err := NewTokenBucket(Rueidis(client), Options{Prefix: prefix, Clock: func() time.Time { return at }, Functions: functions},
 		Bucket{Capacity: 3, RefillAmount: 1, RefillInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +230,7 @@ func TestClusterFaults(t *testing.T) {
 			c := testbench.Start(t, testbench.Options{Kind: kind})
 			client := clusterClient(t, c)
 			ctx := context.Background()
-			if _, err := LoadFunctions(ctx, client, FunctionLibrary()); err != nil {
+			if _, err := LoadFunctions(ctx, Rueidis(client), newestLibrary(t)); err != nil {
 				t.Fatal(err)
 			}
 			report := func(name string, s faultStats) {
@@ -288,9 +288,9 @@ func TestClusterFaults(t *testing.T) {
 			}))
 
 			at := time.Unix(1_800_000_000, 0)
-			probe, _ := NewTokenBucket(client, Options{Prefix: "migrate", Clock: func() time.Time { return at }},
+			probe, _ := NewTokenBucket(Rueidis(client), Options{Prefix: "migrate", Clock: func() time.Time { return at }},
 				Bucket{Capacity: 3, RefillAmount: 1, RefillInterval: time.Hour})
-			slot := Slot(probe.Key("0"))
+			slot := slot(probe.Key("0"))
 			s = underFault(t, client, "migrate", false, func() {
 				from, err := c.MasterOf(ctx, slot)
 				if err != nil {

@@ -1,14 +1,13 @@
 package ratelua
 
 import (
-	"errors"
 	"strings"
 	"testing"
 )
 
 func TestStateKeyShape(t *testing.T) {
-	s, _ := LookupScript(SlidingWindow, 1)
-	if got := StateKey("rl", "user:42", s, "abcd0123"); got != "rl:{user:42}:sliding_window:v1:abcd0123" {
+	s, _ := NewRegistry().Lookup(SlidingWindow, 1)
+	if got := stateKey("rl", "user:42", s, "abcd0123"); got != "rl:{user:42}:sliding_window:v1:abcd0123" {
 		t.Errorf("StateKey = %q", got)
 	}
 	for eventKey, tag := range map[string]string{
@@ -19,7 +18,7 @@ func TestStateKeyShape(t *testing.T) {
 		"{x}":     "%7Bx%7D",
 		"plain-1": "plain-1",
 	} {
-		if got := StateKey("p", eventKey, s, "h"); got != "p:{"+tag+"}:sliding_window:v1:h" {
+		if got := stateKey("p", eventKey, s, "h"); got != "p:{"+tag+"}:sliding_window:v1:h" {
 			t.Errorf("event key %q: %q, want tag %q", eventKey, got, tag)
 		}
 	}
@@ -31,21 +30,24 @@ func TestStateKeyShape(t *testing.T) {
 // reversible (no two event keys collide).
 func checkEventKey(t *testing.T, eventKey string) {
 	t.Helper()
-	sw, _ := LookupScript(SlidingWindow, 1)
-	tb, _ := LookupScript(TokenBucket, 1)
-	a := StateKey("ratelua", eventKey, sw, "00000000")
-	b := StateKey("ratelua", eventKey, tb, "ffffffff")
+	sw, _ := NewRegistry().Lookup(SlidingWindow, 1)
+	tb, _ := NewRegistry().Lookup(TokenBucket, 1)
+	a := stateKey("ratelua", eventKey, sw, "00000000")
+	b := stateKey("ratelua", eventKey, tb, "ffffffff")
 	tag := escapeTag(eventKey)
-	if Slot(a) != Slot(tag) || Slot(b) != Slot(tag) {
-		t.Fatalf("event key %q: slots %d, %d, tag %q slot %d", eventKey, Slot(a), Slot(b), tag, Slot(tag))
-	}
-	if err := SameSlot(a, b); err != nil {
-		t.Fatal(err)
+	if slot(a) != slot(tag) || slot(b) != slot(tag) {
+		t.Fatalf("event key %q: slots %d, %d, tag %q slot %d", eventKey, slot(a), slot(b), tag, slot(tag))
 	}
 	if strings.ContainsAny(tag, "{}") || tag == "" {
 		t.Fatalf("tag %q of %q", tag, eventKey)
 	}
-	if unescape(tag) != eventKey {
+	if strings.HasPrefix(tag, "%H") {
+		if len(tag) != 66 || len(escapeTag(eventKey+"x")) != 66 || escapeTag(eventKey+"x") == tag {
+			t.Fatalf("long event key (%d bytes): tag %q", len(eventKey), tag)
+		}
+		return
+	}
+	if len(tag) > maxEventKey || unescape(tag) != eventKey {
 		t.Fatalf("tag %q does not decode to %q", tag, eventKey)
 	}
 }
@@ -72,18 +74,18 @@ func FuzzEventKeySlot(f *testing.F) {
 	f.Fuzz(func(t *testing.T, eventKey string) { checkEventKey(t, eventKey) })
 }
 
-func TestSameSlot(t *testing.T) {
-	if err := SameSlot("{a}1", "{a}2", "{a}"); err != nil {
-		t.Error(err)
+func TestSlotVectors(t *testing.T) {
+	if slot("123456789") != 0x31C3%16384 || slot("foo") != 12182 || slot("{foo}bar") != 12182 {
+		t.Errorf("slot vectors: %d %d %d", slot("123456789"), slot("foo"), slot("{foo}bar"))
 	}
-	if err := SameSlot(); err != nil {
-		t.Error(err)
+}
+
+// newestLibrary is the library of the newest release.
+func newestLibrary(t testing.TB) Library {
+	t.Helper()
+	lib, err := ReleaseLibrary(0)
+	if err != nil {
+		t.Fatal(err)
 	}
-	err := SameSlot("{a}1", "{b}1")
-	if !errors.Is(err, ErrCrossSlot) || !strings.Contains(err.Error(), `"{b}1"`) {
-		t.Errorf("SameSlot across slots: %v", err)
-	}
-	if Slot("123456789") != 0x31C3%16384 || Slot("foo") != 12182 {
-		t.Errorf("Slot vectors: %d %d", Slot("123456789"), Slot("foo"))
-	}
+	return lib
 }

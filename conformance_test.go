@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -172,26 +173,26 @@ func confLimiters(t *testing.T, client rueidis.Client, prefix string, at *time.T
 			switch kind {
 			case "login":
 				limiters = []*Limiter{
-					must(NewSlidingWindow(client, opts, Window{1, 5 * time.Second, time.Second}, Window{5, time.Hour, 10 * time.Minute})),
-					must(NewAR1(client, opts, Decay{1, 2, 5 * time.Second}, Decay{5, 2, time.Hour})),
-					must(NewZSetLog(client, opts, Log{1, 5 * time.Second}, Log{5, time.Hour})),
-					must(NewTokenBucket(client, opts, Bucket{1, 1, 5 * time.Second}, Bucket{5, 1, 720 * time.Second})),
+					must(NewSlidingWindow(Rueidis(client), opts, Window{1, 5 * time.Second, time.Second}, Window{5, time.Hour, 10 * time.Minute})),
+					must(NewAR1(Rueidis(client), opts, Decay{1, 2, 5 * time.Second}, Decay{5, 2, time.Hour})),
+					must(NewZSetLog(Rueidis(client), opts, Log{1, 5 * time.Second}, Log{5, time.Hour})),
+					must(NewTokenBucket(Rueidis(client), opts, Bucket{1, 1, 5 * time.Second}, Bucket{5, 1, 720 * time.Second})),
 				}
 			case "fine":
 				tick = 250 * time.Microsecond
 				limiters = []*Limiter{
-					must(NewSlidingWindow(client, opts, Window{2, 2500 * time.Microsecond, 500 * time.Microsecond}, Window{4, 300 * time.Second, 7 * time.Second})),
-					must(NewAR1(client, opts, Decay{3, 1.5, 700 * time.Microsecond}, Decay{8, 1.001, time.Second})),
-					must(NewZSetLog(client, opts, Log{2, 1500 * time.Microsecond}, Log{6, 10 * time.Minute})),
-					must(NewTokenBucket(client, opts, Bucket{3, 2, 1100 * time.Microsecond}, Bucket{9, 1, time.Minute})),
+					must(NewSlidingWindow(Rueidis(client), opts, Window{2, 2500 * time.Microsecond, 500 * time.Microsecond}, Window{4, 300 * time.Second, 7 * time.Second})),
+					must(NewAR1(Rueidis(client), opts, Decay{3, 1.5, 700 * time.Microsecond}, Decay{8, 1.001, time.Second})),
+					must(NewZSetLog(Rueidis(client), opts, Log{2, 1500 * time.Microsecond}, Log{6, 10 * time.Minute})),
+					must(NewTokenBucket(Rueidis(client), opts, Bucket{3, 2, 1100 * time.Microsecond}, Bucket{9, 1, time.Minute})),
 				}
 			default:
 				opts.Clock, tick = nil, 0
 				limiters = []*Limiter{
-					must(NewSlidingWindow(client, opts, Window{3, time.Hour, time.Second})),
-					must(NewAR1(client, opts, Decay{3, 2, 1000 * time.Hour})),
-					must(NewZSetLog(client, opts, Log{3, time.Hour})),
-					must(NewTokenBucket(client, opts, Bucket{3, 1, time.Hour})),
+					must(NewSlidingWindow(Rueidis(client), opts, Window{3, time.Hour, time.Second})),
+					must(NewAR1(Rueidis(client), opts, Decay{3, 2, 1000 * time.Hour})),
+					must(NewZSetLog(Rueidis(client), opts, Log{3, time.Hour})),
+					must(NewTokenBucket(Rueidis(client), opts, Bucket{3, 1, time.Hour})),
 				}
 			}
 			for _, l := range limiters {
@@ -246,12 +247,13 @@ func confGo(t *testing.T, ctx context.Context, client rueidis.Client, calls []co
 		if err != nil {
 			t.Fatal(err)
 		}
-		ints, err := registry.Exec(ctx, client, s, []string{c.Key}, c.Args).AsIntSlice()
-		if err != nil {
-			if _, ok := rueidis.IsRedisErr(err); !ok {
+		ints := make([]int64, 5)
+		if err := s.Run(ctx, Rueidis(client), c.Key, c.Args, ints); err != nil {
+			var se *ServerError
+			if !errors.As(err, &se) {
 				t.Fatalf("call %d: %v", i, err)
 			}
-			out[i] = confReply{Err: strings.TrimPrefix(err.Error(), "ERR ")}
+			out[i] = confReply{Err: strings.TrimPrefix(se.Message, "ERR ")}
 			continue
 		}
 		out[i] = confReply{Ints: ints}

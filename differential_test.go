@@ -129,7 +129,7 @@ func sameState(lua, real any) bool {
 
 func luaSHA(t *testing.T, name string) string {
 	t.Helper()
-	s, err := LatestScript(name)
+	s, err := NewRegistry().Latest(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func luaSHA(t *testing.T, name string) string {
 func TestDifferentialSingleNode(t *testing.T) {
 	eachServer(t, func(t *testing.T, client rueidis.Client, s *testbench.Node) {
 		ctx := context.Background()
-		if _, err := NewRegistry().Load(ctx, client); err != nil {
+		if _, err := NewRegistry().Load(ctx, Rueidis(client)); err != nil {
 			t.Fatal(err)
 		}
 		differential(t, ctx, client, string(s.Kind)+"-single", 3000)

@@ -1,39 +1,54 @@
 package ratelua
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"unicode/utf8"
 )
 
 // Sentinel errors, for errors.Is.
 var (
-	// ErrInvalidLimit: a limit or option was rejected before any round trip.
-	// The error is a *LimitError.
+	// ErrInvalidLimit: a limit, option or argument was rejected before any
+	// round trip. The error is a *LimitError.
 	ErrInvalidLimit = errors.New("ratelua: invalid limit")
-	// ErrScript: a script answered an error reply. The error is a
-	// *ScriptError.
-	ErrScript = errors.New("ratelua: script error")
-	// ErrUnavailable: the server could not be reached or could not serve
-	// (network error, timeout, LOADING, CLUSTERDOWN...). Limiters built with
-	// FailOpen answer Allowed with this error.
+	// ErrScript: the server answered with an error reply (a *ServerError):
+	// a script rejecting its input ("ratelua: ..."), or the server refusing
+	// the call or the loading it needed (NOPERM, OOM, BUSY, LOADING,
+	// CLUSTERDOWN...). The server answered, so even a FailOpen limiter
+	// denies.
+	ErrScript = errors.New("ratelua: error reply")
+	// ErrUnavailable: the call could not be sent or got no answer
+	// (connection refused or reset, timeout, cancelled context, closed
+	// client). Only then does a FailOpen limiter answer Allowed, with this
+	// error.
 	ErrUnavailable = errors.New("ratelua: server unavailable")
 	// ErrImmutable: a script version was registered again with other
 	// source.
 	ErrImmutable = errors.New("ratelua: script version already registered with other source")
-	// ErrCrossSlot: keys that must share a cluster slot do not.
-	ErrCrossSlot = errors.New("ratelua: keys in different cluster slots")
+	// ErrUnknownScript: no script has the asked name or version.
+	ErrUnknownScript = errors.New("ratelua: unknown script")
+	// ErrNotSupported: the Client cannot do what was asked (list its nodes
+	// for ResetPrefix or loading, or FCALL on miniredis).
+	ErrNotSupported = errors.New("ratelua: not supported by this client")
 )
 
-// LimitError says which limit, or which option, was invalid and why.
+// LimitError says which limit, option or argument was invalid and why.
 type LimitError struct {
-	Index  int    // 0-based index of the limit, -1 for an option
+	Index  int    // 0-based index of the limit, -1 for an option or argument
 	Field  string // the field, e.g. "Resolution"
 	Reason string
 }
 
 func (e *LimitError) Error() string {
 	if e.Index < 0 {
-		return fmt.Sprintf("ratelua: invalid option %s: %s", e.Field, e.Reason)
+		return fmt.Sprintf("ratelua: invalid %s: %s", e.Field, e.Reason)
 	}
 	return fmt.Sprintf("ratelua: invalid limit %d: %s %s", e.Index, e.Field, e.Reason)
 }
@@ -41,29 +56,119 @@ func (e *LimitError) Error() string {
 // Is reports whether target is ErrInvalidLimit.
 func (e *LimitError) Is(target error) bool { return target == ErrInvalidLimit }
 
-// ScriptError is an error reply of a script: for ratelua's scripts a
-// message that starts with "ratelua:" and names the argument.
-type ScriptError struct {
-	Script  string // name@vN
-	Message string // the server's message (rueidis strips any "ERR ")
+// ServerError is an error reply of the server. Clients return every error
+// reply as one; a limiter's errors name the script it called.
+type ServerError struct {
+	Script  string // name@vN, when a limiter made the call
+	// Message is the reply's text, e.g. "NOSCRIPT No matching script";
+	// in a limiter's errors without a leading "ERR ".
+	Message string
 }
 
-func (e *ScriptError) Error() string {
-	return fmt.Sprintf("ratelua: %s: %s", e.Script, e.Message)
+// Error names the script and quotes at most maxExcerpt bytes of the
+// message, escaped: a script's message may repeat the caller's input.
+func (e *ServerError) Error() string {
+	msg := excerpt(strings.TrimPrefix(e.Message, "ERR "))
+	if e.Script == "" {
+		return "ratelua: " + msg
+	}
+	return "ratelua: " + e.Script + ": " + msg
 }
 
 // Is reports whether target is ErrScript.
-func (e *ScriptError) Is(target error) bool { return target == ErrScript }
+func (e *ServerError) Is(target error) bool { return target == ErrScript }
 
-// UnavailableError wraps the failure that kept a call from being served.
-type UnavailableError struct {
-	Err error
+// unavailableError wraps the failure that kept a call from an answer.
+type unavailableError struct{ err error }
+
+func (e *unavailableError) Error() string { return "ratelua: server unavailable: " + e.err.Error() }
+
+func (e *unavailableError) Unwrap() error { return e.err }
+
+func (e *unavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// classify makes err, the failure of a call of script, one of ratelua's
+// kinds: ratelua's own errors pass through; an error reply is a
+// *ServerError naming the script (ErrScript); a call that could not be
+// sent or got no answer wraps ErrUnavailable; anything else (a reply of
+// the wrong shape, an unknown failure) keeps no kind, so that a FailOpen
+// limiter denies on it.
+func classify(script string, err error) error {
+	var se *ServerError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrInvalidLimit), errors.Is(err, ErrUnknownScript), errors.Is(err, ErrNotSupported):
+		return err
+	case errors.As(err, &se):
+		// A server's "no" wins over anything else in the chain.
+		if se == err {
+			return &ServerError{Script: script, Message: strings.TrimPrefix(se.Message, "ERR ")}
+		}
+		return fmt.Errorf("ratelua: %s: %w", script, err)
+	case errors.Is(err, ErrUnavailable):
+		return err
+	case unanswered(err):
+		return &unavailableError{err: err}
+	}
+	return fmt.Errorf("ratelua: %s: %w", script, err)
 }
 
-func (e *UnavailableError) Error() string { return "ratelua: server unavailable: " + e.Err.Error() }
+// unreachable is classify for work that is not a script call.
+func unreachable(err error) error {
+	if err != nil && !errors.Is(err, ErrUnavailable) && unanswered(err) {
+		var se *ServerError
+		if !errors.As(err, &se) {
+			return &unavailableError{err: err}
+		}
+	}
+	return err
+}
 
-// Unwrap returns the underlying failure.
-func (e *UnavailableError) Unwrap() error { return e.Err }
+// unanswered reports a failure before any answer: a network error, a
+// deadline, a cancelled context, a connection closed under the call.
+func unanswered(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE)
+}
 
-// Is reports whether target is ErrUnavailable.
-func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+// maxExcerpt is the most bytes of caller input an error quotes.
+const maxExcerpt = 64
+
+// excerpt returns s for an error message: control bytes and invalid UTF-8
+// escaped as in a Go string literal, cut after maxExcerpt bytes with the
+// full length noted.
+func excerpt(s string) string {
+	cut := s
+	if len(s) > maxExcerpt {
+		cut = s[:maxExcerpt]
+	}
+	var b strings.Builder
+	for i := 0; i < len(cut); {
+		r, size := utf8.DecodeRuneInString(cut[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, `\x%02x`, cut[i])
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(cut[i : i+size])
+		}
+		i += size
+	}
+	if len(cut) < len(s) {
+		fmt.Fprintf(&b, "...(%d bytes)", len(s))
+	}
+	return b.String()
+}
+
+// quote is excerpt in double quotes, for naming a value in a message.
+func quote(s string) string { return `"` + strings.ReplaceAll(excerpt(s), `"`, `\"`) + `"` }

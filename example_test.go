@@ -25,7 +25,7 @@ func ExampleNewSlidingWindow() {
 		panic(err)
 	}
 	defer client.Close()
-	logins, err := ratelua.NewSlidingWindow(client, ratelua.Options{Prefix: "ex-login", Clock: fixedClock},
+	logins, err := ratelua.NewSlidingWindow(ratelua.Rueidis(client), ratelua.Options{Prefix: "ex-login", Clock: fixedClock},
 		ratelua.Window{Max: 1, Duration: 5 * time.Second, Resolution: time.Second},
 		ratelua.Window{Max: 5, Duration: time.Hour, Resolution: 10 * time.Minute})
 	if err != nil {
@@ -52,7 +52,7 @@ func ExampleNewTokenBucket() {
 		panic(err)
 	}
 	defer client.Close()
-	api, err := ratelua.NewTokenBucket(client, ratelua.Options{Prefix: "ex-api", Clock: fixedClock}, ratelua.PerSecond(10, 20))
+	api, err := ratelua.NewTokenBucket(ratelua.Rueidis(client), ratelua.Options{Prefix: "ex-api", Clock: fixedClock}, ratelua.PerSecond(10, 20))
 	if err != nil {
 		panic(err)
 	}
@@ -73,7 +73,7 @@ func ExampleNewZSetLog() {
 		panic(err)
 	}
 	defer client.Close()
-	resets, err := ratelua.NewZSetLog(client, ratelua.Options{Prefix: "ex-reset", Clock: fixedClock},
+	resets, err := ratelua.NewZSetLog(ratelua.Rueidis(client), ratelua.Options{Prefix: "ex-reset", Clock: fixedClock},
 		ratelua.Log{Max: 3, Window: 24 * time.Hour})
 	if err != nil {
 		panic(err)
@@ -102,7 +102,7 @@ func ExampleNewAR1() {
 		panic(err)
 	}
 	defer client.Close()
-	crawler, err := ratelua.NewAR1(client, ratelua.Options{Prefix: "ex-crawl", Clock: fixedClock, CountDenied: true},
+	crawler, err := ratelua.NewAR1(ratelua.Rueidis(client), ratelua.Options{Prefix: "ex-crawl", Clock: fixedClock, CountDenied: true},
 		ratelua.Decay{Max: 100, Factor: 1.1, Resolution: time.Second})
 	if err != nil {
 		panic(err)
@@ -120,7 +120,7 @@ func ExampleLimiter_AllowBatch() {
 		panic(err)
 	}
 	defer client.Close()
-	l, _ := ratelua.NewTokenBucket(client, ratelua.Options{Prefix: "ex-batch", Clock: fixedClock}, ratelua.PerSecond(1, 2))
+	l, _ := ratelua.NewTokenBucket(ratelua.Rueidis(client), ratelua.Options{Prefix: "ex-batch", Clock: fixedClock}, ratelua.PerSecond(1, 2))
 	for _, o := range l.AllowBatch(context.Background(), []ratelua.Request{{Key: "a", N: 1}, {Key: "b", N: 2}, {Key: "c", N: 3}}) {
 		fmt.Println(o.Result.Allowed, o.Result.Remaining, o.Err)
 	}

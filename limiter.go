@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/rueidis"
+	"slices"
 )
 
 // Never is the RetryAfter of events that can never be admitted: more than a
@@ -33,12 +33,17 @@ type Options struct {
 	// default the server's clock (TIME) is used, so that app servers with
 	// skewed clocks agree.
 	Clock func() time.Time
-	// FailOpen answers Allowed when the server cannot be reached (the error
-	// is still returned, wrapping ErrUnavailable). By default such a call is
-	// denied.
+	// FailOpen answers Allowed when the call could not be sent or got no
+	// answer: connection refused or reset, a timeout, a context that was
+	// already cancelled (then the server is not asked at all). The error is
+	// still returned, wrapping ErrUnavailable. Any answer of the server
+	// (an error reply such as NOPERM, OOM, BUSY or LOADING, a failed
+	// library load, a reply of the wrong shape) is never admitted. A call
+	// that timed out in the client may still have been recorded by the
+	// server. By default every error is denied.
 	FailOpen bool
-	// Registry runs the scripts; nil means a new registry of the embedded
-	// scripts.
+	// Registry holds the scripts the limiter may call; nil means the
+	// embedded ones.
 	Registry *Registry
 	// Functions calls the scripts as Redis Functions (FCALL) from the
 	// release's Library instead of by EVALSHA. The library is loaded on
@@ -79,8 +84,7 @@ type Result struct {
 // Limiter decides events against a set of limits with one script. It is
 // safe for concurrent use.
 type Limiter struct {
-	client    rueidis.Client
-	registry  *Registry
+	client    Client
 	script    Script
 	unit      unit
 	limits    []string // the limit arguments, in the unit
@@ -100,7 +104,7 @@ type spec struct {
 	args func(u unit) ([]string, error)
 }
 
-func newLimiter(client rueidis.Client, opts Options, s spec, count int) (*Limiter, error) {
+func newLimiter(client Client, opts Options, s spec, count int) (*Limiter, error) {
 	if client == nil {
 		return nil, &LimitError{Index: -1, Field: "client", Reason: "is nil"}
 	}
@@ -111,8 +115,8 @@ func newLimiter(client rueidis.Client, opts Options, s spec, count int) (*Limite
 	if prefix == "" {
 		prefix = "ratelua"
 	}
-	if strings.ContainsAny(prefix, "{}") {
-		return nil, &LimitError{Index: -1, Field: "Prefix", Reason: fmt.Sprintf("may not contain '{' or '}', got %q", prefix)}
+	if err := checkPrefix(prefix); err != nil {
+		return nil, err
 	}
 	u, err := pickUnit(s.durations)
 	if err != nil {
@@ -139,7 +143,7 @@ func newLimiter(client rueidis.Client, opts Options, s spec, count int) (*Limite
 		mode = "1"
 	}
 	return &Limiter{
-		client: client, registry: registry, script: script, unit: u, limits: args,
+		client: client, script: script, unit: u, limits: args,
 		prefix: prefix, hash: hex.EncodeToString(sum[:4]), mode: mode,
 		clock: opts.Clock, failOpen: opts.FailOpen, functions: opts.Functions,
 	}, nil
@@ -148,23 +152,40 @@ func newLimiter(client rueidis.Client, opts Options, s spec, count int) (*Limite
 // Script returns the script version the limiter calls.
 func (l *Limiter) Script() Script { return l.script }
 
-// Key returns the state key of an event key.
+// Key returns the state key of an event key:
+// <prefix>:{<event key>}:<script>:v<N>:<8 hex digits of the limits>, with
+// '%', '{' and '}' of the event key percent-encoded, and an event key
+// longer than MaxEventKey bytes replaced by a digest of it.
 func (l *Limiter) Key(eventKey string) string {
-	return StateKey(l.prefix, eventKey, l.script, l.hash)
+	return stateKey(l.prefix, eventKey, l.script, l.hash)
 }
 
 // Args returns the ARGV of a call with eventCount n at the limiter's clock,
 // exactly as the limiter sends it: any language can replay it by EVALSHA.
+// With a Clock whose time the scripts cannot take (before 1970, or past
+// 2^52 units), now is the clock's reading all the same; the limiter's own
+// calls refuse it.
 func (l *Limiter) Args(n int64) []string {
-	return l.appendArgs(make([]string, 0, 4+len(l.limits)), n)
+	now, _ := l.now()
+	return l.appendArgs(make([]string, 0, 4+len(l.limits)), n, now)
 }
 
-// appendArgs appends the ARGV of Args(n) to dst.
-func (l *Limiter) appendArgs(dst []string, n int64) []string {
-	now := ""
-	if l.clock != nil {
-		now = strconv.FormatInt(l.unit.now(l.clock()), 10)
+// now returns the clock's reading in the unit, "" for the server's clock.
+func (l *Limiter) now() (string, error) {
+	if l.clock == nil {
+		return "", nil
 	}
+	t := l.clock()
+	now := l.unit.now(t)
+	s := strconv.FormatInt(now, 10)
+	if now < 0 || now > maxScriptInt {
+		return s, &LimitError{Index: -1, Field: "Clock", Reason: fmt.Sprintf("must read between 1970 and 2^52 %s after it, got %s", l.unit.name, t.UTC().Format(time.RFC3339Nano))}
+	}
+	return s, nil
+}
+
+// appendArgs appends the ARGV of a call to dst.
+func (l *Limiter) appendArgs(dst []string, n int64, now string) []string {
 	dst = append(dst, strconv.FormatInt(n, 10), l.unit.name, now, l.mode)
 	return append(dst, l.limits...)
 }
@@ -194,95 +215,161 @@ func (l *Limiter) Reset(ctx context.Context, eventKey string) error {
 	return err
 }
 
+// call makes one decision. On rueidis the arguments and the reply stay on
+// the stack: nothing here passes them to an interface.
 func (l *Limiter) call(ctx context.Context, eventKey string, n int64) (Result, error) {
-	key := l.Key(eventKey)
-	if l.functions {
-		return l.decode(fcall(ctx, l.client, l.script, []Call{{Keys: []string{key}, Args: l.Args(n)}})[0])
+	now, err := l.now()
+	if err != nil {
+		return l.failed(err)
 	}
-	// The arguments of Args, in a buffer that stays on the stack for up to
-	// maxLimits limits of three integers.
+	key := l.Key(eventKey)
+	rc, native := l.client.(rueidisClient)
+	if !native {
+		reply := make([]int64, 5)
+		return l.decode(reply, l.run(ctx, l.newCall(key, l.appendArgs(make([]string, 0, 4+len(l.limits)), n, now)), reply))
+	}
+	// Up to maxLimits limits of three integers, on the stack.
 	var buf [4 + 3*maxLimits]string
-	return l.decode(evalsha(ctx, l.client, l.script, []string{key}, l.appendArgs(buf[:0], n)))
+	var reply [5]int64
+	command, script := l.target()
+	args := l.appendArgs(buf[:0], n, now)
+	err = rc.run(ctx, command, script, key, args, reply[:])
+	if err == nil || !l.recoverable(command, err) {
+		return l.decode(reply[:], err)
+	}
+	// NOSCRIPT or a missing function: the rare path, on the heap.
+	retried := make([]int64, 5)
+	return l.decode(retried, l.recover(ctx, l.newCall(key, slices.Clone(args)), retried, err))
 }
 
-// exec runs calls of the limiter's script by EVALSHA (through the
-// registry) or, with Options.Functions, by FCALL.
-func (l *Limiter) exec(ctx context.Context, calls []Call) []rueidis.RedisResult {
-	switch {
-	case l.functions:
-		return fcall(ctx, l.client, l.script, calls)
-	case len(calls) == 1:
-		return []rueidis.RedisResult{l.registry.Exec(ctx, l.client, l.script, calls[0].Keys, calls[0].Args)}
+// target is the command and the script of the limiter's calls.
+func (l *Limiter) target() (command, script string) {
+	if l.functions {
+		return "FCALL", l.script.Function()
 	}
-	return l.registry.ExecBatch(ctx, l.client, l.script, calls)
+	return "EVALSHA", l.script.SHA1
+}
+
+// newCall is the call of the limiter's script on key with args.
+func (l *Limiter) newCall(key string, args []string) Call {
+	command, script := l.target()
+	return Call{Command: command, Script: script, Key: key, Args: args}
+}
+
+// run sends one call and recovers from NOSCRIPT or a missing function.
+func (l *Limiter) run(ctx context.Context, call Call, reply []int64) error {
+	err := l.client.Run(ctx, call, reply)
+	if err != nil && l.recoverable(call.Command, err) {
+		return l.recover(ctx, call, reply, err)
+	}
+	return err
+}
+
+// recoverable reports an error that recover answers: NOSCRIPT to an
+// EVALSHA, or an FCALL of a function no library on the node registers.
+func (l *Limiter) recoverable(command string, err error) bool {
+	switch command {
+	case "EVALSHA":
+		return isNoScript(err)
+	case "FCALL":
+		var se *ServerError
+		return errors.As(err, &se) && strings.Contains(strings.ToLower(se.Message), "function not found")
+	}
+	return false
+}
+
+// recover sends call again once what err asked for is done: EVAL, which
+// loads the script on that node, after NOSCRIPT; the release's library
+// loaded on every master after a missing function.
+func (l *Limiter) recover(ctx context.Context, call Call, reply []int64, err error) error {
+	if call.Command == "FCALL" {
+		if err := l.loadLibrary(ctx); err != nil {
+			return err
+		}
+	} else {
+		call.Command, call.Script = "EVAL", l.script.Source
+	}
+	return l.client.Run(ctx, call, reply)
+}
+
+// loadLibrary loads the library of the limiter's release on every master.
+func (l *Limiter) loadLibrary(ctx context.Context) error {
+	lib, err := ReleaseLibrary(l.script.Version)
+	if err != nil {
+		return err
+	}
+	_, err = LoadFunctions(ctx, l.client, lib)
+	return err
+}
+
+// exec sends many calls of the limiter's script (one round trip per node
+// where the client batches) and recovers the entries that met NOSCRIPT or
+// a missing function, together.
+func (l *Limiter) exec(ctx context.Context, calls []Call) ([][]int64, []error) {
+	replies := make([][]int64, len(calls))
+	flat := make([]int64, 5*len(calls))
+	for i := range replies {
+		replies[i] = flat[5*i : 5*i+5 : 5*i+5]
+	}
+	errs := runBatch(ctx, l.client, calls, replies)
+	var retry []int
+	for i, err := range errs {
+		if err != nil && l.recoverable(calls[i].Command, err) {
+			retry = append(retry, i)
+		}
+	}
+	if len(retry) == 0 {
+		return replies, errs
+	}
+	if l.functions {
+		if err := l.loadLibrary(ctx); err != nil {
+			for _, i := range retry {
+				errs[i] = err
+			}
+			return replies, errs
+		}
+	}
+	again := make([]Call, len(retry))
+	againReplies := make([][]int64, len(retry))
+	for j, i := range retry {
+		again[j], againReplies[j] = calls[i], replies[i]
+		if !l.functions {
+			again[j].Command, again[j].Script = "EVAL", l.script.Source
+		}
+	}
+	for j, err := range runBatch(ctx, l.client, again, againReplies) {
+		errs[retry[j]] = err
+	}
+	return replies, errs
 }
 
 // decode turns a script reply into a Result, applying the fail-open or
 // fail-closed choice to errors.
-func (l *Limiter) decode(resp rueidis.RedisResult) (Result, error) {
-	// ToArray and AsInt64 read the reply in place: no slice is allocated.
-	values, err := resp.ToArray()
+func (l *Limiter) decode(reply []int64, err error) (Result, error) {
 	if err != nil {
-		return l.failed(classify(l.script, err))
+		return l.failed(classify(l.script.String(), err))
 	}
-	var ints [5]int64
-	if len(values) != len(ints) {
-		return l.failed(fmt.Errorf("ratelua: %s: reply has %d integers, want 5", l.script, len(values)))
-	}
-	for i := range values {
-		if ints[i], err = values[i].AsInt64(); err != nil {
-			// A reply of another shape is the script's, not the network's.
-			return l.failed(fmt.Errorf("ratelua: %s: reply element %d: %w", l.script, i+1, err))
-		}
-	}
-	r, err := resultOf(ints[:], l.unit)
-	if err != nil {
-		return l.failed(fmt.Errorf("ratelua: %s: %w", l.script, err))
-	}
-	return r, nil
+	return resultOf(reply, l.unit), nil
 }
 
-func resultOf(ints []int64, u unit) (Result, error) {
-	if len(ints) != 5 {
-		return Result{}, fmt.Errorf("reply has %d integers, want 5", len(ints))
-	}
+func resultOf(ints []int64, u unit) Result {
 	return Result{
 		Allowed:    ints[0] == 1,
 		Remaining:  ints[1],
 		RetryAfter: u.duration(ints[2]),
 		ResetAfter: u.duration(ints[3]),
 		Limit:      int(ints[4]) - 1,
-	}, nil
+	}
 }
 
-// failed is the Result that goes with err: Allowed only for an unavailable
-// server under FailOpen.
+// failed is the Result that goes with err: Allowed only when the server
+// could not be asked or did not answer, under FailOpen.
 func (l *Limiter) failed(err error) (Result, error) {
 	if l.failOpen && errors.Is(err, ErrUnavailable) {
-		return Result{Allowed: true, Limit: -1}, err
-	}
-	return Result{Limit: -1}, err
-}
-
-// classify wraps an error of a script call: an error reply is a
-// ScriptError (or unavailability: LOADING, CLUSTERDOWN, TRYAGAIN,
-// MASTERDOWN, BUSY); ratelua's own errors pass through; anything else kept
-// the call from the server and is an UnavailableError.
-func classify(s Script, err error) error {
-	if errors.Is(err, ErrUnknownScript) || errors.Is(err, ErrInvalidLimit) || errors.Is(err, ErrCrossSlot) {
-		return err
-	}
-	if re, ok := rueidis.IsRedisErr(err); ok {
-		msg := strings.TrimPrefix(re.Error(), "ERR ")
-		switch {
-		case strings.HasPrefix(msg, "ratelua:"):
-			return &ScriptError{Script: s.String(), Message: msg}
-		case re.IsLoading(), re.IsClusterDown(), re.IsTryAgain(),
-			strings.HasPrefix(msg, "MASTERDOWN"), strings.HasPrefix(msg, "BUSY"):
-			return &UnavailableError{Err: err}
-		default:
-			return &ScriptError{Script: s.String(), Message: msg}
+		var se *ServerError
+		if !errors.As(err, &se) {
+			return Result{Allowed: true, Limit: -1}, err
 		}
 	}
-	return &UnavailableError{Err: err}
+	return Result{Limit: -1}, err
 }

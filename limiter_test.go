@@ -29,33 +29,33 @@ func TestLimitValidation(t *testing.T) {
 		build build
 		field string
 	}{
-		{"no limits", func() (*Limiter, error) { return NewSlidingWindow(client, Options{}) }, "limits"},
+		{"no limits", func() (*Limiter, error) { return NewSlidingWindow(Rueidis(client), Options{}) }, "limits"},
 		{"17 limits", func() (*Limiter, error) {
-			return NewTokenBucket(client, Options{}, make([]Bucket, 17)...)
+			return NewTokenBucket(Rueidis(client), Options{}, make([]Bucket, 17)...)
 		}, "limits"},
 		{"max 0", func() (*Limiter, error) {
-			return NewSlidingWindow(client, Options{}, Window{0, time.Second, time.Second})
+			return NewSlidingWindow(Rueidis(client), Options{}, Window{0, time.Second, time.Second})
 		}, "Max"},
 		{"resolution > duration", func() (*Limiter, error) {
-			return NewSlidingWindow(client, Options{}, Window{1, time.Second, 2 * time.Second})
+			return NewSlidingWindow(Rueidis(client), Options{}, Window{1, time.Second, 2 * time.Second})
 		}, "Resolution"},
 		{"10001 buckets", func() (*Limiter, error) {
-			return NewSlidingWindow(client, Options{}, Window{1, 10001 * time.Second, time.Second})
+			return NewSlidingWindow(Rueidis(client), Options{}, Window{1, 10001 * time.Second, time.Second})
 		}, "Resolution"},
 		{"negative duration", func() (*Limiter, error) {
-			return NewSlidingWindow(client, Options{}, Window{1, -time.Second, -time.Second})
+			return NewSlidingWindow(Rueidis(client), Options{}, Window{1, -time.Second, -time.Second})
 		}, "Duration"},
 		{"nanoseconds", func() (*Limiter, error) {
-			return NewZSetLog(client, Options{}, Log{1, time.Second + time.Nanosecond})
+			return NewZSetLog(Rueidis(client), Options{}, Log{1, time.Second + time.Nanosecond})
 		}, "durations"},
-		{"zset max", func() (*Limiter, error) { return NewZSetLog(client, Options{}, Log{1_000_001, time.Second}) }, "Max"},
-		{"factor 1", func() (*Limiter, error) { return NewAR1(client, Options{}, Decay{10, 1, time.Second}) }, "Factor"},
-		{"factor 4 decimals", func() (*Limiter, error) { return NewAR1(client, Options{}, Decay{10, 1.0005, time.Second}) }, "Factor"},
+		{"zset max", func() (*Limiter, error) { return NewZSetLog(Rueidis(client), Options{}, Log{1_000_001, time.Second}) }, "Max"},
+		{"factor 1", func() (*Limiter, error) { return NewAR1(Rueidis(client), Options{}, Decay{10, 1, time.Second}) }, "Factor"},
+		{"factor 4 decimals", func() (*Limiter, error) { return NewAR1(Rueidis(client), Options{}, Decay{10, 1.0005, time.Second}) }, "Factor"},
 		{"capacity*interval", func() (*Limiter, error) {
-			return NewTokenBucket(client, Options{}, Bucket{1_000_000_000, 1, 1_200_000 * time.Second})
+			return NewTokenBucket(Rueidis(client), Options{}, Bucket{1_000_000_000, 1, 1_200_000 * time.Second})
 		}, "RefillInterval"},
 		{"prefix with brace", func() (*Limiter, error) {
-			return NewTokenBucket(client, Options{Prefix: "a{b"}, PerSecond(1, 1))
+			return NewTokenBucket(Rueidis(client), Options{Prefix: "a{b"}, PerSecond(1, 1))
 		}, "Prefix"},
 		{"nil client", func() (*Limiter, error) { return NewTokenBucket(nil, Options{}, PerSecond(1, 1)) }, "client"},
 	} {
@@ -70,7 +70,7 @@ func TestLimitValidation(t *testing.T) {
 func TestLimiterArgsAndKey(t *testing.T) {
 	client := mock.NewClient(gomock.NewController(t))
 	at := time.Unix(1000, 500_000_000)
-	l, err := NewSlidingWindow(client, Options{Prefix: "login", CountDenied: true, Clock: func() time.Time { return at }},
+	l, err := NewSlidingWindow(Rueidis(client), Options{Prefix: "login", CountDenied: true, Clock: func() time.Time { return at }},
 		Window{1, 5 * time.Second, time.Second}, Window{5, time.Hour, 10 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -82,21 +82,21 @@ func TestLimiterArgsAndKey(t *testing.T) {
 	if !strings.HasPrefix(key, "login:{203.0.113.7}:sliding_window:v2:") || len(key) != len("login:{203.0.113.7}:sliding_window:v2:")+8 {
 		t.Errorf("Key = %q", key)
 	}
-	pinned, err := NewSlidingWindow(client, Options{Prefix: "login", Version: 1}, Window{1, 5 * time.Second, time.Second}, Window{5, time.Hour, 10 * time.Minute})
+	pinned, err := NewSlidingWindow(Rueidis(client), Options{Prefix: "login", Version: 1}, Window{1, 5 * time.Second, time.Second}, Window{5, time.Hour, 10 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := pinned.Key("203.0.113.7"); !strings.HasPrefix(got, "login:{203.0.113.7}:sliding_window:v1:") {
 		t.Errorf("Key with Version 1 = %q", got)
 	}
-	if _, err := NewSlidingWindow(client, Options{Version: 99}, Window{1, time.Second, time.Second}); !errors.Is(err, ErrUnknownScript) {
+	if _, err := NewSlidingWindow(Rueidis(client), Options{Version: 99}, Window{1, time.Second, time.Second}); !errors.Is(err, ErrUnknownScript) {
 		t.Errorf("Version 99: %v, want ErrUnknownScript", err)
 	}
-	other, _ := NewSlidingWindow(client, Options{Prefix: "login"}, Window{2, 5 * time.Second, time.Second})
+	other, _ := NewSlidingWindow(Rueidis(client), Options{Prefix: "login"}, Window{2, 5 * time.Second, time.Second})
 	if other.Key("203.0.113.7") == key {
 		t.Error("other limits share the state key")
 	}
-	us, _ := NewTokenBucket(client, Options{}, Bucket{10, 1, 1500 * time.Microsecond})
+	us, _ := NewTokenBucket(Rueidis(client), Options{}, Bucket{10, 1, 1500 * time.Microsecond})
 	if got := strings.Join(us.Args(0), " "); got != "0 us  0 10 1 1500" {
 		t.Errorf("server-clock Args = %q", got)
 	}
@@ -106,8 +106,8 @@ func TestAllowDecodesAndFails(t *testing.T) {
 	ctx := context.Background()
 	ctrl := gomock.NewController(t)
 	client := mock.NewClient(ctrl)
-	closed, _ := NewZSetLog(client, Options{}, Log{5, time.Minute}, Log{100, time.Hour})
-	open, _ := NewZSetLog(client, Options{FailOpen: true}, Log{5, time.Minute}, Log{100, time.Hour})
+	closed, _ := NewZSetLog(Rueidis(client), Options{}, Log{5, time.Minute}, Log{100, time.Hour})
+	open, _ := NewZSetLog(Rueidis(client), Options{FailOpen: true}, Log{5, time.Minute}, Log{100, time.Hour})
 	evalsha := mock.MatchFn(func(cmd []string) bool {
 		return cmd[0] == "EVALSHA" && cmd[1] == closed.Script().SHA1 && cmd[3] == closed.Key("u1")
 	}, "EVALSHA of zset_log for u1")
@@ -137,8 +137,8 @@ func TestAllowDecodesAndFails(t *testing.T) {
 	client.EXPECT().Do(ctx, evalsha).Return(mock.Result(mock.RedisError("ERR ratelua: ARGV[2] unit must be 's', 'ms' or 'us', got 'x'"))).Times(2)
 	for _, l := range []*Limiter{closed, open} {
 		r, err = l.Allow(ctx, "u1")
-		var se *ScriptError
-		if r.Allowed || !errors.As(err, &se) || !errors.Is(err, ErrScript) || !strings.HasPrefix(se.Message, "ratelua: ARGV[2]") {
+		var se *ServerError
+		if r.Allowed || !errors.As(err, &se) || !errors.Is(err, ErrScript) || !strings.HasPrefix(se.Message, "ratelua: ARGV[2]") || se.Script != l.Script().String() {
 			t.Errorf("script error (fail open %v): %+v, %v", l.failOpen, r, err)
 		}
 	}
@@ -147,7 +147,8 @@ func TestAllowDecodesAndFails(t *testing.T) {
 	// never admitted by FailOpen.
 	wrong := mock.Result(mock.RedisArray(mock.RedisInt64(1), mock.RedisString("x"), mock.RedisInt64(0), mock.RedisInt64(0), mock.RedisInt64(1)))
 	for _, resp := range []rueidis.RedisResult{wrong, ints(1, 2, 3)} {
-		if r, err := open.decode(resp); r.Allowed || err == nil || errors.Is(err, ErrUnavailable) {
+		client.EXPECT().Do(ctx, evalsha).Return(resp)
+		if r, err := open.Allow(ctx, "u1"); r.Allowed || err == nil || errors.Is(err, ErrUnavailable) {
 			t.Errorf("malformed reply: %+v, %v", r, err)
 		}
 	}
@@ -161,10 +162,7 @@ func TestAllowDecodesAndFails(t *testing.T) {
 		t.Errorf("after NOSCRIPT: %+v, %v", r, err)
 	}
 
-	if r, err := closed.decode(rueidis.NewErrorResult(ErrUnknownScript)); !errors.Is(err, ErrUnknownScript) || errors.Is(err, ErrUnavailable) || r.Allowed {
-		t.Errorf("a registry miss is not unavailability: %+v, %v", r, err)
-	}
-	if r, err := open.decode(rueidis.NewErrorResult(ErrUnknownScript)); r.Allowed || err == nil {
+	if r, err := open.decode(nil, ErrUnknownScript); r.Allowed || !errors.Is(err, ErrUnknownScript) || errors.Is(err, ErrUnavailable) {
 		t.Errorf("fail open must not admit on a registry miss: %+v, %v", r, err)
 	}
 	if _, err := closed.AllowN(ctx, "u1", 0); !errors.Is(err, ErrInvalidLimit) {
@@ -182,7 +180,7 @@ func TestAllowDecodesAndFails(t *testing.T) {
 func TestBatchRetriesOnlyNoScript(t *testing.T) {
 	ctx := context.Background()
 	client := mock.NewClient(gomock.NewController(t))
-	l, _ := NewTokenBucket(client, Options{}, PerSecond(10, 10))
+	l, _ := NewTokenBucket(Rueidis(client), Options{}, PerSecond(10, 10))
 	first := mock.MatchFn(func(cmd []string) bool { return cmd[0] == "EVALSHA" }, "EVALSHA")
 	client.EXPECT().DoMulti(ctx, first, first, first).Return([]rueidis.RedisResult{
 		ints(1, 9, 0, 100, 1),
@@ -230,33 +228,5 @@ func TestRegistryIsImmutable(t *testing.T) {
 	}
 	if len(r.All()) != len(Scripts())+2 {
 		t.Errorf("All: %d scripts", len(r.All()))
-	}
-	res := r.Exec(context.Background(), nil, Script{Name: "nope", Version: 1}, nil, nil)
-	if !errors.Is(res.Error(), ErrUnknownScript) {
-		t.Errorf("Exec of an unknown script: %v", res.Error())
-	}
-}
-
-// TestCrossSlotIsRefusedBeforeTheServer: a key set spanning two slots never
-// reaches the client (the mock expects no call at all).
-func TestCrossSlotIsRefusedBeforeTheServer(t *testing.T) {
-	ctx := context.Background()
-	client := mock.NewClient(gomock.NewController(t))
-	r := NewRegistry()
-	s, _ := r.Register("pair", 1, "return redis.call('MGET', KEYS[1], KEYS[2])")
-	if err := r.Exec(ctx, client, s, []string{"{a}1", "{b}1"}, nil).Error(); !errors.Is(err, ErrCrossSlot) {
-		t.Errorf("Exec across slots: %v, want ErrCrossSlot", err)
-	}
-	out := r.ExecBatch(ctx, client, s, []Call{{Keys: []string{"{a}1", "{b}1"}}, {Keys: []string{"x{c}", "{d}y"}}})
-	for i, resp := range out {
-		if !errors.Is(resp.Error(), ErrCrossSlot) {
-			t.Errorf("batch entry %d: %v, want ErrCrossSlot", i, resp.Error())
-		}
-	}
-	client.EXPECT().DoMulti(ctx, mock.MatchFn(func(cmd []string) bool { return cmd[0] == "EVALSHA" && cmd[3] == "{a}1" })).
-		Return([]rueidis.RedisResult{mock.Result(mock.RedisNil())})
-	out = r.ExecBatch(ctx, client, s, []Call{{Keys: []string{"{a}1", "{a}2"}}, {Keys: []string{"{a}1", "{b}1"}}})
-	if out[0].Error() == nil || !rueidis.IsRedisNil(out[0].Error()) || !errors.Is(out[1].Error(), ErrCrossSlot) {
-		t.Errorf("mixed batch: %v, %v", out[0].Error(), out[1].Error())
 	}
 }

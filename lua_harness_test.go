@@ -16,7 +16,7 @@ const testKey = "rl:{user:42}:test"
 // source returns the embedded source of a script's latest version.
 func source(t testing.TB, name string) string {
 	t.Helper()
-	s, err := LatestScript(name)
+	s, err := NewRegistry().Latest(name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/redis/rueidis"
-
 	"github.com/ratelua/ratelua/internal/luagen"
 )
 
@@ -20,11 +18,10 @@ type scriptID struct {
 
 func (s Script) id() scriptID { return scriptID{s.Name, s.Version} }
 
-// Registry holds script versions by name and version — the embedded ones
-// and any registered at run time — and runs them by EVALSHA with the SHA1
-// computed locally, falling back to EVAL (which loads the script) on
-// NOSCRIPT. A version, once registered, is immutable. A Registry is safe for
-// concurrent use.
+// Registry holds script versions by name and version: the embedded ones
+// and any registered at run time, which a limiter may then call
+// (Options.Registry and Options.Version). A version, once registered, is
+// immutable. A Registry is safe for concurrent use.
 type Registry struct {
 	mu      sync.RWMutex
 	scripts map[scriptID]Script
@@ -44,7 +41,7 @@ func NewRegistry() *Registry {
 // ErrImmutable.
 func (r *Registry) Register(name string, version int, source string) (Script, error) {
 	if _, _, ok := luagen.ParseFileName(fmt.Sprintf("%s.v%d.lua", name, version)); !ok {
-		return Script{}, fmt.Errorf("ratelua: script name %q version %d: want a lower-case name and a version >= 1", name, version)
+		return Script{}, fmt.Errorf("ratelua: script name %s version %d: want a lower-case name and a version >= 1", name, version)
 	}
 	s := Script{Name: name, Version: version, Source: source, SHA1: luagen.SHA1([]byte(source))}
 	r.mu.Lock()
@@ -102,95 +99,46 @@ func (r *Registry) All() []Script {
 	return out
 }
 
-// check reports whether s is registered, with its SHA1.
-func (r *Registry) check(s Script) error {
-	r.mu.RLock()
-	got, ok := r.scripts[s.id()]
-	r.mu.RUnlock()
-	if !ok || got.SHA1 != s.SHA1 {
-		return fmt.Errorf("%w: %s with SHA1 %s is not registered", ErrUnknownScript, s, s.SHA1)
-	}
-	return nil
+// NodeLoad is what loading did on one node.
+type NodeLoad struct {
+	Addr   string
+	Loaded int   // scripts (Registry.Load) or libraries (LoadFunctions) loaded
+	Err    error // the first failure on this node, if any
 }
 
-// Exec runs a registered script once: EVALSHA, then EVAL on NOSCRIPT. Keys
-// that span two cluster slots are refused with ErrCrossSlot before any
-// round trip.
-func (r *Registry) Exec(ctx context.Context, client rueidis.Client, s Script, keys, args []string) rueidis.RedisResult {
-	if err := r.check(s); err != nil {
-		return rueidis.NewErrorResult(err)
+// Load puts every registered script on every node of the client (masters
+// and replicas, which need the script after a failover) by SCRIPT LOAD,
+// and reports per node what it did, sorted by address. The error is the
+// first failure. Limiters do not need it (they answer NOSCRIPT with EVAL);
+// it saves that one extra round trip per node and script. The client must
+// list its nodes (see Client), else the error wraps ErrNotSupported.
+func (r *Registry) Load(ctx context.Context, client Client) ([]NodeLoad, error) {
+	all, err := nodes(ctx, client, false)
+	if err != nil {
+		return nil, err
 	}
-	if err := SameSlot(keys...); err != nil {
-		return rueidis.NewErrorResult(err)
-	}
-	return evalsha(ctx, client, s, keys, args)
-}
-
-// evalsha runs a script once: EVALSHA with the SHA1 computed locally, then
-// EVAL (which loads the script on that node) when the node answers
-// NOSCRIPT. The keys and arguments go straight into the command builder, so
-// a caller may pass slices on its stack.
-func evalsha(ctx context.Context, client rueidis.Client, s Script, keys, args []string) rueidis.RedisResult {
-	resp := client.Do(ctx, client.B().Evalsha().Sha1(s.SHA1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
-	if re, ok := rueidis.IsRedisErr(resp.Error()); ok && re.IsNoScript() {
-		resp = client.Do(ctx, client.B().Eval().Script(s.Source).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
-	}
-	return resp
-}
-
-// Call is one execution in a batch.
-type Call struct {
-	Keys []string
-	Args []string
-}
-
-// ExecBatch runs a registered script for every call in one round trip per
-// node (pipelined EVALSHA); a call whose keys span two cluster slots gets
-// an ErrCrossSlot error without reaching the server. Calls answered NOSCRIPT — a node that lost its
-// script cache mid-batch, or a promoted replica — are retried once, alone,
-// with EVAL, which loads the script on that node. It never sends SCRIPT
-// LOAD to every node, unlike rueidis.(*Lua).ExecMulti.
-func (r *Registry) ExecBatch(ctx context.Context, client rueidis.Client, s Script, calls []Call) []rueidis.RedisResult {
-	out := make([]rueidis.RedisResult, len(calls))
-	if err := r.check(s); err != nil {
-		for i := range out {
-			out[i] = rueidis.NewErrorResult(err)
+	scripts := r.All()
+	var report []NodeLoad
+	var first error
+	for _, n := range all {
+		nl := NodeLoad{Addr: n.Addr}
+		for _, s := range scripts {
+			sha, err := n.Do(ctx, "SCRIPT", "LOAD", s.Source)
+			if err == nil && sha != s.SHA1 {
+				err = fmt.Errorf("loaded as %v, want %s", sha, s.SHA1)
+			}
+			if err != nil {
+				if nl.Err == nil {
+					nl.Err = fmt.Errorf("ratelua: load %s on %s: %w", s, n.Addr, unreachable(err))
+				}
+				continue
+			}
+			nl.Loaded++
 		}
-		return out
-	}
-	// Calls whose keys span two slots are refused here, before any round
-	// trip; the others go out together.
-	var cmds rueidis.Commands
-	var sent []int
-	for i, c := range calls {
-		if err := SameSlot(c.Keys...); err != nil {
-			out[i] = rueidis.NewErrorResult(err)
-			continue
+		if first == nil {
+			first = nl.Err
 		}
-		cmds = append(cmds, client.B().Evalsha().Sha1(s.SHA1).Numkeys(int64(len(c.Keys))).Key(c.Keys...).Arg(c.Args...).Build())
-		sent = append(sent, i)
+		report = append(report, nl)
 	}
-	if len(cmds) == 0 {
-		return out
-	}
-	var retry []int
-	for j, resp := range client.DoMulti(ctx, cmds...) {
-		i := sent[j]
-		out[i] = resp
-		if re, ok := rueidis.IsRedisErr(resp.Error()); ok && re.IsNoScript() {
-			retry = append(retry, i)
-		}
-	}
-	if len(retry) == 0 {
-		return out
-	}
-	again := make(rueidis.Commands, len(retry))
-	for j, i := range retry {
-		c := calls[i]
-		again[j] = client.B().Eval().Script(s.Source).Numkeys(int64(len(c.Keys))).Key(c.Keys...).Arg(c.Args...).Build()
-	}
-	for j, resp := range client.DoMulti(ctx, again...) {
-		out[retry[j]] = resp
-	}
-	return out
+	return report, first
 }

@@ -4,111 +4,143 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
-
-	"github.com/redis/rueidis"
+	"strconv"
 )
 
 // ResetMany resets the state of many event keys: the negative-eventCount
-// call of the contract for each, pipelined in one round trip per node. The
-// error joins every failure.
+// call of the contract for each, in one round trip per node where the
+// client batches. The error joins every failure.
 func (l *Limiter) ResetMany(ctx context.Context, eventKeys []string) error {
-	calls := make([]Call, len(eventKeys))
-	for i, k := range eventKeys {
-		calls[i] = Call{Keys: []string{l.Key(k)}, Args: l.Args(-1)}
-	}
-	var errs []error
-	if len(calls) == 0 {
+	if len(eventKeys) == 0 {
 		return nil
 	}
-	for i, resp := range l.exec(ctx, calls) {
-		if err := resp.Error(); err != nil {
-			errs = append(errs, fmt.Errorf("reset %q: %w", eventKeys[i], classify(l.script, err)))
+	now, err := l.now()
+	if err != nil {
+		return err
+	}
+	calls := make([]Call, len(eventKeys))
+	for i, k := range eventKeys {
+		calls[i] = l.newCall(l.Key(k), l.appendArgs(make([]string, 0, 4+len(l.limits)), -1, now))
+	}
+	var errs []error
+	_, callErrs := l.exec(ctx, calls)
+	for i, err := range callErrs {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reset %s: %w", quote(eventKeys[i]), classify(l.script.String(), err)))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// ResetPrefix deletes every key under prefix + ":" on every master the
-// client knows: a cursor-based SCAN per master (never KEYS) and UNLINK in
-// pipelined batches of at most batch keys (0 means 500). progress, if not
-// nil, is called after each batch with the number of keys deleted so far.
-// It returns how many keys were deleted.
-func ResetPrefix(ctx context.Context, client rueidis.Client, prefix string, batch int, progress func(deleted int64)) (int64, error) {
-	if prefix == "" || strings.ContainsAny(prefix, "{}") {
-		return 0, &LimitError{Index: -1, Field: "prefix", Reason: fmt.Sprintf("must be non-empty without '{' or '}', got %q", prefix)}
+// resetScan is the SCAN COUNT hint, and so the most keys one UNLINK takes.
+const resetScan = 500
+
+// ResetPrefix deletes the state of every limiter whose Options.Prefix is
+// exactly prefix, on every master of the client: the keys
+// <prefix>:{<event key>}:<script>:v<N>:<hash>, and no other key (not
+// "<prefix>:session:42", not the keys of a limiter whose prefix is
+// "<prefix>:admin"). It walks each master with SCAN (never KEYS) and
+// UNLINKs each page's matching keys in one command. With dryRun it deletes
+// nothing and counts the keys it would delete. progress, if not nil, is
+// called after each page with the count so far. It returns how many keys
+// it deleted (or would delete). The client must list its nodes (see
+// Client), else the error wraps ErrNotSupported.
+func ResetPrefix(ctx context.Context, client Client, prefix string, dryRun bool, progress func(keys int64)) (int64, error) {
+	if err := checkPrefix(prefix); err != nil {
+		return 0, err
 	}
-	if batch <= 0 {
-		batch = 500
+	masters, err := nodes(ctx, client, true)
+	if err != nil {
+		return 0, err
 	}
-	pattern := globEscape(prefix) + ":*"
-	nodes := client.Nodes()
-	addrs := slices.Sorted(maps.Keys(nodes))
-	var deleted int64
-	for _, addr := range addrs {
-		node := nodes[addr]
-		master, err := isMaster(ctx, node)
-		if err != nil {
-			return deleted, fmt.Errorf("ratelua: reset prefix on %s: %w", addr, classify(Script{Name: "reset"}, err))
-		}
-		if !master {
-			continue
-		}
-		cursor := uint64(0)
+	pattern := globEscape(prefix) + ":{*}:*:v*:*"
+	var count int64
+	for _, n := range masters {
+		cursor := "0"
 		for {
-			entry, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(int64(batch)).Build()).AsScanEntry()
+			reply, err := n.Do(ctx, "SCAN", cursor, "MATCH", pattern, "COUNT", strconv.Itoa(resetScan))
 			if err != nil {
-				return deleted, fmt.Errorf("ratelua: scan %s: %w", addr, classify(Script{Name: "reset"}, err))
+				return count, fmt.Errorf("ratelua: scan %s: %w", n.Addr, unreachable(err))
 			}
-			if len(entry.Elements) > 0 {
-				cmds := make(rueidis.Commands, len(entry.Elements))
-				for i, k := range entry.Elements {
-					cmds[i] = node.B().Unlink().Key(k).Build()
-				}
-				for _, resp := range node.DoMulti(ctx, cmds...) {
-					n, err := resp.AsInt64()
-					if err != nil {
-						return deleted, fmt.Errorf("ratelua: unlink on %s: %w", addr, classify(Script{Name: "reset"}, err))
-					}
-					deleted += n
-				}
-				if progress != nil {
-					progress(deleted)
-				}
+			next, keys, err := scanReply(reply)
+			if err != nil {
+				return count, fmt.Errorf("ratelua: scan %s: %w", n.Addr, err)
 			}
-			cursor = entry.Cursor
-			if cursor == 0 {
+			// One UNLINK per slot: a cluster node refuses keys of two slots
+			// in one command.
+			bySlot := map[int][]string{}
+			var slots []int
+			for _, k := range keys {
+				if !isStateKey(prefix, k) {
+					continue
+				}
+				s := slot(k)
+				if bySlot[s] == nil {
+					slots = append(slots, s)
+					bySlot[s] = []string{"UNLINK"}
+				}
+				bySlot[s] = append(bySlot[s], k)
+			}
+			for _, s := range slots {
+				if dryRun {
+					count += int64(len(bySlot[s]) - 1)
+					continue
+				}
+				deleted, err := n.Do(ctx, bySlot[s]...)
+				if err != nil {
+					return count, fmt.Errorf("ratelua: unlink on %s: %w", n.Addr, unreachable(err))
+				}
+				d, ok := deleted.(int64)
+				if !ok {
+					return count, fmt.Errorf("ratelua: unlink on %s answered %T, want an integer", n.Addr, deleted)
+				}
+				count += d
+			}
+			if len(slots) > 0 && progress != nil {
+				progress(count)
+			}
+			if cursor = next; cursor == "0" {
 				break
 			}
 		}
 	}
-	return deleted, nil
+	return count, nil
 }
 
-// isMaster asks a node for its ROLE.
-func isMaster(ctx context.Context, node rueidis.Client) (bool, error) {
-	role, err := node.Do(ctx, node.B().Role().Build()).ToArray()
-	if err != nil {
-		return false, err
+// scanReply reads a SCAN reply: the next cursor and the keys.
+func scanReply(reply any) (string, []string, error) {
+	pair, ok := reply.([]any)
+	if !ok || len(pair) != 2 {
+		return "", nil, fmt.Errorf("SCAN answered %T, want [cursor keys]", reply)
 	}
-	if len(role) == 0 {
-		return false, errors.New("empty ROLE reply")
+	cursor, ok := pair[0].(string)
+	if !ok {
+		return "", nil, fmt.Errorf("SCAN answered a cursor of type %T", pair[0])
 	}
-	name, err := role[0].ToString()
-	return name == "master", err
+	elements, ok := pair[1].([]any)
+	if !ok {
+		return "", nil, fmt.Errorf("SCAN answered keys of type %T", pair[1])
+	}
+	keys := make([]string, 0, len(elements))
+	for _, e := range elements {
+		k, ok := e.(string)
+		if !ok {
+			return "", nil, fmt.Errorf("SCAN answered a key of type %T", e)
+		}
+		keys = append(keys, k)
+	}
+	return cursor, keys, nil
 }
 
 // globEscape escapes the SCAN MATCH pattern characters of s.
 func globEscape(s string) string {
-	var b strings.Builder
+	out := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case '*', '?', '[', ']', '\\':
-			b.WriteByte('\\')
+			out = append(out, '\\')
 		}
-		b.WriteByte(s[i])
+		out = append(out, s[i])
 	}
-	return b.String()
+	return string(out)
 }

@@ -1,14 +1,14 @@
 package ratelua
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
-
-	"github.com/redis/rueidis"
 
 	"github.com/ratelua/ratelua/internal/luagen"
 )
@@ -25,10 +25,6 @@ const (
 
 //go:embed lua/*.lua lua/manifest.json
 var luaFiles embed.FS
-
-// ErrUnknownScript is returned when no embedded script has the asked name
-// or version.
-var ErrUnknownScript = errors.New("ratelua: unknown script")
 
 // Contract is a script's calling convention in words, as published in
 // lua/manifest.json.
@@ -55,9 +51,25 @@ type Script struct {
 // String returns "name@vN".
 func (s Script) String() string { return fmt.Sprintf("%s@v%d", s.Name, s.Version) }
 
-// Lua returns a rueidis.Lua that runs the script by EVALSHA with the SHA1
-// computed locally, falling back to EVAL on NOSCRIPT.
-func (s Script) Lua() *rueidis.Lua { return rueidis.NewLuaScript(s.Source) }
+// Run calls the script once on key with args, as any caller could:
+// EVALSHA, then EVAL (which loads the script on that node) when the node
+// answers NOSCRIPT. The reply, an array of len(reply) integers, is stored
+// in reply; an error reply is a *ServerError naming the script.
+func (s Script) Run(ctx context.Context, client Client, key string, args []string, reply []int64) error {
+	call := Call{Command: "EVALSHA", Script: s.SHA1, Key: key, Args: args}
+	err := client.Run(ctx, call, reply)
+	if isNoScript(err) {
+		call.Command, call.Script = "EVAL", s.Source
+		err = client.Run(ctx, call, reply)
+	}
+	return classify(s.String(), err)
+}
+
+// isNoScript reports a NOSCRIPT error reply.
+func isNoScript(err error) bool {
+	var se *ServerError
+	return errors.As(err, &se) && strings.HasPrefix(se.Message, "NOSCRIPT")
+}
 
 var embedded = sync.OnceValues(loadEmbedded)
 
@@ -98,38 +110,6 @@ func Scripts() []Script {
 		return nil
 	}
 	return slices.Clone(s)
-}
-
-// LookupScript returns the embedded script name at version.
-func LookupScript(name string, version int) (Script, error) {
-	s, err := embedded()
-	if err != nil {
-		return Script{}, err
-	}
-	for _, sc := range s {
-		if sc.Name == name && sc.Version == version {
-			return sc, nil
-		}
-	}
-	return Script{}, fmt.Errorf("%w: %s@v%d", ErrUnknownScript, name, version)
-}
-
-// LatestScript returns the highest embedded version of the script name.
-func LatestScript(name string) (Script, error) {
-	s, err := embedded()
-	if err != nil {
-		return Script{}, err
-	}
-	var latest *Script
-	for i := range s {
-		if s[i].Name == name && (latest == nil || s[i].Version > latest.Version) {
-			latest = &s[i]
-		}
-	}
-	if latest == nil {
-		return Script{}, fmt.Errorf("%w: %s", ErrUnknownScript, name)
-	}
-	return *latest, nil
 }
 
 // Manifest returns lua/manifest.json exactly as embedded: every script's

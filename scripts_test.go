@@ -85,8 +85,8 @@ func TestGenerated(t *testing.T) {
 // script's exact text as the function body, so FCALL and EVALSHA can never
 // differ.
 func TestLibraryRunsTheScripts(t *testing.T) {
-	if lib := FunctionLibrary(); lib.Name != "ratelua_v2" {
-		t.Errorf("FunctionLibrary() is %q, want the newest release ratelua_v2", lib.Name)
+	if lib := newestLibrary(t); lib.Name != "ratelua_v2" {
+		t.Errorf("newestLibrary(t) is %q, want the newest release ratelua_v2", lib.Name)
 	}
 	for _, s := range Scripts() {
 		lib, err := ReleaseLibrary(s.Version)
@@ -139,22 +139,22 @@ func TestManifestDescribesEveryScript(t *testing.T) {
 
 func TestLookup(t *testing.T) {
 	for _, name := range []string{SlidingWindow, AR1, ZSetLog, TokenBucket} {
-		s, err := LatestScript(name)
+		s, err := NewRegistry().Latest(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if s.Name != name || s.Version < 1 {
-			t.Errorf("LatestScript(%q) = %s", name, s)
+			t.Errorf("NewRegistry().Latest(%q) = %s", name, s)
 		}
-		got, err := LookupScript(name, s.Version)
+		got, err := NewRegistry().Lookup(name, s.Version)
 		if err != nil || got.SHA1 != s.SHA1 {
-			t.Errorf("LookupScript(%q, %d) = %s, %v", name, s.Version, got, err)
+			t.Errorf("NewRegistry().Lookup(%q, %d) = %s, %v", name, s.Version, got, err)
 		}
 	}
-	if _, err := LookupScript(SlidingWindow, 99); !errors.Is(err, ErrUnknownScript) {
+	if _, err := NewRegistry().Lookup(SlidingWindow, 99); !errors.Is(err, ErrUnknownScript) {
 		t.Errorf("unknown version: err %v, want ErrUnknownScript", err)
 	}
-	if _, err := LatestScript("nope"); !errors.Is(err, ErrUnknownScript) {
+	if _, err := NewRegistry().Latest("nope"); !errors.Is(err, ErrUnknownScript) {
 		t.Errorf("unknown name: err %v, want ErrUnknownScript", err)
 	}
 	a, b := Scripts(), Scripts()

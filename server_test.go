@@ -60,10 +60,10 @@ func countCase(label string) {
 func loginLimiters(t *testing.T, client rueidis.Client, prefix string, clock func() time.Time, countDenied bool) map[string]*Limiter {
 	t.Helper()
 	opts := Options{Prefix: prefix, Clock: clock, CountDenied: countDenied}
-	sw, err1 := NewSlidingWindow(client, opts, Window{1, 5 * time.Second, time.Second}, Window{5, time.Hour, 10 * time.Minute})
-	ar, err2 := NewAR1(client, opts, Decay{1, 2, 5 * time.Second}, Decay{5, 2, time.Hour})
-	zl, err3 := NewZSetLog(client, opts, Log{1, 5 * time.Second}, Log{5, time.Hour})
-	tb, err4 := NewTokenBucket(client, opts, Bucket{1, 1, 5 * time.Second}, Bucket{5, 1, 720 * time.Second})
+	sw, err1 := NewSlidingWindow(Rueidis(client), opts, Window{1, 5 * time.Second, time.Second}, Window{5, time.Hour, 10 * time.Minute})
+	ar, err2 := NewAR1(Rueidis(client), opts, Decay{1, 2, 5 * time.Second}, Decay{5, 2, time.Hour})
+	zl, err3 := NewZSetLog(Rueidis(client), opts, Log{1, 5 * time.Second}, Log{5, time.Hour})
+	tb, err4 := NewTokenBucket(Rueidis(client), opts, Bucket{1, 1, 5 * time.Second}, Bucket{5, 1, 720 * time.Second})
 	for _, err := range []error{err1, err2, err3, err4} {
 		if err != nil {
 			t.Fatal(err)
@@ -119,7 +119,7 @@ func TestLimitersOnServers(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s step %d: %v", name, i, err)
 				}
-				want, _ := resultOf(st.want, unit{"s", time.Second})
+				want := resultOf(st.want, unit{"s", time.Second})
 				if r != want {
 					t.Errorf("%s step %d: %+v, want %+v", name, i, r, want)
 				}
@@ -143,10 +143,10 @@ func checkAtomicity(t *testing.T, client rueidis.Client) {
 		for _, countDenied := range []bool{false, true} {
 			opts := Options{Prefix: fmt.Sprintf("conc%v", countDenied), Clock: func() time.Time { return at }, CountDenied: countDenied}
 			limiters := map[string]func() (*Limiter, error){
-				SlidingWindow: func() (*Limiter, error) { return NewSlidingWindow(client, opts, PerWindow(10, time.Minute)) },
-				AR1:           func() (*Limiter, error) { return NewAR1(client, opts, Decay{10, 1.5, time.Minute}) },
-				ZSetLog:       func() (*Limiter, error) { return NewZSetLog(client, opts, Log{10, time.Minute}) },
-				TokenBucket:   func() (*Limiter, error) { return NewTokenBucket(client, opts, Bucket{10, 1, time.Hour}) },
+				SlidingWindow: func() (*Limiter, error) { return NewSlidingWindow(Rueidis(client), opts, PerWindow(10, time.Minute)) },
+				AR1:           func() (*Limiter, error) { return NewAR1(Rueidis(client), opts, Decay{10, 1.5, time.Minute}) },
+				ZSetLog:       func() (*Limiter, error) { return NewZSetLog(Rueidis(client), opts, Log{10, time.Minute}) },
+				TokenBucket:   func() (*Limiter, error) { return NewTokenBucket(Rueidis(client), opts, Bucket{10, 1, time.Hour}) },
 			}
 			for name, build := range limiters {
 				l, err := build()
@@ -186,7 +186,7 @@ func checkAtomicity(t *testing.T, client rueidis.Client) {
 func TestBatchSurvivesScriptFlush(t *testing.T) {
 	eachServer(t, func(t *testing.T, client rueidis.Client, s *testbench.Node) {
 		ctx := context.Background()
-		l, err := NewTokenBucket(client, Options{Prefix: "flush"}, Bucket{3, 1, time.Hour})
+		l, err := NewTokenBucket(Rueidis(client), Options{Prefix: "flush"}, Bucket{3, 1, time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,8 +242,8 @@ func TestBatchSurvivesScriptFlush(t *testing.T) {
 func TestServerAndCallerClocksAgree(t *testing.T) {
 	eachServer(t, func(t *testing.T, client rueidis.Client, s *testbench.Node) {
 		ctx := context.Background()
-		server, _ := NewSlidingWindow(client, Options{Prefix: "srvclock"}, Window{3, time.Hour, time.Minute})
-		caller, _ := NewSlidingWindow(client, Options{Prefix: "callerclock", Clock: time.Now}, Window{3, time.Hour, time.Minute})
+		server, _ := NewSlidingWindow(Rueidis(client), Options{Prefix: "srvclock"}, Window{3, time.Hour, time.Minute})
+		caller, _ := NewSlidingWindow(Rueidis(client), Options{Prefix: "callerclock", Clock: time.Now}, Window{3, time.Hour, time.Minute})
 		for i := range 5 {
 			a, err1 := server.Allow(ctx, "k")
 			b, err2 := caller.Allow(ctx, "k")
@@ -265,7 +265,7 @@ func TestServerAndCallerClocksAgree(t *testing.T) {
 func TestResetIsSeenByRawEVALSHA(t *testing.T) {
 	eachServer(t, func(t *testing.T, client rueidis.Client, s *testbench.Node) {
 		ctx := context.Background()
-		l, _ := NewZSetLog(client, Options{Prefix: "raw"}, Log{2, time.Hour})
+		l, _ := NewZSetLog(Rueidis(client), Options{Prefix: "raw"}, Log{2, time.Hour})
 		if _, err := l.AllowN(ctx, "k", 2); err != nil {
 			t.Fatal(err)
 		}
@@ -295,7 +295,7 @@ func TestLoadAndResetPrefix(t *testing.T) {
 	eachServer(t, func(t *testing.T, client rueidis.Client, s *testbench.Node) {
 		ctx := context.Background()
 		client.Do(ctx, client.B().ScriptFlush().Build())
-		report, err := NewRegistry().Load(ctx, client)
+		report, err := NewRegistry().Load(ctx, Rueidis(client))
 		if err != nil || len(report) != 1 || report[0].Loaded != len(Scripts()) {
 			t.Fatalf("Load: %+v, %v", report, err)
 		}
@@ -305,8 +305,8 @@ func TestLoadAndResetPrefix(t *testing.T) {
 				t.Errorf("%s not loaded: %v %v", sc, exists, err)
 			}
 		}
-		l, _ := NewTokenBucket(client, Options{Prefix: "wipe"}, PerSecond(1, 5))
-		keep, _ := NewTokenBucket(client, Options{Prefix: "wipe2"}, PerSecond(1, 5))
+		l, _ := NewTokenBucket(Rueidis(client), Options{Prefix: "wipe"}, PerSecond(1, 5))
+		keep, _ := NewTokenBucket(Rueidis(client), Options{Prefix: "wipe2"}, PerSecond(1, 5))
 		requests := make([]Request, 1200)
 		for i := range requests {
 			requests[i] = Request{Key: strconv.Itoa(i), N: 1}
@@ -314,7 +314,7 @@ func TestLoadAndResetPrefix(t *testing.T) {
 		l.AllowBatch(ctx, requests)
 		keep.AllowBatch(ctx, requests[:10])
 		var calls int
-		n, err := ResetPrefix(ctx, client, "wipe", 100, func(int64) { calls++ })
+		n, err := ResetPrefix(ctx, Rueidis(client), "wipe", false, func(int64) { calls++ })
 		if err != nil || n != 1200 || calls < 2 {
 			t.Fatalf("ResetPrefix: %d deleted, %d progress calls, %v", n, calls, err)
 		}
@@ -337,8 +337,8 @@ func TestFailOpenAndClosed(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer client.Close()
-		closed, _ := NewTokenBucket(client, Options{}, PerSecond(1, 1))
-		open, _ := NewTokenBucket(client, Options{FailOpen: true}, PerSecond(1, 1))
+		closed, _ := NewTokenBucket(Rueidis(client), Options{}, PerSecond(1, 1))
+		open, _ := NewTokenBucket(Rueidis(client), Options{FailOpen: true}, PerSecond(1, 1))
 		if r, err := closed.Allow(context.Background(), "k"); err != nil || !r.Allowed {
 			t.Fatalf("while up: %+v, %v", r, err)
 		}
@@ -363,9 +363,9 @@ func TestFunctionsOnServers(t *testing.T) {
 		client.Do(ctx, client.B().FunctionFlush().Build())
 		at := time.Unix(1_800_000_000, 0)
 		opts := Options{Prefix: "fn", Clock: func() time.Time { return at }}
-		viaEval, _ := NewSlidingWindow(client, opts, Window{3, time.Minute, time.Second})
+		viaEval, _ := NewSlidingWindow(Rueidis(client), opts, Window{3, time.Minute, time.Second})
 		opts.Prefix, opts.Functions = "fn2", true
-		viaFunc, _ := NewSlidingWindow(client, opts, Window{3, time.Minute, time.Second})
+		viaFunc, _ := NewSlidingWindow(Rueidis(client), opts, Window{3, time.Minute, time.Second})
 		for i := range 5 {
 			if i == 2 {
 				client.Do(ctx, client.B().FunctionFlush().Build())
@@ -380,7 +380,7 @@ func TestFunctionsOnServers(t *testing.T) {
 		if out[0].Err != nil || out[1].Err != nil || out[1].Result.Remaining != 1 {
 			t.Errorf("FCALL batch: %+v", out)
 		}
-		report, err := LoadFunctions(ctx, client, FunctionLibrary())
+		report, err := LoadFunctions(ctx, Rueidis(client), newestLibrary(t))
 		if err != nil || len(report) != 1 || report[0].Loaded != 1 {
 			t.Errorf("LoadFunctions: %+v, %v", report, err)
 		}

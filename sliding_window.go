@@ -2,8 +2,6 @@ package ratelua
 
 import (
 	"time"
-
-	"github.com/redis/rueidis"
 )
 
 // Window allows at most Max events in any Duration, counted in buckets of
@@ -25,7 +23,7 @@ func PerWindow(max int64, d time.Duration) Window {
 // NewSlidingWindow returns a limiter that checks and records events against
 // every window at once (script sliding_window): one hash per event key,
 // whatever the number of windows.
-func NewSlidingWindow(client rueidis.Client, opts Options, windows ...Window) (*Limiter, error) {
+func NewSlidingWindow(client Client, opts Options, windows ...Window) (*Limiter, error) {
 	var durations []time.Duration
 	for _, w := range windows {
 		durations = append(durations, w.Duration, w.Resolution)
@@ -43,11 +41,20 @@ func NewSlidingWindow(client rueidis.Client, opts Options, windows ...Window) (*
 				if c.err == nil && w.Resolution > w.Duration {
 					c.fail("Resolution", "must be at most Duration, got %v > %v", w.Resolution, w.Duration)
 				}
-				if c.err == nil && (w.Duration+w.Resolution-1)/w.Resolution > 10000 {
+				if c.err == nil && buckets(w) > 10000 {
 					c.fail("Resolution", "makes more than 10000 buckets in %v", w.Duration)
 				}
 				return args
 			})
 		},
 	}, len(windows))
+}
+
+// buckets is ceil(Duration / Resolution), without overflow.
+func buckets(w Window) time.Duration {
+	n := w.Duration / w.Resolution
+	if w.Duration%w.Resolution != 0 {
+		n++
+	}
+	return n
 }

@@ -2,8 +2,6 @@ package ratelua
 
 import (
 	"time"
-
-	"github.com/redis/rueidis"
 )
 
 // Bucket holds up to Capacity tokens and refills RefillAmount tokens every
@@ -22,7 +20,7 @@ func PerSecond(rate, burst int64) Bucket {
 
 // NewTokenBucket returns a token-bucket limiter (script token_bucket): one
 // small string per event key, whatever the number of buckets.
-func NewTokenBucket(client rueidis.Client, opts Options, buckets ...Bucket) (*Limiter, error) {
+func NewTokenBucket(client Client, opts Options, buckets ...Bucket) (*Limiter, error) {
 	var durations []time.Duration
 	for _, b := range buckets {
 		durations = append(durations, b.RefillInterval)

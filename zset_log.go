@@ -2,8 +2,6 @@ package ratelua
 
 import (
 	"time"
-
-	"github.com/redis/rueidis"
 )
 
 // Log allows at most Max events in any Window, exactly: every event is kept
@@ -15,7 +13,7 @@ type Log struct {
 
 // NewZSetLog returns an exact sliding-log limiter (script zset_log): one
 // sorted set per event key holding up to the largest Max events.
-func NewZSetLog(client rueidis.Client, opts Options, logs ...Log) (*Limiter, error) {
+func NewZSetLog(client Client, opts Options, logs ...Log) (*Limiter, error) {
 	var durations []time.Duration
 	for _, g := range logs {
 		durations = append(durations, g.Window)

@@ -88,25 +88,25 @@ func clientBenches() []clientBench {
 	o := ratelua.Options{Prefix: "rl"}
 	return []clientBench{
 		{name: "ratelua Allow, token_bucket 1 limit", limits: func(c rueidis.Client) (*ratelua.Limiter, error) {
-			return ratelua.NewTokenBucket(c, o, ratelua.Bucket{Capacity: 100, RefillAmount: 100, RefillInterval: time.Minute})
+			return ratelua.NewTokenBucket(ratelua.Rueidis(c), o, ratelua.Bucket{Capacity: 100, RefillAmount: 100, RefillInterval: time.Minute})
 		}},
 		{name: "ratelua Allow, ar1 1 limit", limits: func(c rueidis.Client) (*ratelua.Limiter, error) {
-			return ratelua.NewAR1(c, o, ratelua.Decay{Max: 100, Factor: 2, Resolution: time.Minute})
+			return ratelua.NewAR1(ratelua.Rueidis(c), o, ratelua.Decay{Max: 100, Factor: 2, Resolution: time.Minute})
 		}},
 		{name: "ratelua Allow, zset_log max 100", limits: func(c rueidis.Client) (*ratelua.Limiter, error) {
-			return ratelua.NewZSetLog(c, o, ratelua.Log{Max: 100, Window: time.Minute})
+			return ratelua.NewZSetLog(ratelua.Rueidis(c), o, ratelua.Log{Max: 100, Window: time.Minute})
 		}},
 		{name: "ratelua Allow, sliding_window 1 limit", limits: func(c rueidis.Client) (*ratelua.Limiter, error) {
-			return ratelua.NewSlidingWindow(c, o, ratelua.Window{Max: 100, Duration: time.Minute, Resolution: time.Second})
+			return ratelua.NewSlidingWindow(ratelua.Rueidis(c), o, ratelua.Window{Max: 100, Duration: time.Minute, Resolution: time.Second})
 		}},
 		{name: "ratelua Allow, sliding_window 3 limits", limits: func(c rueidis.Client) (*ratelua.Limiter, error) {
-			return ratelua.NewSlidingWindow(c, o,
+			return ratelua.NewSlidingWindow(ratelua.Rueidis(c), o,
 				ratelua.Window{Max: 1, Duration: 5 * time.Second, Resolution: time.Second},
 				ratelua.Window{Max: 5, Duration: time.Hour, Resolution: 10 * time.Minute},
 				ratelua.Window{Max: 1000, Duration: 24 * time.Hour, Resolution: time.Hour})
 		}},
 		{name: "ratelua AllowBatch, 100 keys, token_bucket 1 limit", batch: true, limits: func(c rueidis.Client) (*ratelua.Limiter, error) {
-			return ratelua.NewTokenBucket(c, o, ratelua.Bucket{Capacity: 100, RefillAmount: 100, RefillInterval: time.Minute})
+			return ratelua.NewTokenBucket(ratelua.Rueidis(c), o, ratelua.Bucket{Capacity: 100, RefillAmount: 100, RefillInterval: time.Minute})
 		}},
 	}
 }

@@ -126,38 +126,38 @@ func rateluaContenders() []contender {
 	}
 	return []contender{
 		rl("ratelua token_bucket, 1 limit", jobTokenBucket1, 3.5, 1.25, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-			return ratelua.NewTokenBucket(c, o, tb1)
+			return ratelua.NewTokenBucket(ratelua.Rueidis(c), o, tb1)
 		}),
 		rl("ratelua token_bucket, 3 limits", "", 0, 0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-			return ratelua.NewTokenBucket(c, o, tb3...)
+			return ratelua.NewTokenBucket(ratelua.Rueidis(c), o, tb3...)
 		}),
 		rl("ratelua ar1, 1 limit", jobAny, 3.5, 1.25, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-			return ratelua.NewAR1(c, o, ar1)
+			return ratelua.NewAR1(ratelua.Rueidis(c), o, ar1)
 		}),
 		rl("ratelua ar1, 3 limits", jobAny, 0, 0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-			return ratelua.NewAR1(c, o, ar3...)
+			return ratelua.NewAR1(ratelua.Rueidis(c), o, ar3...)
 		}),
 		rl("ratelua zset_log, max 100", jobZSetLog100, 4.5, 2.0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-			return ratelua.NewZSetLog(c, o, ratelua.Log{Max: 100, Window: time.Minute})
+			return ratelua.NewZSetLog(ratelua.Rueidis(c), o, ratelua.Log{Max: 100, Window: time.Minute})
 		}),
 		rl("ratelua sliding_window, 1 limit (60 buckets)", jobSlidingWindow1, 4.5, 0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-			return ratelua.NewSlidingWindow(c, o, sw1)
+			return ratelua.NewSlidingWindow(ratelua.Rueidis(c), o, sw1)
 		}),
 		rl("ratelua sliding_window, 3 limits", jobSlidingWindow3, 6.0, 3.0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-			return ratelua.NewSlidingWindow(c, o, sw3...)
+			return ratelua.NewSlidingWindow(ratelua.Rueidis(c), o, sw3...)
 		}),
 		// The released v1 scripts, same limits, for the gain of v2.
 		rlVersion("ratelua v1 token_bucket, 1 limit", "", 0, 0, 1, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-			return ratelua.NewTokenBucket(c, o, tb1)
+			return ratelua.NewTokenBucket(ratelua.Rueidis(c), o, tb1)
 		}),
 		rlVersion("ratelua v1 ar1, 1 limit", "", 0, 0, 1, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-			return ratelua.NewAR1(c, o, ar1)
+			return ratelua.NewAR1(ratelua.Rueidis(c), o, ar1)
 		}),
 		rlVersion("ratelua v1 zset_log, max 100", "", 0, 0, 1, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-			return ratelua.NewZSetLog(c, o, ratelua.Log{Max: 100, Window: time.Minute})
+			return ratelua.NewZSetLog(ratelua.Rueidis(c), o, ratelua.Log{Max: 100, Window: time.Minute})
 		}),
 		rlVersion("ratelua v1 sliding_window, 3 limits", "", 0, 0, 1, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-			return ratelua.NewSlidingWindow(c, o, sw3...)
+			return ratelua.NewSlidingWindow(ratelua.Rueidis(c), o, sw3...)
 		}),
 	}
 }

@@ -62,7 +62,7 @@ func sweepContenders() []contender {
 		w := ratelua.Window{Max: sweepMax, Duration: sweepWindow, Resolution: sweepWindow / time.Duration(n)}
 		cs = append(cs, sweepContender(fmt.Sprintf("sliding_window, 1 limit, %d buckets", n), sweepBuckets, float64(n), warm, keys,
 			func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-				return ratelua.NewSlidingWindow(c, o, w)
+				return ratelua.NewSlidingWindow(ratelua.Rueidis(c), o, w)
 			}))
 	}
 	for _, n := range []int{1, 2, 4, 8, 16} {
@@ -73,7 +73,7 @@ func sweepContenders() []contender {
 		}
 		cs = append(cs, sweepContender(fmt.Sprintf("sliding_window, %d limit%s, 60 buckets each", n, plural(n)), sweepLimits, float64(n), warm, keys,
 			func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-				return ratelua.NewSlidingWindow(c, o, ws...)
+				return ratelua.NewSlidingWindow(ratelua.Rueidis(c), o, ws...)
 			}))
 	}
 	zkeys := hotKeys(zsetHotKeys)
@@ -83,7 +83,7 @@ func sweepContenders() []contender {
 	for _, m := range []int64{10, 1000, 100000} {
 		c := sweepContender("zset_log, max "+strconv.FormatInt(m, 10)+", full log", sweepZSetMax, float64(m), 0, zkeys,
 			func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-				return ratelua.NewZSetLog(c, o, ratelua.Log{Max: m, Window: zsetWindow})
+				return ratelua.NewZSetLog(ratelua.Rueidis(c), o, ratelua.Log{Max: m, Window: zsetWindow})
 			})
 		c.prepare = func(ctx context.Context, r runner) error { return prefill(ctx, r, zkeys, m) }
 		cs = append(cs, c)

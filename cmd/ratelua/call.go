@@ -74,16 +74,13 @@ func clockArg(now string) string {
 // NOSCRIPT) and returns its five integers. An "ERR ratelua:" reply, the
 // script rejecting an argument, is a *badArgsError.
 func execScript(ctx context.Context, client rueidis.Client, s ratelua.Script, key string, argv []string) ([]int64, error) {
-	reply, err := ratelua.NewRegistry().Exec(ctx, client, s, []string{key}, argv).AsIntSlice()
-	if err != nil {
-		var re *rueidis.RedisError
-		if errors.As(err, &re) && strings.HasPrefix(strings.TrimPrefix(re.Error(), "ERR "), "ratelua:") {
-			return nil, &badArgsError{err: fmt.Errorf("%s: %s", s, re.Error())}
+	reply := make([]int64, 5)
+	if err := s.Run(ctx, ratelua.Rueidis(client), key, argv, reply); err != nil {
+		var se *ratelua.ServerError
+		if errors.As(err, &se) && strings.HasPrefix(strings.TrimPrefix(se.Message, "ERR "), "ratelua:") {
+			return nil, &badArgsError{err: err}
 		}
-		return nil, fmt.Errorf("%s: %w", s, err)
-	}
-	if len(reply) != 5 {
-		return nil, fmt.Errorf("%s: reply has %d integers, want 5", s, len(reply))
+		return nil, err
 	}
 	return reply, nil
 }

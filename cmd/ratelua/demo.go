@@ -96,13 +96,13 @@ caller's clock, on a key under "demo:" that it resets first.`,
 		return err
 	}
 	if len(pos) > 0 {
-		return usagef("demo", "demo: unexpected argument %q", pos[0])
+		return usagef("demo", "demo: unexpected argument %s", quoted(pos[0]))
 	}
 	limits, ok := demos[*name]
 	if !ok {
-		return usagef("demo", "demo: --script must be one of %s, got %q", strings.Join(names, ", "), *name)
+		return usagef("demo", "demo: --script must be one of %s, got %s", strings.Join(names, ", "), quoted(*name))
 	}
-	script, err := ratelua.LatestScript(*name)
+	script, err := ratelua.NewRegistry().Latest(*name)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

@@ -25,11 +25,11 @@ Both are idempotent: run them after a deploy, a restart or a failover.`,
 		return err
 	}
 	if len(pos) > 0 {
-		return usagef("load", "load: unexpected argument %q", pos[0])
+		return usagef("load", "load: unexpected argument %s", quoted(pos[0]))
 	}
-	lib := ratelua.FunctionLibrary()
-	if *functions && lib.Source == "" {
-		return fmt.Errorf("load --functions: the Functions library %q is not available in this build", lib.Name)
+	lib, err := ratelua.ReleaseLibrary(0)
+	if *functions && err != nil {
+		return fmt.Errorf("load --functions: %w", err)
 	}
 	client, err := sf.connect("load")
 	if err != nil {
@@ -41,9 +41,9 @@ Both are idempotent: run them after a deploy, a restart or a failover.`,
 
 	var report []ratelua.NodeLoad
 	if *functions {
-		report, err = ratelua.LoadFunctions(ctx, client, lib)
+		report, err = ratelua.LoadFunctions(ctx, ratelua.Rueidis(client), lib)
 	} else {
-		report, err = ratelua.NewRegistry().Load(ctx, client)
+		report, err = ratelua.NewRegistry().Load(ctx, ratelua.Rueidis(client))
 	}
 	for _, nl := range report {
 		line := nl.Addr + "  "

@@ -99,7 +99,7 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 	if strings.HasPrefix(name, "-") {
 		return usagef("", "flag %s before a command", name)
 	}
-	return usagef("", "unknown command %q", name)
+	return usagef("", "unknown command %s", quoted(name))
 }
 
 func printOverview(w io.Writer) {
@@ -188,7 +188,8 @@ func oneLine(msg string) string {
 // network failure, a timeout, or what ratelua classifies as unavailable.
 func unreachable(err error) bool {
 	var re *rueidis.RedisError
-	if errors.As(err, &re) {
+	var se *ratelua.ServerError
+	if errors.As(err, &re) || errors.As(err, &se) {
 		// An answer from the server; LOADING and the like are unavailability.
 		return errors.Is(err, ratelua.ErrUnavailable)
 	}
@@ -338,7 +339,7 @@ func (sf serverFlags) connect(cmd string) (rueidis.Client, error) {
 		for _, a := range strings.Split(addr, ",") {
 			a = strings.TrimSpace(a)
 			if _, _, err := net.SplitHostPort(a); err != nil {
-				return nil, usagef(cmd, "%s: --addr %q: want HOST:PORT", cmd, a)
+				return nil, usagef(cmd, "%s: --addr %s: want HOST:PORT", cmd, quoted(a))
 			}
 			opt.InitAddress = append(opt.InitAddress, a)
 		}
@@ -348,6 +349,11 @@ func (sf serverFlags) connect(cmd string) (rueidis.Client, error) {
 	opt.ConnWriteTimeout = *sf.timeout
 	client, err := rueidis.NewClient(opt)
 	if err != nil {
+		if _, answered := rueidis.IsRedisErr(err); !answered {
+			// Whatever answered there (if anything) is not a server that
+			// speaks RESP: unreachable as a server, exit status 3.
+			err = fmt.Errorf("%w: %w", ratelua.ErrUnavailable, err)
+		}
 		return nil, fmt.Errorf("%s: cannot reach %s: %w", cmd, addr, err)
 	}
 	return client, nil
@@ -361,9 +367,9 @@ func parseScript(cmd, s string) (ratelua.Script, error) {
 	name, version, ok := strings.Cut(s, "@")
 	n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimPrefix(version, "v"), "V"))
 	if !ok || name == "" || err != nil || n < 1 {
-		return ratelua.Script{}, usagef(cmd, "%s: want NAME@VERSION, e.g. sliding_window@1, got %q", cmd, s)
+		return ratelua.Script{}, usagef(cmd, "%s: want NAME@VERSION, e.g. sliding_window@1, got %s", cmd, quoted(s))
 	}
-	script, err := ratelua.LookupScript(name, n)
+	script, err := ratelua.NewRegistry().Lookup(name, n)
 	if err != nil {
 		var known []string
 		for _, sc := range ratelua.Scripts() {
@@ -381,4 +387,14 @@ func plural(n int64, one, many string) string {
 		return "1 " + one
 	}
 	return strconv.FormatInt(n, 10) + " " + many
+}
+
+// quoted quotes a value from the command line for a message: escaped, and
+// cut after 64 bytes with its length noted.
+func quoted(s string) string {
+	const most = 64
+	if len(s) <= most {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(s[:most]) + fmt.Sprintf("...(%d bytes)", len(s))
 }

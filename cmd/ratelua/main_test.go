@@ -72,7 +72,7 @@ func TestHelp(t *testing.T) {
 	}
 	// Every flag of every command is documented with its value name.
 	r := cli(t, "reset", "--help")
-	for _, want := range []string{"--addr HOST:PORT", "--prefix PREFIX", "--unit UNIT", "--batch N", "--timeout duration"} {
+	for _, want := range []string{"--addr HOST:PORT", "--prefix PREFIX", "--unit UNIT", "--dry-run", "--timeout duration"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("reset --help lacks %q:\n%s", want, r.stdout)
 		}
@@ -111,7 +111,6 @@ func TestUsageErrors(t *testing.T) {
 		{"reset", "--addr", "127.0.0.1:1", "--prefix", "p", "sliding_window@1", "k", "1", "5000", "1000"},
 		{"reset", "--addr", "127.0.0.1:1", "--prefix", ""},
 		{"reset", "--addr", "127.0.0.1:1", "--prefix", "a{b}"},
-		{"reset", "--addr", "127.0.0.1:1", "--prefix", "p", "--batch", "0"},
 		append([]string{"reset", "sliding_window@1", "k"}, limits...),
 		{"demo", "--script", "nope"},
 		{"demo", "extra"},

@@ -14,16 +14,18 @@ func runReset(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet("reset", "ratelua reset --addr HOST:PORT (NAME@VERSION KEY limit... | --prefix PREFIX)", `
 With a script and a key, resets that key's limiter state: the script's reset
 call (eventCount -1), which checks the limits first, so give the limits the
-key is used with. With --prefix, deletes every key under PREFIX: (the
-Options.Prefix of a limiter) on every master, by SCAN and UNLINK in batches,
-never KEYS; progress goes to stderr when it is a terminal, the count to
-stdout.`,
+key is used with. With --prefix, deletes the state of every limiter whose
+Options.Prefix is exactly PREFIX (the keys PREFIX:{...}:<script>:v<N>:<hash>,
+no other key) on every master, by SCAN and UNLINK, never KEYS; with
+--dry-run it only counts them. Progress goes to stderr when it is a
+terminal, the count to stdout.`,
 		`ratelua reset --addr 127.0.0.1:6379 sliding_window@1 'login:{203.0.113.7}' 1 5000 1000 5 3600000 600000`,
+		`ratelua reset --addr 127.0.0.1:7000 --prefix login --dry-run`,
 		`ratelua reset --addr 127.0.0.1:7000 --prefix login`)
 	sf := addServerFlags(fs, true)
 	unit := fs.String("unit", "ms", "the `UNIT` of the limits' durations: s, ms or us")
-	prefix := fs.String("prefix", "", "delete every key under `PREFIX`: (instead of one key's state)")
-	batch := fs.Int("batch", 500, "with --prefix, `N` keys per SCAN and UNLINK batch")
+	prefix := fs.String("prefix", "", "delete the state of every limiter whose prefix is `PREFIX` (instead of one key's state)")
+	dryRun := fs.Bool("dry-run", false, "with --prefix, count the keys that would be deleted and delete nothing")
 	pos, err := fs.parse(e, args)
 	if err != nil {
 		return err
@@ -32,15 +34,12 @@ stdout.`,
 	fs.Visit(func(f *flag.Flag) { prefixSet = prefixSet || f.Name == "prefix" })
 	if prefixSet {
 		if len(pos) > 0 {
-			return usagef("reset", "reset: --prefix takes no NAME@VERSION or KEY, got %q", pos[0])
+			return usagef("reset", "reset: --prefix takes no NAME@VERSION or KEY, got %s", quoted(pos[0]))
 		}
 		if *prefix == "" || strings.ContainsAny(*prefix, "{}") {
-			return usagef("reset", "reset: --prefix must be non-empty without '{' or '}', got %q", *prefix)
+			return usagef("reset", "reset: --prefix must be non-empty without '{' or '}', got %s", quoted(*prefix))
 		}
-		if *batch <= 0 {
-			return usagef("reset", "reset: --batch must be positive, got %d", *batch)
-		}
-		return resetPrefix(ctx, e, sf, *prefix, *batch)
+		return resetPrefix(ctx, e, sf, *prefix, *dryRun)
 	}
 	if len(pos) == 0 {
 		return usagef("reset", "reset: want NAME@VERSION KEY limit... or --prefix PREFIX")
@@ -69,23 +68,28 @@ stdout.`,
 }
 
 // resetPrefix runs ratelua.ResetPrefix with a progress line on a terminal.
-func resetPrefix(ctx context.Context, e *env, sf serverFlags, prefix string, batch int) error {
+func resetPrefix(ctx context.Context, e *env, sf serverFlags, prefix string, dryRun bool) error {
 	client, err := sf.connect("reset")
 	if err != nil {
 		return err
 	}
 	defer client.Close()
+	verb := "deleted"
+	if dryRun {
+		verb = "would delete"
+	}
 	var progress func(int64)
+	p := &progressBar{w: e.stderr, label: verb + " " + quoted(prefix) + ":{*}"}
 	if e.terminal(e.stderr) {
-		p := &progressBar{w: e.stderr, label: "deleting " + prefix + ":*"}
 		progress = p.update
-		defer p.done()
 	}
-	n, err := ratelua.ResetPrefix(ctx, client, prefix, batch, progress)
+	n, err := ratelua.ResetPrefix(ctx, ratelua.Rueidis(client), prefix, dryRun, progress)
+	// Clear the progress line before anything else is printed.
+	p.done()
 	if err != nil {
-		return fmt.Errorf("reset --prefix %s: %w (deleted %s before)", prefix, err, plural(n, "key", "keys"))
+		return fmt.Errorf("reset --prefix %s: %w (%s %s before)", quoted(prefix), err, verb, plural(n, "key", "keys"))
 	}
-	fmt.Fprintf(e.stdout, "deleted %s\n", plural(n, "key", "keys"))
+	fmt.Fprintf(e.stdout, "%s %s\n", verb, plural(n, "key", "keys"))
 	return nil
 }
 

@@ -50,9 +50,13 @@ func TestResetPrefix(t *testing.T) {
 		defer cancel()
 		var cmds rueidis.Commands
 		for i := range 1200 {
-			cmds = append(cmds, client.B().Set().Key(fmt.Sprintf("bulk:{k%d}:sliding_window:v1:abcd", i)).Value("x").Build())
+			cmds = append(cmds, client.B().Set().Key(fmt.Sprintf("bulk:{k%d}:sliding_window:v1:abcd0123", i)).Value("x").Build())
 		}
-		for _, k := range []string{"bulkier:{a}", "other:{b}", "bulk"} {
+		// Not the state of a limiter whose prefix is bulk: an application's
+		// keys, a sibling prefix's limiter, keys that only look alike.
+		others := []string{"bulkier:{a}", "other:{b}", "bulk", "bulk:session:42", "bulk:{x}",
+			"bulk:admin:{k1}:token_bucket:v2:abcd0123", "bulk:{k1}:token_bucket:v2:abcd012", "bulk:{k1}:Token:v2:abcd0123"}
+		for _, k := range others {
 			cmds = append(cmds, client.B().Set().Key(k).Value("x").Build())
 		}
 		for _, resp := range client.DoMulti(ctx, cmds...) {
@@ -60,14 +64,25 @@ func TestResetPrefix(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// A dry run counts and deletes nothing.
+		r := cli(t, "reset", "--addr", srv.Addr, "--prefix", "bulk", "--dry-run")
+		r.wantCode(t, exitOK)
+		if r.stdout != "would delete 1200 keys\n" {
+			t.Errorf("reset --prefix --dry-run: %q", r.stdout)
+		}
+		if n, _ := do(t, client, "DBSIZE").AsInt64(); n != int64(1200+len(others)) {
+			t.Errorf("DBSIZE %d after a dry run, want %d", n, 1200+len(others))
+		}
 		// Not a terminal: no progress, the count on stdout.
-		r := cli(t, "reset", "--addr", srv.Addr, "--prefix", "bulk", "--batch", "100")
+		r = cli(t, "reset", "--addr", srv.Addr, "--prefix", "bulk")
 		r.wantCode(t, exitOK)
 		if r.stdout != "deleted 1200 keys\n" {
 			t.Errorf("reset --prefix: %q", r.stdout)
 		}
-		if n, _ := do(t, client, "DBSIZE").AsInt64(); n != 3 {
-			t.Errorf("DBSIZE %d after the reset, want the 3 keys not under bulk:", n)
+		for _, k := range others {
+			if n, _ := do(t, client, "EXISTS", k).AsInt64(); n != 1 {
+				t.Errorf("reset --prefix bulk deleted %q", k)
+			}
 		}
 		r = cli(t, "reset", "--addr", srv.Addr, "--prefix", "bulk")
 		r.wantCode(t, exitOK)
@@ -76,15 +91,15 @@ func TestResetPrefix(t *testing.T) {
 		}
 		// On a terminal: a progress line on stderr, erased at the end.
 		for i := range 3 {
-			do(t, client, "SET", fmt.Sprintf("tty:{%d}", i), "x")
+			do(t, client, "SET", fmt.Sprintf("tty:{%d}:ar1:v2:0000000%d", i, i), "x")
 		}
 		terminal = func(io.Writer) bool { return true }
 		t.Cleanup(func() { terminal = isTerminal })
-		r = cli(t, "reset", "--addr", srv.Addr, "--prefix", "tty", "--batch", "1")
+		r = cli(t, "reset", "--addr", srv.Addr, "--prefix", "tty")
 		if r.code != exitOK || r.stdout != "deleted 3 keys\n" {
 			t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 		}
-		if !strings.HasPrefix(r.stderr, "\r\033[Kdeleting tty:* [") || !strings.Contains(r.stderr, "] 3 keys") || !strings.HasSuffix(r.stderr, "\r\033[K") {
+		if !strings.HasPrefix(r.stderr, "\r\033[Kdeleted \"tty\":{*} [") || !strings.Contains(r.stderr, "] 3 keys") || !strings.HasSuffix(r.stderr, "\r\033[K") {
 			t.Errorf("progress %q", r.stderr)
 		}
 	})

@@ -25,7 +25,7 @@ SCRIPT LOAD hashes to the SHA1).`,
 		return err
 	}
 	if len(pos) > 0 {
-		return usagef("scripts", "scripts: unexpected argument %q", pos[0])
+		return usagef("scripts", "scripts: unexpected argument %s", quoted(pos[0]))
 	}
 	if *asJSON && *source != "" {
 		return usagef("scripts", "scripts: --json and --source are exclusive")

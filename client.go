@@ -1,0 +1,137 @@
+package ratelua
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// Client sends a limiter's script calls to a Redis or Valkey server or
+// cluster. Rueidis adapts a rueidis.Client (the native path); the nested
+// modules github.com/ratelua/ratelua/goredis and .../valkeygo adapt
+// go-redis and valkey-go, and .../miniredis runs limiters on miniredis in
+// unit tests.
+//
+// Run is all a limiter needs. A Client may also offer, found by a type
+// assertion:
+//
+//	RunBatch(ctx context.Context, calls []Call, replies [][]int64) []error
+//
+// which sends calls in one round trip per node (AllowBatch and ResetMany
+// use it, and otherwise send the calls one at a time), with the same
+// reply and error rules as Run, and
+//
+//	Nodes(ctx context.Context) ([]Node, error)
+//
+// which lists every node of the deployment (a single server is one node),
+// for the work that must reach each of them: ResetPrefix, Registry.Load,
+// LoadFunctions, and the library loading that a limiter with
+// Options.Functions does when a node lacks it. Without it those fail with
+// an error wrapping ErrNotSupported.
+type Client interface {
+	// Run sends one call, on a cluster to the node that owns call.Key, and
+	// stores its reply, an array of exactly len(reply) integers, in reply.
+	// An error reply of the server comes back as a *ServerError (wrapped or
+	// not) and a reply of another shape as some other error, so that a
+	// server's "no" is never taken for a server that could not be reached.
+	// A call that could not be sent or got no answer (connection refused
+	// or reset, timeout, a closed client) comes back as the client's error,
+	// or wrapping ErrUnavailable.
+	Run(ctx context.Context, call Call, reply []int64) error
+}
+
+// Call is one script call on one key, as a Client sends it:
+//
+//	<Command> <Script> 1 <Key> <Args...>
+//
+// Command is "EVALSHA" (Script is the SHA1), "EVAL" (Script is the
+// source) or "FCALL" (Script is the function name).
+type Call struct {
+	Command string
+	Script  string
+	Key     string
+	Args    []string
+}
+
+// Node is one server of a deployment, as a Client's Nodes lists it.
+type Node struct {
+	// Addr is the node's "host:port".
+	Addr string
+	// Do sends one command to this node and returns its reply as a string,
+	// an int64, a []any of such values, or nil; an error reply is a
+	// *ServerError.
+	Do func(ctx context.Context, args ...string) (any, error)
+}
+
+// batcher is the optional batch capability of a Client.
+type batcher interface {
+	RunBatch(ctx context.Context, calls []Call, replies [][]int64) []error
+}
+
+// nodeLister is the optional per-node capability of a Client.
+type nodeLister interface {
+	Nodes(ctx context.Context) ([]Node, error)
+}
+
+// nodes lists the client's nodes sorted by address; with masters, only
+// those whose ROLE is master.
+func nodes(ctx context.Context, client Client, masters bool) ([]Node, error) {
+	lister, ok := client.(nodeLister)
+	if !ok {
+		return nil, fmt.Errorf("%w: %T lists no nodes", ErrNotSupported, client)
+	}
+	all, err := lister.Nodes(ctx)
+	if err != nil {
+		return nil, unreachable(fmt.Errorf("ratelua: list nodes: %w", err))
+	}
+	byAddr := map[string]Node{}
+	for _, n := range all {
+		byAddr[n.Addr] = n
+	}
+	var out []Node
+	for _, addr := range slices.Sorted(maps.Keys(byAddr)) {
+		n := byAddr[addr]
+		if masters {
+			master, err := isMaster(ctx, n)
+			if err != nil {
+				return nil, fmt.Errorf("ratelua: ROLE on %s: %w", addr, err)
+			}
+			if !master {
+				continue
+			}
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// isMaster asks a node for its ROLE.
+func isMaster(ctx context.Context, n Node) (bool, error) {
+	reply, err := n.Do(ctx, "ROLE")
+	if err != nil {
+		return false, err
+	}
+	role, ok := reply.([]any)
+	if !ok || len(role) == 0 {
+		return false, fmt.Errorf("ROLE answered %T, want an array", reply)
+	}
+	name, ok := role[0].(string)
+	if !ok {
+		return false, fmt.Errorf("ROLE answered %T as its first element, want a string", role[0])
+	}
+	return name == "master", nil
+}
+
+// runBatch sends calls through client: in one round trip per node when it
+// can batch, else one at a time.
+func runBatch(ctx context.Context, client Client, calls []Call, replies [][]int64) []error {
+	if b, ok := client.(batcher); ok {
+		return b.RunBatch(ctx, calls, replies)
+	}
+	errs := make([]error, len(calls))
+	for i, c := range calls {
+		errs[i] = client.Run(ctx, c, replies[i])
+	}
+	return errs
+}
