@@ -83,8 +83,12 @@ func BenchmarkAllowServer(b *testing.B) {
 				AR1: func() (*Limiter, error) {
 					return NewAR1(Rueidis(client), Options{Prefix: "bench"}, Decay{100, 1.1, time.Second})
 				},
-				ZSetLog:     func() (*Limiter, error) { return NewZSetLog(Rueidis(client), Options{Prefix: "bench"}, Log{100, time.Minute}) },
-				TokenBucket: func() (*Limiter, error) { return NewTokenBucket(Rueidis(client), Options{Prefix: "bench"}, PerSecond(100, 100)) },
+				ZSetLog: func() (*Limiter, error) {
+					return NewZSetLog(Rueidis(client), Options{Prefix: "bench"}, Log{100, time.Minute})
+				},
+				TokenBucket: func() (*Limiter, error) {
+					return NewTokenBucket(Rueidis(client), Options{Prefix: "bench"}, PerSecond(100, 100))
+				},
 			}
 			for _, name := range []string{SlidingWindow, AR1, ZSetLog, TokenBucket} {
 				b.Run(name, func(b *testing.B) {

@@ -59,7 +59,7 @@ func (e *LimitError) Is(target error) bool { return target == ErrInvalidLimit }
 // ServerError is an error reply of the server. Clients return every error
 // reply as one; a limiter's errors name the script it called.
 type ServerError struct {
-	Script  string // name@vN, when a limiter made the call
+	Script string // name@vN, when a limiter made the call
 	// Message is the reply's text, e.g. "NOSCRIPT No matching script";
 	// in a limiter's errors without a leading "ERR ".
 	Message string

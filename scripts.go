@@ -2,12 +2,12 @@ package ratelua
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/ratelua/ratelua/internal/luagen"
