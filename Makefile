@@ -33,7 +33,7 @@ check-generated:
 ## fuzz: run each script's fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s
 fuzz:
-	for f in FuzzSlidingWindow FuzzAR1 FuzzZSetLog FuzzTokenBucket; do \
+	for f in FuzzSlidingWindow FuzzAR1 FuzzZSetLog FuzzTokenBucket FuzzGoRefusesWhatScriptsRefuse FuzzEventKeySlot; do \
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) . || exit 1; \
 	done
 

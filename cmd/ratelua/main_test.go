@@ -203,3 +203,28 @@ func do(t *testing.T, client rueidis.Client, args ...string) rueidis.RedisResult
 	defer cancel()
 	return client.Do(ctx, client.B().Arbitrary(args...).Build())
 }
+
+// TestNotRedisIsUnreachable: a port that answers, but not in RESP, is no
+// server to the command: exit status 3, as for a closed port.
+func TestNotRedisIsUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conn.Write([]byte("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"))
+			conn.Close()
+		}
+	}()
+	r := cli(t, "call", "token_bucket@2", "--addr", ln.Addr().String(), "--timeout", "2s", "k", "1", "-", "0", "1", "1", "1000")
+	r.wantCode(t, exitUnreachable)
+	if strings.ContainsAny(r.stderr, "\x00\x1b") || len(r.stderr) > 1024 {
+		t.Errorf("stderr %q", r.stderr)
+	}
+}
