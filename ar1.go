@@ -21,12 +21,17 @@ type Decay struct {
 // string per event key, the least memory and work of all.
 func NewAR1(client Client, opts Options, decays ...Decay) (*Limiter, error) {
 	var durations []time.Duration
+	var quotas []quota
 	for _, d := range decays {
 		durations = append(durations, d.Resolution)
+		// An event's mean lifetime in the count: Resolution * sum of
+		// Factor^-k = Resolution * Factor / (Factor - 1).
+		quotas = append(quotas, quota{d.Max, scaleDuration(d.Resolution, d.Factor/(d.Factor-1))})
 	}
 	return newLimiter(client, opts, spec{
 		script:    AR1,
 		durations: durations,
+		quotas:    quotas,
 		args: func(u unit) ([]string, error) {
 			return limitArgs(decays, func(c *check, d Decay) []string {
 				permille := math.Round(d.Factor * 1000)
@@ -40,5 +45,5 @@ func NewAR1(client Client, opts Options, decays ...Decay) (*Limiter, error) {
 				}
 			})
 		},
-	}, len(decays))
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -88,6 +89,7 @@ type Limiter struct {
 	script    Script
 	unit      unit
 	limits    []string // the limit arguments, in the unit
+	quotas    []quota
 	prefix    string
 	hash      string // of script, unit and limits: part of every key
 	mode      string
@@ -100,11 +102,31 @@ type Limiter struct {
 type spec struct {
 	script    string
 	durations []time.Duration
+	quotas    []quota // one per limit
 	// args renders the limit arguments once the unit is known.
 	args func(u unit) ([]string, error)
 }
 
-func newLimiter(client Client, opts Options, s spec, count int) (*Limiter, error) {
+// quota is a limit as a policy: at most max events in window.
+type quota struct {
+	max    int64
+	window time.Duration
+}
+
+// scaleDuration returns d * f, bounded to [0, the largest Duration].
+func scaleDuration(d time.Duration, f float64) time.Duration {
+	v := float64(d) * f
+	if math.IsNaN(v) || v <= 0 {
+		return 0
+	}
+	if v >= float64(maxDuration) {
+		return maxDuration
+	}
+	return time.Duration(math.Ceil(v))
+}
+
+func newLimiter(client Client, opts Options, s spec) (*Limiter, error) {
+	count := len(s.quotas)
 	if client == nil {
 		return nil, &LimitError{Index: -1, Field: "client", Reason: "is nil"}
 	}
@@ -143,10 +165,25 @@ func newLimiter(client Client, opts Options, s spec, count int) (*Limiter, error
 		mode = "1"
 	}
 	return &Limiter{
-		client: client, script: script, unit: u, limits: args,
+		client: client, script: script, unit: u, limits: args, quotas: s.quotas,
 		prefix: prefix, hash: hex.EncodeToString(sum[:4]), mode: mode,
 		clock: opts.Clock, failOpen: opts.FailOpen, functions: opts.Functions,
 	}, nil
+}
+
+// Limits returns how many limits the limiter checks.
+func (l *Limiter) Limits() int { return len(l.quotas) }
+
+// Quota describes limit i (0 <= i < Limits()) as a policy for clients: at
+// most max events in window. It is a Window's Max and Duration, a Log's
+// Max and Window, a Bucket's Capacity and the time it takes to fill from
+// empty, and a Decay's Max and the mean time an event stays in the count
+// (Resolution * Factor / (Factor - 1)). Out of range, it returns 0, 0.
+func (l *Limiter) Quota(i int) (max int64, window time.Duration) {
+	if i < 0 || i >= len(l.quotas) {
+		return 0, 0
+	}
+	return l.quotas[i].max, l.quotas[i].window
 }
 
 // Script returns the script version the limiter calls.

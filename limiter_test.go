@@ -230,3 +230,26 @@ func TestRegistryIsImmutable(t *testing.T) {
 		t.Errorf("All: %d scripts", len(r.All()))
 	}
 }
+
+func TestQuotas(t *testing.T) {
+	sw, _ := NewSlidingWindow(noClient{}, Options{}, Window{1, 5 * time.Second, time.Second}, Window{5, time.Hour, 10 * time.Minute})
+	tb, _ := NewTokenBucket(noClient{}, Options{}, Bucket{10, 2, time.Second})
+	ar, _ := NewAR1(noClient{}, Options{}, Decay{100, 2, time.Second})
+	zl, _ := NewZSetLog(noClient{}, Options{}, Log{7, time.Minute})
+	for _, tt := range []struct {
+		l      *Limiter
+		i      int
+		max    int64
+		window time.Duration
+	}{
+		{sw, 0, 1, 5 * time.Second}, {sw, 1, 5, time.Hour}, {sw, 2, 0, 0}, {sw, -1, 0, 0},
+		{tb, 0, 10, 5 * time.Second}, {ar, 0, 100, 2 * time.Second}, {zl, 0, 7, time.Minute},
+	} {
+		if max, window := tt.l.Quota(tt.i); max != tt.max || window != tt.window {
+			t.Errorf("%s Quota(%d) = %d, %v; want %d, %v", tt.l.Script(), tt.i, max, window, tt.max, tt.window)
+		}
+	}
+	if sw.Limits() != 2 || tb.Limits() != 1 {
+		t.Errorf("Limits: %d %d", sw.Limits(), tb.Limits())
+	}
+}

@@ -25,12 +25,15 @@ func PerWindow(max int64, d time.Duration) Window {
 // whatever the number of windows.
 func NewSlidingWindow(client Client, opts Options, windows ...Window) (*Limiter, error) {
 	var durations []time.Duration
+	var quotas []quota
 	for _, w := range windows {
 		durations = append(durations, w.Duration, w.Resolution)
+		quotas = append(quotas, quota{w.Max, w.Duration})
 	}
 	return newLimiter(client, opts, spec{
 		script:    SlidingWindow,
 		durations: durations,
+		quotas:    quotas,
 		args: func(u unit) ([]string, error) {
 			return limitArgs(windows, func(c *check, w Window) []string {
 				args := []string{
@@ -47,7 +50,7 @@ func NewSlidingWindow(client Client, opts Options, windows ...Window) (*Limiter,
 				return args
 			})
 		},
-	}, len(windows))
+	})
 }
 
 // buckets is ceil(Duration / Resolution), without overflow.

@@ -22,12 +22,16 @@ func PerSecond(rate, burst int64) Bucket {
 // small string per event key, whatever the number of buckets.
 func NewTokenBucket(client Client, opts Options, buckets ...Bucket) (*Limiter, error) {
 	var durations []time.Duration
+	var quotas []quota
 	for _, b := range buckets {
 		durations = append(durations, b.RefillInterval)
+		// The time a bucket takes to fill from empty.
+		quotas = append(quotas, quota{b.Capacity, scaleDuration(b.RefillInterval, float64(b.Capacity)/float64(max(b.RefillAmount, 1)))})
 	}
 	return newLimiter(client, opts, spec{
 		script:    TokenBucket,
 		durations: durations,
+		quotas:    quotas,
 		args: func(u unit) ([]string, error) {
 			return limitArgs(buckets, func(c *check, b Bucket) []string {
 				args := []string{
@@ -41,5 +45,5 @@ func NewTokenBucket(client Client, opts Options, buckets ...Bucket) (*Limiter, e
 				return args
 			})
 		},
-	}, len(buckets))
+	})
 }

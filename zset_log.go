@@ -15,16 +15,19 @@ type Log struct {
 // sorted set per event key holding up to the largest Max events.
 func NewZSetLog(client Client, opts Options, logs ...Log) (*Limiter, error) {
 	var durations []time.Duration
+	var quotas []quota
 	for _, g := range logs {
 		durations = append(durations, g.Window)
+		quotas = append(quotas, quota{g.Max, g.Window})
 	}
 	return newLimiter(client, opts, spec{
 		script:    ZSetLog,
 		durations: durations,
+		quotas:    quotas,
 		args: func(u unit) ([]string, error) {
 			return limitArgs(logs, func(c *check, g Log) []string {
 				return []string{c.count("Max", g.Max, 1, 1e6), c.duration("Window", g.Window, u)}
 			})
 		},
-	}, len(logs))
+	})
 }
