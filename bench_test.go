@@ -67,9 +67,9 @@ func BenchmarkAllowBatchCanned(b *testing.B) {
 func BenchmarkAllowServer(b *testing.B) {
 	for _, kind := range []string{"redis", "valkey"} {
 		b.Run(kind, func(b *testing.B) {
-			s := servers[testbench.Kind(kind)]
-			if s == nil {
-				b.Skipf("no %s server", kind)
+			s, err := sharedServer(testbench.Kind(kind))
+			if err != nil {
+				b.Skipf("no %s server: %v", kind, err)
 			}
 			client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true})
 			if err != nil {

@@ -10,9 +10,9 @@ import (
 	"github.com/ratelua/ratelua"
 )
 
-// addr is the address of a running Redis or Valkey server (the package's
-// tests start one).
-var addr = "127.0.0.1:6379"
+// addr returns the address of your Redis or Valkey server ("127.0.0.1:6379");
+// here, a redis-server the package's tests start.
+func addr() string { return ratelua.SharedServerAddr() }
 
 // fixedClock makes the examples' output reproducible; leave Options.Clock
 // nil to use the server's clock.
@@ -20,7 +20,7 @@ func fixedClock() time.Time { return time.Unix(1_700_000_000, 0) }
 
 // Limit logins per source address to 1 per 5 seconds and 5 per hour.
 func ExampleNewSlidingWindow() {
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr()}})
 	if err != nil {
 		panic(err)
 	}
@@ -47,7 +47,7 @@ func ExampleNewSlidingWindow() {
 // An API quota of 10 requests per second with bursts of 20, and a cost per
 // request.
 func ExampleNewTokenBucket() {
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr()}})
 	if err != nil {
 		panic(err)
 	}
@@ -68,7 +68,7 @@ func ExampleNewTokenBucket() {
 
 // An exact sliding log: never more than 3 password resets in any 24 hours.
 func ExampleNewZSetLog() {
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr()}})
 	if err != nil {
 		panic(err)
 	}
@@ -97,7 +97,7 @@ func ExampleNewZSetLog() {
 // A decaying count: about 100 events, a tenth forgotten every second; the
 // least memory per key.
 func ExampleNewAR1() {
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr()}})
 	if err != nil {
 		panic(err)
 	}
@@ -115,7 +115,7 @@ func ExampleNewAR1() {
 
 // Decide many event keys in one round trip.
 func ExampleLimiter_AllowBatch() {
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr()}})
 	if err != nil {
 		panic(err)
 	}

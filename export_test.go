@@ -2,36 +2,18 @@ package ratelua
 
 import (
 	"fmt"
-	"sync/atomic"
 
 	"github.com/ratelua/ratelua/testbench"
 )
 
-// UseTestServers hands the servers started by TestMain (package
-// ratelua_test, which also runs the examples) to the package's tests.
-func UseTestServers(started map[testbench.Kind]*testbench.Node, errs map[testbench.Kind]error) {
-	servers, serverErrs = started, errs
-}
-
-// CloseClusters stops the shared six-node clusters of the cluster tests.
-func CloseClusters() { closeClusters() }
-
-// ServerCaseReport says how many integration cases ran per family and
-// topology, so that a silent skip shows.
-func ServerCaseReport() string {
-	out := ""
-	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
-		version := "not started"
-		if s := servers[kind]; s != nil {
-			version = s.Version
-		}
-		for _, topology := range []string{"single", "cluster"} {
-			var n int64
-			if c, ok := serverCases.Load(string(kind) + " " + topology); ok {
-				n = c.(*atomic.Int64).Load()
-			}
-			out += fmt.Sprintf("integration cases on %s %s, %s: %d\n", kind, version, topology, n)
-		}
+// SharedServerAddr returns the address of the package's shared
+// redis-server, starting it on first use, for the examples (package
+// ratelua_test). It panics when no server can start: an example cannot
+// skip.
+func SharedServerAddr() string {
+	n, err := sharedServer(testbench.Redis)
+	if err != nil {
+		panic(fmt.Sprintf("the examples need a redis-server: %v", err))
 	}
-	return out
+	return n.Addr
 }

@@ -82,3 +82,13 @@ func equalInts(a, b []int64) bool {
 	}
 	return true
 }
+
+// newestLibrary is the library of the newest release.
+func newestLibrary(t testing.TB) Library {
+	t.Helper()
+	lib, err := ReleaseLibrary(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lib
+}

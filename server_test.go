@@ -16,24 +16,58 @@ import (
 	"github.com/ratelua/ratelua/testbench"
 )
 
-// servers are the real servers shared by the package's tests, started by
-// TestMain: redis-server (7.0) and valkey-server (8.0).
-var servers = map[testbench.Kind]*testbench.Node{}
+// shared holds the real servers shared by the package's tests,
+// redis-server (7.0) and valkey-server (8.0), each started on first use, so
+// that a test binary that needs none (a fuzz run, the generated-files
+// check) starts none. TestMain stops them.
+var shared struct {
+	sync.Mutex
+	nodes map[testbench.Kind]*testbench.Node
+	errs  map[testbench.Kind]error
+}
 
-// serverErrs says why a kind could not start.
-var serverErrs = map[testbench.Kind]error{}
+// sharedServer returns the shared server of kind, starting it once.
+func sharedServer(kind testbench.Kind) (*testbench.Node, error) {
+	shared.Lock()
+	defer shared.Unlock()
+	if n := shared.nodes[kind]; n != nil {
+		return n, nil
+	}
+	if err := shared.errs[kind]; err != nil {
+		return nil, err
+	}
+	if shared.nodes == nil {
+		shared.nodes, shared.errs = map[testbench.Kind]*testbench.Node{}, map[testbench.Kind]error{}
+	}
+	n, err := testbench.StartNode(context.Background(), testbench.Options{Kind: kind})
+	if err != nil {
+		shared.errs[kind] = err
+		return nil, err
+	}
+	shared.nodes[kind] = n
+	return n, nil
+}
+
+// closeServers stops the shared servers.
+func closeServers() {
+	shared.Lock()
+	defer shared.Unlock()
+	for _, n := range shared.nodes {
+		n.Close()
+	}
+}
 
 // eachServer runs f against a fresh client of every server family. A
 // missing server skips, except under CI=true, where it fails.
 func eachServer(t *testing.T, f func(t *testing.T, client rueidis.Client, s *testbench.Node)) {
 	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
 		t.Run(string(kind), func(t *testing.T) {
-			s := servers[kind]
-			if s == nil {
+			s, err := sharedServer(kind)
+			if err != nil {
 				if os.Getenv("CI") == "true" {
-					t.Fatalf("%s server required under CI=true: %v", kind, serverErrs[kind])
+					t.Fatalf("%s server required under CI=true: %v", kind, err)
 				}
-				t.Skipf("no %s server: %v", kind, serverErrs[kind])
+				t.Skipf("no %s server: %v", kind, err)
 			}
 			client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true})
 			if err != nil {

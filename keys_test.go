@@ -80,12 +80,34 @@ func TestSlotVectors(t *testing.T) {
 	}
 }
 
-// newestLibrary is the library of the newest release.
-func newestLibrary(t testing.TB) Library {
-	t.Helper()
-	lib, err := ReleaseLibrary(0)
-	if err != nil {
-		t.Fatal(err)
+// TestLongEventKeysAreDigested: a state key stays short whatever the event
+// key's size, and two long event keys that differ only at the end get two
+// keys.
+func TestLongEventKeysAreDigested(t *testing.T) {
+	l, _ := NewTokenBucket(noClient{}, Options{}, PerSecond(1, 1))
+	a, b := strings.Repeat("x", 1<<20), strings.Repeat("x", 1<<20-1)+"y"
+	ka, kb := l.Key(a), l.Key(b)
+	if len(ka) > 200 || ka == kb {
+		t.Errorf("keys of long event keys: %d bytes, %q vs %q", len(ka), ka, kb)
 	}
-	return lib
+	edge := strings.Repeat("e", maxEventKey)
+	if k := l.Key(edge); !strings.Contains(k, "{"+edge+"}") {
+		t.Errorf("an event key of exactly %d bytes is kept: %q", maxEventKey, k)
+	}
+	if k := l.Key(edge + "e"); strings.Contains(k, edge) || !strings.Contains(k, "{%H") {
+		t.Errorf("an event key of %d bytes is digested: %q", maxEventKey+1, k)
+	}
+	// '%' escapes to three bytes: the limit is on the escaped form.
+	if k := l.Key(strings.Repeat("%", 43)); !strings.Contains(k, "{%H") {
+		t.Errorf("an event key escaping past %d bytes is digested: %q", maxEventKey, k)
+	}
+	if !isStateKey("ratelua", ka) || !isStateKey("ratelua", l.Key("")) || !isStateKey("ratelua", l.Key("{}%")) {
+		t.Errorf("state keys not recognised: %q %q", ka, l.Key(""))
+	}
+	for _, k := range []string{"ratelua:{a}:token_bucket:v2:abcd012", "ratelua:{a}:Token:v2:abcd0123", "ratelua:{a{b}:x:v1:abcd0123",
+		"ratelua:admin:{a}:x:v1:abcd0123", "ratelua:{}:x:v1:abcd0123", "ratelua:{a}:x:v01:abcd0123", "ratelua:{a}:x:v1:abcd0123:extra"} {
+		if isStateKey("ratelua", k) {
+			t.Errorf("%q taken for a state key", k)
+		}
+	}
 }
