@@ -39,10 +39,10 @@ func ReleaseLibrary(version int) (Library, error) {
 func (s Script) Function() string { return luagen.FunctionName(s.Name, s.Version) }
 
 // LoadFunctions loads the library (FUNCTION LOAD REPLACE) on every master
-// of the client; replicas receive it by replication. It reports per master
-// what it did, sorted by address. The client must list its nodes (see
+// of the client; replicas receive it by replication. It reports each
+// master's address with its failure, nil when the library loaded there. The client must list its nodes (see
 // Client), else the error wraps ErrNotSupported.
-func LoadFunctions(ctx context.Context, client Client, lib Library) ([]NodeLoad, error) {
+func LoadFunctions(ctx context.Context, client Client, lib Library) (map[string]error, error) {
 	if lib.Source == "" {
 		return nil, fmt.Errorf("ratelua: library %s has no source", quote(lib.Name))
 	}
@@ -50,19 +50,17 @@ func LoadFunctions(ctx context.Context, client Client, lib Library) ([]NodeLoad,
 	if err != nil {
 		return nil, err
 	}
-	var report []NodeLoad
+	report := map[string]error{}
 	var first error
 	for _, n := range masters {
-		nl := NodeLoad{Addr: n.Addr}
-		if _, err := n.Do(ctx, "FUNCTION", "LOAD", "REPLACE", lib.Source); err != nil {
-			nl.Err = fmt.Errorf("ratelua: load library %s on %s: %w", lib.Name, n.Addr, unreachable(err))
+		var err error
+		if _, err = n.Do(ctx, "FUNCTION", "LOAD", "REPLACE", lib.Source); err != nil {
+			err = fmt.Errorf("ratelua: load library %s on %s: %w", lib.Name, n.Addr, unreachable(err))
 			if first == nil {
-				first = nl.Err
+				first = err
 			}
-		} else {
-			nl.Loaded = 1
 		}
-		report = append(report, nl)
+		report[n.Addr] = err
 	}
 	return report, first
 }

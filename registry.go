@@ -99,46 +99,36 @@ func (r *Registry) All() []Script {
 	return out
 }
 
-// NodeLoad is what loading did on one node.
-type NodeLoad struct {
-	Addr   string
-	Loaded int   // scripts (Registry.Load) or libraries (LoadFunctions) loaded
-	Err    error // the first failure on this node, if any
-}
-
 // Load puts every registered script on every node of the client (masters
-// and replicas, which need the script after a failover) by SCRIPT LOAD,
-// and reports per node what it did, sorted by address. The error is the
-// first failure. Limiters do not need it (they answer NOSCRIPT with EVAL);
+// and replicas, which need the script after a failover) by SCRIPT LOAD. It
+// reports each node's address with its first failure, nil when every
+// script loaded there; the error is the first failure. Limiters do not need it (they answer NOSCRIPT with EVAL);
 // it saves that one extra round trip per node and script. The client must
 // list its nodes (see Client), else the error wraps ErrNotSupported.
-func (r *Registry) Load(ctx context.Context, client Client) ([]NodeLoad, error) {
+func (r *Registry) Load(ctx context.Context, client Client) (map[string]error, error) {
 	all, err := nodes(ctx, client, false)
 	if err != nil {
 		return nil, err
 	}
 	scripts := r.All()
-	var report []NodeLoad
+	report := map[string]error{}
 	var first error
 	for _, n := range all {
-		nl := NodeLoad{Addr: n.Addr}
+		var nodeErr error
 		for _, s := range scripts {
 			sha, err := n.Do(ctx, "SCRIPT", "LOAD", s.Source)
 			if err == nil && sha != s.SHA1 {
 				err = fmt.Errorf("loaded as %v, want %s", sha, s.SHA1)
 			}
 			if err != nil {
-				if nl.Err == nil {
-					nl.Err = fmt.Errorf("ratelua: load %s on %s: %w", s, n.Addr, unreachable(err))
-				}
-				continue
+				nodeErr = fmt.Errorf("ratelua: load %s on %s: %w", s, n.Addr, unreachable(err))
+				break
 			}
-			nl.Loaded++
 		}
 		if first == nil {
-			first = nl.Err
+			first = nodeErr
 		}
-		report = append(report, nl)
+		report[n.Addr] = nodeErr
 	}
 	return report, first
 }

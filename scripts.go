@@ -26,9 +26,15 @@ const (
 //go:embed lua/*.lua lua/manifest.json
 var luaFiles embed.FS
 
-// Contract is a script's calling convention in words, as published in
-// lua/manifest.json.
-type Contract struct {
+// Script is one released version of a script: its exact source, the SHA1
+// by which EVALSHA calls it, and its calling convention in words, as
+// published in lua/manifest.json.
+type Script struct {
+	Name    string
+	Version int
+	Source  string
+	SHA1    string
+
 	Keys  []string // what each KEYS entry is
 	Argv  []string // what each ARGV entry is
 	Limit []string // the names of the integers of one limit, in order
@@ -36,16 +42,6 @@ type Contract struct {
 	Fresh string   // what a fresh state is (reset_after counts down to it)
 	State string   // the layout of the state key
 	Cost  string   // the commands one decision costs
-}
-
-// Script is one released version of a script: its exact source and the
-// SHA1 by which EVALSHA calls it.
-type Script struct {
-	Name     string
-	Version  int
-	Source   string
-	SHA1     string
-	Contract Contract
 }
 
 // String returns "name@vN".
@@ -93,8 +89,8 @@ func loadEmbedded() ([]Script, error) {
 		}
 		scripts = append(scripts, Script{
 			Name: e.Name, Version: e.Version, Source: string(src), SHA1: e.SHA1,
-			Contract: Contract{Keys: e.Keys, Argv: e.Argv, Limit: e.Limit, Reply: e.Reply,
-				Fresh: e.Fresh, State: e.State, Cost: e.Cost},
+			Keys: e.Keys, Argv: e.Argv, Limit: e.Limit, Reply: e.Reply,
+			Fresh: e.Fresh, State: e.State, Cost: e.Cost,
 		})
 	}
 	return scripts, nil

@@ -129,7 +129,7 @@ func TestManifestDescribesEveryScript(t *testing.T) {
 		if s.SHA1 != luagen.SHA1([]byte(s.Source)) {
 			t.Errorf("%s: manifest SHA1 %s does not match the source", s, s.SHA1)
 		}
-		c := s.Contract
+		c := s
 		if len(c.Keys) != 1 || len(c.Reply) != 5 || len(c.Argv) < 5 || len(c.Limit) == 0 ||
 			c.Fresh == "" || c.State == "" || c.Cost == "" {
 			t.Errorf("%s: incomplete contract %+v", s, c)

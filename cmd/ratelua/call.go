@@ -89,7 +89,7 @@ func execScript(ctx context.Context, client rueidis.Client, s ratelua.Script, ke
 // script's contract ("allowed: 1 if ...").
 func replyNames(s ratelua.Script) []string {
 	names := []string{"allowed", "remaining", "retry_after", "reset_after", "limit_index"}
-	for i, r := range s.Contract.Reply {
+	for i, r := range s.Reply {
 		if name, _, ok := strings.Cut(r, ":"); ok && i < len(names) && name != "" && !strings.Contains(name, " ") {
 			names[i] = name
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/ratelua/ratelua"
@@ -39,24 +41,28 @@ Both are idempotent: run them after a deploy, a restart or a failover.`,
 	ctx, cancel := context.WithTimeout(ctx, *sf.timeout)
 	defer cancel()
 
-	var report []ratelua.NodeLoad
+	var report map[string]error
 	if *functions {
 		report, err = ratelua.LoadFunctions(ctx, ratelua.Rueidis(client), lib)
 	} else {
 		report, err = ratelua.NewRegistry().Load(ctx, ratelua.Rueidis(client))
 	}
-	for _, nl := range report {
-		line := nl.Addr + "  "
+	scripts := len(ratelua.NewRegistry().All())
+	for _, addr := range slices.Sorted(maps.Keys(report)) {
+		nodeErr := report[addr]
+		line := addr + "  "
 		switch {
-		case *functions && nl.Err == nil:
+		case *functions && nodeErr == nil:
 			line += fmt.Sprintf("library %s loaded (%s)", lib.Name,
 				plural(int64(strings.Count(lib.Source, "redis.register_function(")), "function", "functions"))
 		case *functions:
 			line += fmt.Sprintf("library %s not loaded", lib.Name)
+		case nodeErr == nil:
+			line += plural(int64(scripts), "script", "scripts") + " loaded"
 		default:
-			line += plural(int64(nl.Loaded), "script", "scripts") + " loaded"
+			line += "scripts not loaded"
 		}
-		if nl.Err != nil {
+		if nodeErr != nil {
 			line += " (failed)"
 		}
 		fmt.Fprintln(e.stdout, line)

@@ -54,7 +54,7 @@ SCRIPT LOAD hashes to the SHA1).`,
 	fmt.Fprintln(tw, "NAME\tVERSION\tSHA1\tLIMIT\tCOST")
 	for _, s := range scripts {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", s.Name, s.Version, s.SHA1,
-			strings.Join(s.Contract.Limit, " "), shortCost(s.Contract.Cost))
+			strings.Join(s.Limit, " "), shortCost(s.Cost))
 	}
 	return tw.Flush()
 }

@@ -59,8 +59,8 @@ func TestScriptsTable(t *testing.T) {
 		if f[0] != s.Name || f[1] != strconv.Itoa(s.Version) || f[2] != s.SHA1 {
 			t.Errorf("line %q, want %s %d %s", lines[1+i], s.Name, s.Version, s.SHA1)
 		}
-		if !strings.Contains(lines[1+i], strings.Join(s.Contract.Limit, " ")) {
-			t.Errorf("line %q lacks the limit fields %v", lines[1+i], s.Contract.Limit)
+		if !strings.Contains(lines[1+i], strings.Join(s.Limit, " ")) {
+			t.Errorf("line %q lacks the limit fields %v", lines[1+i], s.Limit)
 		}
 	}
 	if !strings.Contains(r.stdout, "HGET, HMGET, HSET, PEXPIRE") {
