@@ -1,12 +1,12 @@
 # The commands the README names.
 GO ?= go
 
-.PHONY: test servers vet generate check-generated fuzz demo
+.PHONY: test servers callers vet generate check-generated fuzz demo
 
 ## test: install the servers if missing, vet, then every test: the script
 ## suite in luatest, and the real-server tests and examples on redis-server and
 ## valkey-server (a missing server skips them, except under CI=true)
-test: servers vet check-generated
+test: servers callers vet check-generated
 	@rm -f .server-cases
 	RATELUA_SERVER_CASES=$(CURDIR)/.server-cases $(GO) test -count=1 ./...
 	@cat .server-cases 2>/dev/null || echo "server cases: no report (the root package did not run)"
@@ -17,6 +17,13 @@ test: servers vet check-generated
 ## needs root and apt). The real-server tests and examples need both.
 servers:
 	@bash .ci/install-servers
+
+## callers: install what the Python and Node callers in examples/ need
+## (python3-redis from Debian, ioredis pinned in examples/node; Debian's
+## nodejs and npm when missing) with .ci/install-callers (a no-op once
+## installed). TestConformance runs them.
+callers:
+	@bash .ci/install-callers
 
 vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }

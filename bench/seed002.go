@@ -11,7 +11,7 @@ import (
 )
 
 // seed002Script re-implements the sliding window of seed 002
-// (/work/shared/seeds/002_*.txt, "Rate Limiter for Redis in LUA") as its
+// (../shared/seeds/002_*.txt, "Rate Limiter for Redis in LUA") as its
 // document describes it, written here from that description:
 //   - per limit a list of time slots, each node "<slot>:<count>", and a
 //     counter key with the total of the window, both named from a namespace,

@@ -9,7 +9,7 @@ import (
 )
 
 // seedBucketScript is "the seeds' token bucket", re-implemented from seed
-// 000 (/work/shared/seeds/000_*.txt, "Token Bucket": the hash option
+// 000 (../shared/seeds/000_*.txt, "Token Bucket": the hash option
 // recommended there), which seeds 003 and 004 describe the same way: one
 // hash per client with the tokens (a float) and the last refill time in
 // milliseconds; HMGET both, refill elapsed seconds x rate up to the bucket

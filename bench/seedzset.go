@@ -9,7 +9,7 @@ import (
 )
 
 // seedZSetScript is "the seeds' ZSET log", re-implemented from seed 000
-// (/work/shared/seeds/000_*.txt, "Sliding Window Log"); seeds 001, 003 and
+// (../shared/seeds/000_*.txt, "Sliding Window Log"); seeds 001, 003 and
 // 004 describe the same sorted set (score: the request time, member: a
 // unique id). Followed: ZREMRANGEBYSCORE of everything up to now - window,
 // ZCARD, and if under the limit ZADD now with the member "<now>-<random>"
