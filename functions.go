@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ratelua/ratelua/internal/luagen"
+	"github.com/ratelua/ratelua/internal/manifest"
 )
 
 // Library is a Redis Functions library (Redis 7+, Valkey) that registers
@@ -28,15 +28,15 @@ func ReleaseLibrary(version int) (Library, error) {
 			version = max(version, s.Version)
 		}
 	}
-	src, err := luaFiles.ReadFile("lua/" + luagen.LibraryFile(version))
+	src, err := luaFiles.ReadFile("lua/" + manifest.LibraryFile(version))
 	if err != nil {
 		return Library{}, fmt.Errorf("ratelua: no embedded library of release v%d: %w", version, ErrUnknownScript)
 	}
-	return Library{Name: luagen.LibraryName(version), Version: version, Source: string(src)}, nil
+	return Library{Name: manifest.LibraryName(version), Version: version, Source: string(src)}, nil
 }
 
 // Function returns the function name of a script in its release's library.
-func (s Script) Function() string { return luagen.FunctionName(s.Name, s.Version) }
+func (s Script) Function() string { return manifest.FunctionName(s.Name, s.Version) }
 
 // LoadFunctions loads the library (FUNCTION LOAD REPLACE) on every master
 // of the client; replicas receive it by replication. It reports each

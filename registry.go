@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ratelua/ratelua/internal/luagen"
+	"github.com/ratelua/ratelua/internal/manifest"
 )
 
 // scriptID names a script version in a Registry.
@@ -40,10 +40,10 @@ func NewRegistry() *Registry {
 // no-op; other source under a registered name and version fails with
 // ErrImmutable.
 func (r *Registry) Register(name string, version int, source string) (Script, error) {
-	if _, _, ok := luagen.ParseFileName(fmt.Sprintf("%s.v%d.lua", name, version)); !ok {
+	if _, _, ok := manifest.ParseFileName(fmt.Sprintf("%s.v%d.lua", name, version)); !ok {
 		return Script{}, fmt.Errorf("ratelua: script name %s version %d: want a lower-case name and a version >= 1", name, version)
 	}
-	s := Script{Name: name, Version: version, Source: source, SHA1: luagen.SHA1([]byte(source))}
+	s := Script{Name: name, Version: version, Source: source, SHA1: manifest.SHA1([]byte(source))}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if old, ok := r.scripts[s.id()]; ok {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ratelua/ratelua/internal/luagen"
+	"github.com/ratelua/ratelua/internal/manifest"
 )
 
 //go:generate go run ./internal/luagen/cmd/luagen
@@ -74,7 +74,7 @@ func loadEmbedded() ([]Script, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ratelua: read manifest: %w", err)
 	}
-	var m luagen.Manifest
+	var m manifest.Manifest
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, fmt.Errorf("ratelua: parse manifest: %w", err)
 	}
@@ -84,7 +84,7 @@ func loadEmbedded() ([]Script, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ratelua: manifest names %s: %w", e.File, err)
 		}
-		if sum := luagen.SHA1(src); sum != e.SHA1 {
+		if sum := manifest.SHA1(src); sum != e.SHA1 {
 			return nil, fmt.Errorf("ratelua: %s has SHA1 %s, the manifest says %s", e.File, sum, e.SHA1)
 		}
 		scripts = append(scripts, Script{

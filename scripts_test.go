@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
+	"slices"
 	"regexp"
 	"strconv"
 	"strings"
@@ -161,5 +163,18 @@ func TestLookup(t *testing.T) {
 	a[0].Source = "changed"
 	if b[0].Source == "changed" {
 		t.Error("Scripts returns shared storage")
+	}
+}
+
+// TestRuntimeDoesNotImportTheGenerator: internal/luagen (regexps, contract
+// prose) is build-time only; a user's binary links internal/manifest.
+func TestRuntimeDoesNotImportTheGenerator(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if slices.Contains(deps, "github.com/ratelua/ratelua/internal/luagen") || !slices.Contains(deps, "github.com/ratelua/ratelua/internal/manifest") {
+		t.Errorf("the runtime's dependencies: %v", deps)
 	}
 }

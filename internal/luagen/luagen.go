@@ -12,15 +12,13 @@ package luagen
 
 import (
 	"bytes"
-	"crypto/sha1"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/ratelua/ratelua/internal/manifest"
 	"io/fs"
 	"path"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -51,53 +49,18 @@ func Assemble(fsys fs.FS, src, name string) ([]byte, error) {
 	return out, nil
 }
 
-// Entry is one script version in the manifest.
-type Entry struct {
-	Name    string   `json:"name"`
-	Version int      `json:"version"`
-	File    string   `json:"file"`
-	SHA1    string   `json:"sha1"`
-	Keys    []string `json:"keys"`
-	Argv    []string `json:"argv"`
-	Limit   []string `json:"limit"`
-	Reply   []string `json:"reply"`
-	Fresh   string   `json:"fresh"`
-	State   string   `json:"state"`
-	Cost    string   `json:"cost"`
-	// Function is the Redis Functions name of the script in Library.
-	Function string `json:"function"`
-	// Library is the Functions library (and its file in lua/) that
-	// registers Function.
-	Library string `json:"library"`
-}
+// Entry is one script version in the manifest (the runtime reads it with
+// package manifest).
+type Entry = manifest.Entry
 
-// Manifest is the checked-in lua/manifest.json: everything a caller in any
-// language needs to call the scripts by EVALSHA.
-type Manifest struct {
-	Comment string  `json:"comment"`
-	Scripts []Entry `json:"scripts"`
-}
-
-var fileName = regexp.MustCompile(`^([a-z][a-z0-9_]*)\.v([1-9][0-9]*)\.lua$`)
+// Manifest is the checked-in lua/manifest.json.
+type Manifest = manifest.Manifest
 
 // ParseFileName splits "name.vN.lua" into its name and version.
-func ParseFileName(file string) (string, int, bool) {
-	m := fileName.FindStringSubmatch(file)
-	if m == nil {
-		return "", 0, false
-	}
-	version, err := strconv.Atoi(m[2])
-	if err != nil {
-		return "", 0, false
-	}
-	return m[1], version, true
-}
+func ParseFileName(file string) (string, int, bool) { return manifest.ParseFileName(file) }
 
 // SHA1 returns the hex SHA1 of a script, as SCRIPT LOAD and EVALSHA use it.
-func SHA1(source []byte) string {
-	sum := sha1.Sum(source)
-	return hex.EncodeToString(sum[:])
-}
+func SHA1(source []byte) string { return manifest.SHA1(source) }
 
 // Build returns the manifest for the assembled scripts (file name to text),
 // taking each script's contract from contracts.
@@ -155,15 +118,13 @@ func AssembleAll(fsys fs.FS, src string) (map[string][]byte, error) {
 }
 
 // LibraryName is the Redis Functions library of a release: ratelua_v<N>.
-func LibraryName(version int) string { return fmt.Sprintf("ratelua_v%d", version) }
+func LibraryName(version int) string { return manifest.LibraryName(version) }
 
 // FunctionName is the function a script version registers in its library.
-func FunctionName(name string, version int) string {
-	return fmt.Sprintf("ratelua_%s_v%d", name, version)
-}
+func FunctionName(name string, version int) string { return manifest.FunctionName(name, version) }
 
 // LibraryFile is the file name of a release's Functions library in lua/.
-func LibraryFile(version int) string { return fmt.Sprintf("%s.library.lua", LibraryName(version)) }
+func LibraryFile(version int) string { return manifest.LibraryFile(version) }
 
 // Library returns the Redis Functions library of every script of version
 // (file name to assembled text): each script's exact text becomes the body
