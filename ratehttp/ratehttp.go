@@ -165,7 +165,9 @@ func New(opts Options, limits ...Limit) (*Middleware, error) {
 			return nil, err
 		}
 		for _, p := range built.policies {
-			if j, dup := seen[p.name]; dup {
+			if j, dup := seen[p.name]; dup && j == i {
+				return nil, fmt.Errorf("%w: limit %d names two policies %s: set Names", ErrInvalidConfig, i, quote(p.name))
+			} else if dup {
 				return nil, fmt.Errorf("%w: limits %d and %d both name a policy %s", ErrInvalidConfig, j, i, quote(p.name))
 			}
 			seen[p.name] = i
