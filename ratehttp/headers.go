@@ -73,24 +73,32 @@ func (m *Middleware) setHeaders(h http.Header, rep *report, denied bool) {
 	if m.headers == HeadersNone {
 		return
 	}
-	h["Ratelimit-Policy"] = []string{m.policy}
 	if rep.p == nil {
+		h["Ratelimit-Policy"] = []string{m.policy}
 		return
 	}
-	remaining := strconv.FormatInt(min(rep.res.Remaining, maxSFInteger), 10)
-	var t string
+	values := make([]string, 3) // one allocation for the fields' slices
+	values[0] = m.policy
+	h["Ratelimit-Policy"] = values[0:1:1]
+	var buf [96]byte
+	b := append(buf[:0], rep.p.item...)
+	b = append(b, ";r="...)
+	b = strconv.AppendInt(b, min(rep.res.Remaining, maxSFInteger), 10)
+	t := -1
 	if rep.wait >= 0 {
-		t = strconv.FormatInt(ceilSeconds(rep.wait), 10)
-		h["Ratelimit"] = []string{rep.p.item + ";r=" + remaining + ";t=" + t}
-	} else {
-		h["Ratelimit"] = []string{rep.p.item + ";r=" + remaining}
+		b = append(b, ";t="...)
+		t = len(b)
+		b = strconv.AppendInt(b, ceilSeconds(rep.wait), 10)
 	}
-	if denied && t != "" {
-		h["Retry-After"] = []string{t}
+	values[1] = string(b)
+	h["Ratelimit"] = values[1:2:2]
+	if denied && t >= 0 {
+		values[2] = values[1][t:] // Retry-After: t, the same seconds
+		h["Retry-After"] = values[2:3:3]
 	}
 	if m.headers == HeadersIETFAndLegacy {
 		h["X-Ratelimit-Limit"] = []string{strconv.FormatInt(rep.p.quota, 10)}
-		h["X-Ratelimit-Remaining"] = []string{remaining}
+		h["X-Ratelimit-Remaining"] = []string{strconv.FormatInt(min(rep.res.Remaining, maxSFInteger), 10)}
 		if rep.wait >= 0 {
 			end := m.clock().Add(rep.wait)
 			reset := end.Unix()

@@ -114,11 +114,13 @@ func parseAddr(s string) (netip.Addr, bool) {
 		if err == nil && addr.Is4() {
 			err = fmt.Errorf("an IPv4 address in brackets")
 		}
-	} else if addr, err = netip.ParseAddr(s); err != nil {
+	} else if strings.Count(s, ":") == 1 { // IPv4 and a port
 		var ap netip.AddrPort
 		if ap, err = netip.ParseAddrPort(s); err == nil {
 			addr = ap.Addr()
 		}
+	} else {
+		addr, err = netip.ParseAddr(s)
 	}
 	if err != nil {
 		return netip.Addr{}, false
