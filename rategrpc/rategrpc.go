@@ -172,8 +172,9 @@ func (in *Interceptor) Stream() grpc.StreamServerInterceptor {
 	}
 }
 
-// Limit decides the call of ctx (its method from grpc.Method, "" outside
-// a server call, which only limits without Methods match) and returns the
+// Limit decides the call of ctx (its method from grpc.Method; outside a
+// server call the method is "", which only Limits without Methods match)
+// and returns the
 // status error of a denial or nil: the Limiter interface of
 // github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/ratelimit.
 // That package's interceptors answer ResourceExhausted with their own

@@ -20,10 +20,12 @@ type problem struct {
 }
 
 // quotaExceeded is the body of a 429 for d; quota is the violated
-// policy's.
-func quotaExceeded(d Denial, quota int64) problem {
+// policy's. Without detail it tells no wait and no quota, as HeadersNone
+// asks.
+func quotaExceeded(d Denial, quota int64, detail bool) problem {
 	p := problem{Type: quotaExceededType, Title: "Quota Exceeded", Status: http.StatusTooManyRequests, Violated: d.Policies}
 	switch {
+	case !detail:
 	case d.Result.RetryAfter < 0:
 		p.Detail = fmt.Sprintf("this request costs %d, more than policy %s allows (%d): it can never pass", d.Cost, strconv.Quote(d.Policies[0]), quota)
 	default:

@@ -51,8 +51,9 @@ const (
 	// quota), X-RateLimit-Remaining and X-RateLimit-Reset (Unix time in
 	// seconds at which the reported wait ends).
 	HeadersIETFAndLegacy
-	// HeadersNone sends no rate-limit field at all, not even Retry-After:
-	// a login endpoint need not tell an attacker how many tries are left.
+	// HeadersNone sends no rate-limit field at all, not even Retry-After,
+	// and the 429 body tells no wait: a login endpoint need not tell an
+	// attacker how many tries are left.
 	HeadersNone
 )
 
@@ -250,7 +251,11 @@ func buildLimit(i int, l Limit) (limit, error) {
 	return built, nil
 }
 
-// Handler returns next behind the limits.
+// Handler returns next behind the limits. Its signature is the common
+// middleware shape, func(http.Handler) http.Handler: chi's Use and
+// gorilla/mux's Use take it as it is. One Middleware shares its limiters'
+// keys across every route it wraps; give a route its own limiter (or a
+// prefix) for a budget of its own.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { m.serve(w, r, next) })
 }
@@ -382,7 +387,7 @@ func (m *Middleware) deny(w http.ResponseWriter, r *http.Request, rep *report, c
 		m.denied.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), denialKey{}, d)))
 		return
 	}
-	writeProblem(w, http.StatusTooManyRequests, quotaExceeded(d, rep.p.quota))
+	writeProblem(w, http.StatusTooManyRequests, quotaExceeded(d, rep.p.quota, m.headers != HeadersNone))
 }
 
 // fail answers a request no limiter could decide: Options.Unavailable, or

@@ -338,6 +338,9 @@ func TestExclusions(t *testing.T) {
 		if first.status != 200 || second.status != 429 {
 			t.Errorf("/quiet: %d then %d, want 200 then 429", first.status, second.status)
 		}
+		if p := second.problem(t); p.Detail != "" {
+			t.Errorf("/quiet: the 429 body tells %q", p.Detail)
+		}
 		for _, r := range []response{first, second} {
 			for name := range r.header {
 				if strings.Contains(strings.ToLower(name), "ratelimit") || name == "Retry-After" {
