@@ -62,3 +62,20 @@ demo:
 .PHONY: bench
 bench:
 	cd bench && $(GO) run . -out .. $(BENCHFLAGS)
+
+## test-services: the nested modules of the HTTP and gRPC fronts, on real
+## servers: rategrpc (interceptors over a loopback gRPC server) and
+## ratehttp/internal/sfvtest (every header field parsed as RFC 9651). Part
+## of make test.
+.PHONY: test-services
+test: test-services
+test-services: servers
+	cd rategrpc && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd ratehttp/internal/sfvtest && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+## example-http: the example service of examples/http (a login and an API
+## behind ratehttp) on http://127.0.0.1:8080, its limiters on the embedded
+## engine; ADDR=host:port runs them on a server or cluster
+.PHONY: example-http
+example-http:
+	$(GO) run ./examples/http $(if $(ADDR),--addr $(ADDR))

@@ -1,0 +1,43 @@
+// Package ratehttp is net/http middleware that runs ratelua limiters in
+// front of any http.Handler (a ServeMux pattern, a chi or gorilla/mux
+// route), and answers in the syntax of the IETF RateLimit header fields
+// (draft-ietf-httpapi-ratelimit-headers-11).
+//
+// A route gets one or several limits; every limit is a ratelua.Limiter with
+// a policy name, a key (the client address by default) and a cost per
+// request (1 by default). A request passes when every limit admits it:
+//
+//	logins, _ := ratelua.NewSlidingWindow(ratelua.Rueidis(client), ratelua.Options{Prefix: "login"},
+//		ratelua.Window{Max: 1, Duration: 5 * time.Second, Resolution: time.Second},
+//		ratelua.Window{Max: 5, Duration: time.Hour, Resolution: 10 * time.Minute})
+//	mw, err := ratehttp.New(ratehttp.Options{}, ratehttp.Limit{Limiter: logins, Name: "login"})
+//	if err != nil {
+//		return err // names the bad option: a CIDR, a policy name, a missing limiter
+//	}
+//	mux.Handle("POST /login", mw.Handler(loginHandler))
+//
+// Every response on the route carries the policies and the limit closest to
+// running out:
+//
+//	RateLimit-Policy: "login-5s";q=1;w=5, "login-1h";q=5;w=3600
+//	RateLimit: "login-1h";r=0;t=3574
+//
+// and a denied request is answered 429 with Retry-After (whole seconds,
+// rounded up, the same as t) and an application/problem+json body of the
+// draft's quota-exceeded type naming the violated policy, or by
+// Options.Denied. When a limiter gets no answer from its server, its
+// ratelua.Options.FailOpen decides: the request passes, or is answered 503
+// (Options.Unavailable); Options.OnError sees every error.
+//
+// The middleware decides nothing itself: it maps a request to event keys and
+// costs, calls the limiters in order (the first that denies ends the
+// request; the limiters before it have counted it), and turns their Results
+// into headers and a status.
+//
+// Client addresses: the key is the peer's address (RemoteAddr), IPv6
+// grouped by /64. Forwarded, X-Forwarded-For or X-Real-IP (one of them,
+// Options.ProxyHeader) is read only when the peer is one of
+// Options.TrustedProxies, and then the rightmost address that is not a
+// trusted proxy is the client: the addresses to its left were written by the
+// client and prove nothing.
+package ratehttp

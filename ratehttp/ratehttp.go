@@ -1,0 +1,427 @@
+package ratehttp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"github.com/ratelua/ratelua"
+)
+
+// Limit is one limiter on a route.
+type Limit struct {
+	// Limiter decides; required.
+	Limiter *ratelua.Limiter
+	// Name names the limiter's policy in the headers and in the problem
+	// body. A limiter with one limit is one policy, Name; with several,
+	// limit i is the policy Name-<its window>, e.g. "login-5s" and
+	// "login-1h". Required unless Names is set.
+	Name string
+	// Names, when set, names each limit of the limiter in order (exactly
+	// Limiter.Limits() names) instead of Name. Every name must be a
+	// non-empty string of printable ASCII (an RFC 9651 sf-string), unique
+	// on the route.
+	Names []string
+	// Key maps a request to the limiter's event key; ok false means the
+	// limit does not apply to the request (no user logged in, no API key):
+	// pair such a limit with one keyed by the client address. Nil means
+	// the client address (Middleware.ClientKey).
+	Key KeyFunc
+	// Cost is the number of events a request counts for (weighted
+	// requests, at most 2^52); nil means 1. A cost below 1 makes the
+	// request free under this limit.
+	Cost func(r *http.Request) int64
+	// Exempt lists keys this limit never applies to (allow-listed clients,
+	// internal users). A client address key is written as ClientKey
+	// writes it: "192.0.2.1", "2001:db8:1:2::/64".
+	Exempt []string
+}
+
+// Headers chooses the rate-limit header fields a Middleware sends.
+type Headers int
+
+const (
+	// HeadersIETF sends RateLimit-Policy and RateLimit on every response
+	// of a limited route, and Retry-After on 429.
+	HeadersIETF Headers = iota
+	// HeadersIETFAndLegacy adds X-RateLimit-Limit (the reported policy's
+	// quota), X-RateLimit-Remaining and X-RateLimit-Reset (Unix time in
+	// seconds at which the reported wait ends).
+	HeadersIETFAndLegacy
+	// HeadersNone sends no rate-limit field at all, not even Retry-After,
+	// and the 429 body tells no wait: a login endpoint need not tell an
+	// attacker how many tries are left.
+	HeadersNone
+)
+
+// Options configure a Middleware. The zero value keys by the peer's
+// address (IPv6 by /64), trusts no proxy, sends the IETF fields, answers a
+// denied request 429 with a problem body and an unanswered limiter that
+// fails closed 503.
+type Options struct {
+	// TrustedProxies are the addresses ("10.0.0.1") and networks
+	// ("10.0.0.0/8", "2001:db8::/32") of the reverse proxies in front of
+	// the service. Only a request whose peer is one of them has its
+	// ProxyHeader read.
+	TrustedProxies []string
+	// ProxyHeader is the field the trusted proxies write the client's
+	// address to: "X-Forwarded-For" (the default), "Forwarded" (RFC 7239,
+	// its for= parameters) or "X-Real-IP". Name the one your proxy sets:
+	// a field it passes through untouched carries whatever the client
+	// wrote. The rightmost address that is not a trusted proxy is the
+	// client; a value that is not an address ends the search at the proxy
+	// that wrote it.
+	ProxyHeader string
+	// IPv4Prefix and IPv6Prefix group client addresses into one key per
+	// network: 0 means 32 (each IPv4 address) and 64 (a /64, what one
+	// IPv6 host or site usually gets).
+	IPv4Prefix, IPv6Prefix int
+	// Headers chooses the rate-limit fields sent; HeadersIETF by default.
+	Headers Headers
+	// Skip exempts requests from every limit, with no header: health
+	// checks, metrics.
+	Skip func(r *http.Request) bool
+	// Denied, if set, answers a denied request instead of the 429
+	// problem body. The rate-limit fields are already set; DenialFrom on
+	// the request's context tells which policy denied it and the wait.
+	Denied http.Handler
+	// Unavailable, if set, answers a request that a limiter could not
+	// decide (an error under a fail-closed limiter, or a server's error
+	// reply) instead of the 503 problem body.
+	Unavailable http.Handler
+	// OnError sees every error of a limiter, whether the request then
+	// passed (a FailOpen limiter without an answer) or not.
+	OnError func(r *http.Request, err error)
+	// Clock gives the time of X-RateLimit-Reset; nil means time.Now.
+	Clock func() time.Time
+}
+
+// ErrInvalidConfig is wrapped by the errors of New.
+var ErrInvalidConfig = errors.New("ratehttp: invalid configuration")
+
+// Middleware limits the requests of the handlers it wraps. It is safe for
+// concurrent use.
+type Middleware struct {
+	limits      []limit
+	trusted     []netip.Prefix
+	proxyHeader string
+	v4bits      int
+	v6bits      int
+	headers     Headers
+	policy      string // the RateLimit-Policy value
+	skip        func(*http.Request) bool
+	denied      http.Handler
+	unavailable http.Handler
+	onError     func(*http.Request, error)
+	clock       func() time.Time
+}
+
+// limit is a Limit ready to serve.
+type limit struct {
+	limiter  *ratelua.Limiter
+	key      KeyFunc
+	cost     func(*http.Request) int64
+	exempt   map[string]struct{}
+	policies []policy // one per limit of the limiter
+}
+
+// policy is one limit of a limiter as the headers name it.
+type policy struct {
+	name   string
+	item   string // the name serialized as an sf-string
+	quota  int64
+	window time.Duration
+}
+
+// New checks the options and the limits and returns the middleware. Every
+// mistake it can see is an error naming it: no limit, a missing limiter, a
+// policy name the header fields cannot carry or that two limits share, an
+// address or network in TrustedProxies that does not parse, an unknown
+// ProxyHeader, a prefix length out of range.
+func New(opts Options, limits ...Limit) (*Middleware, error) {
+	if len(limits) == 0 {
+		return nil, fmt.Errorf("%w: no limit", ErrInvalidConfig)
+	}
+	m := &Middleware{
+		headers: opts.Headers, skip: opts.Skip, denied: opts.Denied, unavailable: opts.Unavailable,
+		onError: opts.OnError, clock: opts.Clock, v4bits: opts.IPv4Prefix, v6bits: opts.IPv6Prefix,
+	}
+	if m.clock == nil {
+		m.clock = time.Now
+	}
+	if opts.Headers < HeadersIETF || opts.Headers > HeadersNone {
+		return nil, fmt.Errorf("%w: Headers %d is not one of HeadersIETF, HeadersIETFAndLegacy, HeadersNone", ErrInvalidConfig, opts.Headers)
+	}
+	if err := m.setAddressing(opts); err != nil {
+		return nil, err
+	}
+	seen := map[string]int{}
+	var items []string
+	for i, l := range limits {
+		built, err := buildLimit(i, l)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range built.policies {
+			if j, dup := seen[p.name]; dup && j == i {
+				return nil, fmt.Errorf("%w: limit %d names two policies %s: set Names", ErrInvalidConfig, i, quote(p.name))
+			} else if dup {
+				return nil, fmt.Errorf("%w: limits %d and %d both name a policy %s", ErrInvalidConfig, j, i, quote(p.name))
+			}
+			seen[p.name] = i
+			items = append(items, policyItem(p))
+		}
+		m.limits = append(m.limits, built)
+	}
+	m.policy = joinList(items)
+	return m, nil
+}
+
+// setAddressing checks and keeps the client address options.
+func (m *Middleware) setAddressing(opts Options) error {
+	switch {
+	case m.v4bits == 0:
+		m.v4bits = 32
+	case m.v4bits < 0 || m.v4bits > 32:
+		return fmt.Errorf("%w: IPv4Prefix must be 1 to 32 (0 means 32), got %d", ErrInvalidConfig, m.v4bits)
+	}
+	switch {
+	case m.v6bits == 0:
+		m.v6bits = 64
+	case m.v6bits < 0 || m.v6bits > 128:
+		return fmt.Errorf("%w: IPv6Prefix must be 1 to 128 (0 means 64), got %d", ErrInvalidConfig, m.v6bits)
+	}
+	for i, s := range opts.TrustedProxies {
+		p, err := parsePrefix(s)
+		if err != nil {
+			return fmt.Errorf("%w: TrustedProxies[%d] %s is neither an address nor a network: %w", ErrInvalidConfig, i, quote(s), err)
+		}
+		m.trusted = append(m.trusted, p)
+	}
+	switch http.CanonicalHeaderKey(opts.ProxyHeader) {
+	case "", "X-Forwarded-For":
+		m.proxyHeader = "X-Forwarded-For"
+	case "Forwarded":
+		m.proxyHeader = "Forwarded"
+	case "X-Real-Ip":
+		m.proxyHeader = "X-Real-Ip"
+	default:
+		return fmt.Errorf("%w: ProxyHeader %s must be X-Forwarded-For, Forwarded or X-Real-IP", ErrInvalidConfig, quote(opts.ProxyHeader))
+	}
+	return nil
+}
+
+// buildLimit checks limit i and names its policies.
+func buildLimit(i int, l Limit) (limit, error) {
+	if l.Limiter == nil {
+		return limit{}, fmt.Errorf("%w: limit %d has no Limiter", ErrInvalidConfig, i)
+	}
+	count := l.Limiter.Limits()
+	names := l.Names
+	switch {
+	case names != nil && len(names) != count:
+		return limit{}, fmt.Errorf("%w: limit %d has %d Names for a limiter of %d limits", ErrInvalidConfig, i, len(names), count)
+	case names == nil && l.Name == "":
+		return limit{}, fmt.Errorf("%w: limit %d has no Name", ErrInvalidConfig, i)
+	case names == nil && count == 1:
+		names = []string{l.Name}
+	case names == nil:
+		for j := range count {
+			_, window := l.Limiter.Quota(j)
+			names = append(names, l.Name+"-"+shortDuration(window))
+		}
+	}
+	built := limit{limiter: l.Limiter, key: l.Key, cost: l.Cost}
+	for j, name := range names {
+		if err := checkName(name); err != nil {
+			return limit{}, fmt.Errorf("%w: limit %d: policy name %s %w", ErrInvalidConfig, i, quote(name), err)
+		}
+		q, window := l.Limiter.Quota(j) // q <= 1e9: ratelua's bound, well within an sf-integer
+		built.policies = append(built.policies, policy{name: name, item: sfString(name), quota: q, window: window})
+	}
+	if len(l.Exempt) > 0 {
+		built.exempt = make(map[string]struct{}, len(l.Exempt))
+		for _, k := range l.Exempt {
+			built.exempt[k] = struct{}{}
+		}
+	}
+	return built, nil
+}
+
+// Handler returns next behind the limits. Its signature is the common
+// middleware shape, func(http.Handler) http.Handler: chi's Use and
+// gorilla/mux's Use take it as it is. One Middleware shares its limiters'
+// keys across every route it wraps; give a route its own limiter (or a
+// prefix) for a budget of its own.
+func (m *Middleware) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { m.serve(w, r, next) })
+}
+
+// serve asks every limit in order and answers or passes the request on.
+func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if m.skip != nil && m.skip(r) {
+		next.ServeHTTP(w, r)
+		return
+	}
+	var rep report
+	var client string
+	for i := range m.limits {
+		l := &m.limits[i]
+		var key string
+		if l.key == nil {
+			if client == "" {
+				client = m.ClientKey(r)
+			}
+			key = client
+		} else {
+			var ok bool
+			if key, ok = l.key(r); !ok {
+				continue
+			}
+		}
+		if _, exempt := l.exempt[key]; exempt {
+			continue
+		}
+		n := int64(1)
+		if l.cost != nil {
+			if n = l.cost(r); n < 1 {
+				continue
+			}
+		}
+		res, err := l.limiter.AllowN(r.Context(), key, n)
+		if err != nil && m.onError != nil {
+			m.onError(r, err)
+		}
+		if err != nil && !res.Allowed {
+			m.setHeaders(w.Header(), &rep, false)
+			m.fail(w, r)
+			return
+		}
+		if err != nil {
+			continue // admitted without an answer (FailOpen): nothing to report
+		}
+		rep.consider(l, res)
+		if !res.Allowed {
+			m.setHeaders(w.Header(), &rep, true)
+			m.deny(w, r, &rep, n)
+			return
+		}
+	}
+	m.setHeaders(w.Header(), &rep, false)
+	next.ServeHTTP(w, r)
+}
+
+// report is the limit closest to running out among the Results so far.
+type report struct {
+	p    *policy
+	res  ratelua.Result
+	wait time.Duration // t as a duration; negative: none
+}
+
+// consider takes limiter l's Result res when its deciding limit is closer
+// to running out than the one held: a denial over an admission, then the
+// longer wait (Never the longest); among admissions the fewest remaining,
+// then the longer wait.
+func (rep *report) consider(l *limit, res ratelua.Result) {
+	if res.Limit < 0 || res.Limit >= len(l.policies) {
+		return
+	}
+	p := &l.policies[res.Limit]
+	wait := effectiveWindow(p, res)
+	if rep.p != nil {
+		switch {
+		case res.Allowed != rep.res.Allowed:
+			if res.Allowed {
+				return
+			}
+		case !res.Allowed:
+			if !longer(wait, rep.wait) {
+				return
+			}
+		case res.Remaining != rep.res.Remaining:
+			if res.Remaining > rep.res.Remaining {
+				return
+			}
+		case !longer(wait, rep.wait):
+			return
+		}
+	}
+	rep.p, rep.res, rep.wait = p, res, wait
+}
+
+// longer reports whether wait a is longer than b, a negative wait (never)
+// being the longest.
+func longer(a, b time.Duration) bool {
+	switch {
+	case b < 0:
+		return false
+	case a < 0:
+		return true
+	}
+	return a > b
+}
+
+// effectiveWindow is t, the time within which the client can use no more
+// than res.Remaining under p: when denied, the wait until the request
+// would pass (negative if never); when admitted, the time until p's quota
+// is whole again at the latest, its window, or sooner if the limiter's
+// state is fresh before.
+func effectiveWindow(p *policy, res ratelua.Result) time.Duration {
+	if !res.Allowed {
+		if res.RetryAfter < 0 {
+			return -1
+		}
+		return res.RetryAfter
+	}
+	return min(p.window, res.ResetAfter)
+}
+
+// deny answers a denied request: Options.Denied, or 429 with the problem
+// body.
+func (m *Middleware) deny(w http.ResponseWriter, r *http.Request, rep *report, cost int64) {
+	d := Denial{Policies: []string{rep.p.name}, Result: rep.res, Cost: cost}
+	if m.denied != nil {
+		m.denied.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), denialKey{}, d)))
+		return
+	}
+	writeProblem(w, http.StatusTooManyRequests, quotaExceeded(d, rep.p.quota, m.headers != HeadersNone))
+}
+
+// fail answers a request no limiter could decide: Options.Unavailable, or
+// 503 with a problem body.
+func (m *Middleware) fail(w http.ResponseWriter, r *http.Request) {
+	if m.unavailable != nil {
+		m.unavailable.ServeHTTP(w, r)
+		return
+	}
+	writeProblem(w, http.StatusServiceUnavailable, problem{
+		Type: "about:blank", Title: "Service Unavailable", Status: http.StatusServiceUnavailable,
+		Detail: "the rate limiter could not decide this request",
+	})
+}
+
+// Denial says why a request was denied; Options.Denied reads it with
+// DenialFrom.
+type Denial struct {
+	// Policies names the violated policy: the deciding limit of the
+	// limiter that denied the request.
+	Policies []string
+	// Result is that limiter's decision; Result.RetryAfter is
+	// ratelua.Never when the request costs more than the policy's quota
+	// and can never pass.
+	Result ratelua.Result
+	// Cost is what the request cost under that limiter.
+	Cost int64
+}
+
+type denialKey struct{}
+
+// DenialFrom returns the Denial of the request whose context is ctx, in
+// Options.Denied.
+func DenialFrom(ctx context.Context) (Denial, bool) {
+	d, ok := ctx.Value(denialKey{}).(Denial)
+	return d, ok
+}
