@@ -17,13 +17,16 @@ func UseTestServers(started map[testbench.Kind]*testbench.Node, errs map[testben
 func CloseClusters() { closeClusters() }
 
 // ServerCaseReport says how many integration cases ran per family and
-// topology, so that a silent skip shows.
+// topology, and on which servers: the version and testbench provider of
+// the single nodes TestMain started (the clusters come from the same
+// default provider), so that a silent skip, or a run that was not where it
+// was asked to be, shows.
 func ServerCaseReport() string {
 	out := ""
 	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
 		version := "not started"
 		if s := servers[kind]; s != nil {
-			version = s.Version
+			version = s.Version + " (" + s.Provider + ")"
 		}
 		for _, topology := range []string{"single", "cluster"} {
 			var n int64
