@@ -1,16 +1,50 @@
 # The commands the README names.
 GO ?= go
 
-.PHONY: test servers callers vet generate check-generated fuzz demo
+.PHONY: test test-docker servers callers vet generate check-generated fuzz demo
 
-## test: install the servers if missing, vet, then every test: the script
-## suite in luatest, and the real-server tests and examples on redis-server and
-## valkey-server (a missing server skips them, except under CI=true)
+## test: install the servers and callers if missing, vet, then every test:
+## the script suite in luatest, and the real-server tests and examples on
+## redis-server and valkey-server (a missing server skips them, except under
+## CI=true); then test-docker
 test: servers callers vet check-generated
 	@rm -f .server-cases
 	RATELUA_SERVER_CASES=$(CURDIR)/.server-cases $(GO) test -count=1 ./...
 	@cat .server-cases 2>/dev/null || echo "server cases: no report (the root package did not run)"
 	@rm -f .server-cases
+	@$(MAKE) --no-print-directory test-docker
+
+## test-docker: the testbench suite and the six-node cluster suite once more
+## with every server in a Docker container of DOCKER_IMAGE (testbench's
+## Docker provider: RATELUA_TESTBENCH=docker, RATELUA_DOCKER_IMAGE), for both
+## server families, and the line "docker: redis <version> cluster <cases> /
+## valkey <version> cluster <cases>". .ci/install-docker makes the engine
+## (dockerd, started here is stopped here) and the image, from the installed
+## servers. When that fails the run is skipped, except under CI=true, where
+## it fails, as does a report that is not from Docker.
+DOCKER_IMAGE ?= ratelua/servers:local
+## The cluster suite: its package and its tests (go test -run).
+CLUSTER_SUITE_PKG ?= .
+CLUSTER_SUITE_RUN ?= ^TestCluster
+test-docker: servers
+	@if bash .ci/install-docker status; then stop=:; else stop='bash .ci/install-docker stop'; fi; \
+	trap "$$stop" EXIT; \
+	if ! RATELUA_LOCAL_IMAGE='$(DOCKER_IMAGE)' bash .ci/install-docker; then \
+		[ "$$CI" != true ] || { echo "docker: no engine or image, and CI=true: failed"; exit 1; }; \
+		echo "docker: skipped (no engine or image; .ci/install-docker said why)"; exit 0; \
+	fi; \
+	rm -f .server-cases-docker; \
+	export RATELUA_TESTBENCH=docker RATELUA_DOCKER_IMAGE='$(DOCKER_IMAGE)'; \
+	echo "$(GO) test -count=1 ./testbench/  # on docker $(DOCKER_IMAGE)"; \
+	$(GO) test -count=1 ./testbench/ || exit 1; \
+	echo "$(GO) test -count=1 -run '$(CLUSTER_SUITE_RUN)' $(CLUSTER_SUITE_PKG)  # on docker $(DOCKER_IMAGE)"; \
+	RATELUA_SERVER_CASES=$(CURDIR)/.server-cases-docker $(GO) test -count=1 -run '$(CLUSTER_SUITE_RUN)' $(CLUSTER_SUITE_PKG) || exit 1; \
+	awk -F ', cluster: ' 'NF == 2 { split($$1, w, " "); p = $$1; sub(/^[^(]*\(/, "", p); sub(/\)$$/, "", p); \
+		if (p !~ /^docker / || $$2 + 0 == 0) bad = 1; \
+		line = line sep w[4] " " w[5] " cluster " $$2; sep = " / "; n++ } \
+		END { if (n != 2 || bad) { print "docker: the cluster suite did not run on Docker:"; exit 1 } print "docker: " line }' \
+		.server-cases-docker || { cat .server-cases-docker 2>/dev/null; exit 1; }; \
+	rm -f .server-cases-docker
 
 ## servers: install redis-server (7.0) and valkey-server (8.x) when either is
 ## missing, with .ci/install-servers (a no-op once both are on PATH; installing

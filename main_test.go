@@ -14,8 +14,8 @@ import (
 // silent skip shows.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	closeClusters()
 	report := serverCaseReport()
+	closeClusters()
 	closeServers()
 	if report != "" {
 		fmt.Fprint(os.Stderr, report)
@@ -30,18 +30,26 @@ func TestMain(m *testing.M) {
 }
 
 // serverCaseReport says how many integration cases ran per family and
-// topology; empty when no server was started.
+// topology, and on which servers: the version and testbench provider of the
+// shared single node, or else of the shared cluster, so that a silent skip,
+// or a run that was not where it was asked to be, shows. It is empty when
+// no server was started.
 func serverCaseReport() string {
 	shared.Lock()
 	defer shared.Unlock()
-	if len(shared.nodes) == 0 && len(shared.errs) == 0 {
+	sharedClusters.Lock()
+	defer sharedClusters.Unlock()
+	if len(shared.nodes) == 0 && len(shared.errs) == 0 && len(sharedClusters.m) == 0 {
 		return ""
 	}
 	out := ""
 	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
 		version := "not started"
 		if s := shared.nodes[kind]; s != nil {
-			version = s.Version
+			version = s.Version + " (" + s.Provider + ")"
+		} else if c := sharedClusters.m[kind]; c != nil && len(c.Masters()) > 0 {
+			m := c.Masters()[0]
+			version = m.Version + " (" + m.Provider + ")"
 		}
 		for _, topology := range []string{"single", "cluster"} {
 			var n int64

@@ -52,7 +52,9 @@ type DockerOptions struct {
 	// Image is the server image, "repository:tag". "" means the
 	// environment variable RATELUA_DOCKER_IMAGE, or else the official image
 	// for the kind (DefaultValkeyImage, DefaultRedisImage). The image must
-	// have redis-server (Redis) or valkey-server (Valkey) on its PATH.
+	// have redis-server (Redis) or valkey-server (Valkey) on its PATH; one
+	// image may hold both. Check pulls it when the engine does not have
+	// it, and fails with ErrUnavailable, naming the image, when it cannot.
 	Image string
 	// Network is DockerHostNetwork ("" means it) or DockerBridgeNetwork.
 	Network string
@@ -75,7 +77,8 @@ func Docker(image string) Provider { return DockerWith(DockerOptions{Image: imag
 // so that its configuration, log, nodes.conf and dump.rdb are on the host
 // and a restarted container finds them. The server is the container's
 // entry point, with the configuration file as its argument. Check fails
-// with ErrUnavailable when no engine answers.
+// with ErrUnavailable when no engine answers, or when the image is not on
+// the engine and cannot be pulled.
 func DockerWith(opts DockerOptions) Provider { return &dockerProvider{opts: opts} }
 
 type dockerProvider struct {
@@ -91,7 +94,7 @@ func (d *dockerProvider) Name() string {
 	if img := d.imageFor(""); img != "" {
 		return "docker " + img
 	}
-	return "docker"
+	return "docker (official images)"
 }
 
 // imageFor is the image for kind: DockerOptions.Image,
@@ -169,7 +172,37 @@ func (d *dockerProvider) Check(ctx context.Context, kind Kind) error {
 		return err
 	}
 	d.reapOnce(pool)
-	return nil
+	return d.ensureImage(ctx, pool, d.imageFor(kind))
+}
+
+// ensureImage pulls image when the engine does not have it. When it
+// cannot, its one-line error names the image and wraps ErrUnavailable and
+// the pull's error.
+func (d *dockerProvider) ensureImage(ctx context.Context, pool *dockertest.Pool, image string) error {
+	_, err := pool.Client.InspectImage(image)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, dc.ErrNoSuchImage) {
+		return fmt.Errorf("testbench: Docker image %s: %w", image, err)
+	}
+	repo, tag := splitImage(image)
+	err = pool.Client.PullImage(dc.PullImageOptions{Repository: repo, Tag: tag, Context: ctx}, dc.AuthConfiguration{})
+	if err == nil {
+		return nil
+	}
+	return missingImage(image, d.opts.Image != "", err)
+}
+
+// missingImage is the error for an image that is not on the engine and
+// could not be pulled: it names the image and how to name another one.
+func missingImage(image string, fromOptions bool, pullErr error) error {
+	how := "set RATELUA_DOCKER_IMAGE to an image that has redis-server or valkey-server on its PATH"
+	if fromOptions {
+		how = "set DockerOptions.Image to an image that has redis-server or valkey-server on its PATH"
+	}
+	return unavailablef(pullErr, "testbench: Docker image %s is not on the engine and cannot be pulled (%s); pull or build it, or %s",
+		image, firstLine(pullErr.Error()), how)
 }
 
 // reapOnce removes, once per provider, the containers of earlier benches

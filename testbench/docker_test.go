@@ -194,7 +194,7 @@ func startWith(t *testing.T, single bool, opts Options) *fakeTB {
 func TestStartUnavailable(t *testing.T) {
 	noEngine := Options{Kind: Valkey, Provider: DockerWith(DockerOptions{Endpoint: "unix:///nonexistent/docker.sock"})}
 	t.Setenv("RATELUA_REDIS_SERVER", "/nonexistent/redis-server")
-	noBinary := Options{Kind: Redis}
+	noBinary := Options{Kind: Redis, Provider: Processes()}
 	for _, tc := range []struct {
 		name   string
 		single bool
@@ -218,5 +218,98 @@ func TestStartUnavailable(t *testing.T) {
 				t.Errorf("with CI=true: skipped %q, fatal %q; want a failure with %q", f.skipped, f.fatal, tc.want)
 			}
 		})
+	}
+}
+
+// TestDockerName: the provider names its image, or the official ones.
+func TestDockerName(t *testing.T) {
+	t.Setenv("RATELUA_DOCKER_IMAGE", "")
+	if got, want := Docker("").Name(), "docker (official images)"; got != want {
+		t.Errorf("Docker(\"\").Name() = %q, want %q", got, want)
+	}
+	if got, want := Docker("mine:1").Name(), "docker mine:1"; got != want {
+		t.Errorf("Docker(\"mine:1\").Name() = %q, want %q", got, want)
+	}
+	t.Setenv("RATELUA_DOCKER_IMAGE", "ratelua/servers:local")
+	if got, want := Docker("").Name(), "docker ratelua/servers:local"; got != want {
+		t.Errorf("with RATELUA_DOCKER_IMAGE: Name() = %q, want %q", got, want)
+	}
+}
+
+// TestProviderFromEnv: RATELUA_TESTBENCH picks the provider of Options
+// with none.
+func TestProviderFromEnv(t *testing.T) {
+	t.Setenv("RATELUA_DOCKER_IMAGE", "")
+	for env, want := range map[string]string{"": "processes", "processes": "processes", "docker": "docker (official images)"} {
+		t.Setenv("RATELUA_TESTBENCH", env)
+		if got := (Options{Kind: Redis}).provider().Name(); got != want {
+			t.Errorf("RATELUA_TESTBENCH=%q: provider %q, want %q", env, got, want)
+		}
+	}
+	if got := (Options{Kind: Redis, Provider: Processes()}).provider().Name(); got != "processes" {
+		t.Errorf("an Options.Provider is overridden by RATELUA_TESTBENCH: %q", got)
+	}
+}
+
+// TestDockerMissingImageError: the error for an image that cannot be
+// pulled is one line that names the image and the way to name another,
+// and wraps ErrUnavailable and the pull's error.
+func TestDockerMissingImageError(t *testing.T) {
+	pullErr := errors.New("API error (404): pull access denied\nmore")
+	for _, fromOptions := range []bool{false, true} {
+		err := missingImage("redis:7.0", fromOptions, pullErr)
+		msg := err.Error()
+		if !errors.Is(err, ErrUnavailable) || !errors.Is(err, pullErr) {
+			t.Errorf("%v: does not wrap ErrUnavailable and the pull's error", err)
+		}
+		want := "RATELUA_DOCKER_IMAGE"
+		if fromOptions {
+			want = "DockerOptions.Image"
+		}
+		for _, w := range []string{"Docker image redis:7.0 ", "cannot be pulled", "pull access denied", want} {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%q lacks %q", msg, w)
+			}
+		}
+		if strings.Contains(msg, "\n") {
+			t.Errorf("%q is more than one line", msg)
+		}
+	}
+}
+
+// TestDockerMissingImage asks a real engine (RATELUA_TESTBENCH=docker) for
+// an image that is nowhere: Check, StartNode and Start fail with the error
+// that names it; Start skips, or fails under CI=true.
+func TestDockerMissingImage(t *testing.T) {
+	if os.Getenv("RATELUA_TESTBENCH") != "docker" {
+		t.Skip("needs a Docker engine: set RATELUA_TESTBENCH=docker")
+	}
+	const missing = "ratelua-testbench/no-such-image:missing"
+	probe := DockerWith(DockerOptions{}).(*dockerProvider)
+	if _, err := probe.connect(t.Context()); err != nil {
+		unavailable(t, err)
+	}
+	t.Setenv("RATELUA_DOCKER_IMAGE", missing)
+	d := Docker("")
+	err := d.Check(t.Context(), Valkey)
+	t.Log(err)
+	if !errors.Is(err, ErrUnavailable) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("Check: %v; want a one-line ErrUnavailable", err)
+	}
+	for _, w := range []string{"Docker image " + missing + " ", "RATELUA_DOCKER_IMAGE"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("Check: %q lacks %q", err, w)
+		}
+	}
+	if _, err := StartNode(t.Context(), Options{Kind: Redis, Provider: d}); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("StartNode: %v; want ErrUnavailable naming %s", err, missing)
+	}
+	t.Setenv("CI", "")
+	if f := startWith(t, false, Options{Kind: Redis, Provider: d}); !strings.Contains(f.skipped, missing) || f.fatal != "" {
+		t.Errorf("Start without CI: skipped %q, fatal %q; want a skip naming %s", f.skipped, f.fatal, missing)
+	}
+	t.Setenv("CI", "true")
+	if f := startWith(t, true, Options{Kind: Redis, Provider: d}); !strings.Contains(f.fatal, missing) || f.skipped != "" {
+		t.Errorf("StartSingle with CI=true: skipped %q, fatal %q; want a failure naming %s", f.skipped, f.fatal, missing)
 	}
 }

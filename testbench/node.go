@@ -30,6 +30,9 @@ type Node struct {
 	// Dir is the node's directory: its configuration (node.conf), log
 	// (server.log), nodes.conf and dump.rdb.
 	Dir string
+	// Provider is the Name of the provider that runs the server, such as
+	// "processes" or "docker ratelua/servers:local".
+	Provider string
 
 	spec  Spec
 	inst  Instance
@@ -295,14 +298,15 @@ func launchSpec(ctx context.Context, prov Provider, spec Spec, claim *portClaim)
 		return nil, err
 	}
 	n := &Node{
-		Addr:  inst.Addr(),
-		Kind:  spec.Kind,
-		Port:  spec.Port,
-		Dir:   spec.Dir,
-		spec:  spec,
-		inst:  inst,
-		claim: claim,
-		conns: make(chan *respConn, 4),
+		Addr:     inst.Addr(),
+		Kind:     spec.Kind,
+		Port:     spec.Port,
+		Dir:      spec.Dir,
+		Provider: prov.Name(),
+		spec:     spec,
+		inst:     inst,
+		claim:    claim,
+		conns:    make(chan *respConn, 4),
 	}
 	if err := n.waitReady(ctx); err != nil {
 		inst.Remove()

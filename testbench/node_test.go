@@ -71,7 +71,7 @@ func TestStartErrors(t *testing.T) {
 	if _, err := lookupBinary(Valkey); err != nil {
 		unavailable(t, err)
 	}
-	_, err := StartNode(t.Context(), Options{Kind: Valkey, Config: []string{"no-such-directive 1"}})
+	_, err := StartNode(t.Context(), Options{Kind: Valkey, Provider: Processes(), Config: []string{"no-such-directive 1"}})
 	if err == nil {
 		t.Fatal("StartNode with a bad directive succeeded")
 	}

@@ -11,8 +11,13 @@
 //	client, _ := rueidis.NewClient(rueidis.ClientOption{InitAddress: c.Addrs()})
 //
 // Start skips the test with a one-line reason when the server binary (or,
-// with the Docker provider, the engine) is missing, except when the
-// environment variable CI is "true": then it fails the test.
+// with the Docker provider, the engine or the image) is missing, except
+// when the environment variable CI is "true": then it fails the test.
+//
+// The servers run as processes, or in Docker containers when the
+// environment variable RATELUA_TESTBENCH is "docker" (or Options.Provider
+// says so): in the official images, or in the image RATELUA_DOCKER_IMAGE
+// names.
 //
 // A cluster is bootstrapped with the servers' own commands (CLUSTER MEET,
 // CLUSTER ADDSLOTSRANGE, CLUSTER REPLICATE) and tuned to start and fail over
@@ -55,7 +60,9 @@ type Options struct {
 	// Replicas is the number of replicas of each master; 0 means 1, a
 	// negative number means none.
 	Replicas int
-	// Provider runs the servers; nil means Processes().
+	// Provider runs the servers; nil means ProviderFromEnv(): Processes(),
+	// or Docker("") when the environment variable RATELUA_TESTBENCH is
+	// "docker".
 	Provider Provider
 	// Config holds extra configuration lines ("name value", as in a
 	// configuration file) for every node, after testbench's own, which they
@@ -66,6 +73,7 @@ type Options struct {
 // Timeouts for operations whose context has no deadline.
 const (
 	defaultStartTimeout = 60 * time.Second
+	checkTimeout        = 5 * time.Minute // Provider.Check may pull an image
 	defaultWaitTimeout  = 30 * time.Second
 	stopTimeout         = 30 * time.Second
 	readyTimeout        = 15 * time.Second
@@ -83,7 +91,7 @@ func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, 
 
 func (o Options) provider() Provider {
 	if o.Provider == nil {
-		return Processes()
+		return ProviderFromEnv()
 	}
 	return o.Provider
 }
@@ -113,8 +121,10 @@ func (o Options) replicas() int {
 }
 
 // ProviderFromEnv returns Docker("") when the environment variable
-// RATELUA_TESTBENCH is "docker", and Processes() otherwise: tests that pass
-// it as Options.Provider use containers only when asked to.
+// RATELUA_TESTBENCH is "docker", and Processes() otherwise. It is the
+// provider of Options with no Provider, so that one variable moves a whole
+// test suite into containers; RATELUA_DOCKER_IMAGE then names the image
+// (see DockerOptions.Image).
 func ProviderFromEnv() Provider {
 	if os.Getenv("RATELUA_TESTBENCH") == "docker" {
 		return Docker("")
@@ -178,16 +188,21 @@ func unavailable(tb testing.TB, err error) {
 // run the kind here. It returns nil when the test did not go on.
 func startFor[T any](tb testing.TB, opts Options, start func(context.Context, Options) (*T, error)) *T {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(tb.Context(), defaultStartTimeout)
-	defer cancel()
 	if err := opts.validate(); err != nil {
 		tb.Fatal(err)
 		return nil
 	}
-	if err := opts.provider().Check(ctx, opts.Kind); err != nil {
+	// Check may pull an image first: it has a deadline of its own.
+	opts.Provider = opts.provider()
+	cctx, cancel := context.WithTimeout(tb.Context(), checkTimeout)
+	err := opts.Provider.Check(cctx, opts.Kind)
+	cancel()
+	if err != nil {
 		unavailable(tb, err)
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(tb.Context(), defaultStartTimeout)
+	defer cancel()
 	v, err := start(ctx, opts)
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
@@ -250,18 +265,24 @@ func StartSingle(tb testing.TB, opts Options) *Node {
 }
 
 // StartNode starts a single node, not in cluster mode, in a new temporary
-// directory; Options.Masters and Replicas are ignored. Close it when done.
+// directory; Options.Masters and Replicas are ignored. When the provider
+// cannot run the kind here (Provider.Check), the error wraps
+// ErrUnavailable. Close the node when done.
 func StartNode(ctx context.Context, opts Options) (*Node, error) {
 	ctx, cancel := withDefaultTimeout(ctx, defaultStartTimeout)
 	defer cancel()
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	prov := opts.provider()
+	if err := prov.Check(ctx, opts.Kind); err != nil {
+		return nil, err
+	}
 	root, err := os.MkdirTemp("", "ratelua-testbench-"+string(opts.Kind)+"-")
 	if err != nil {
 		return nil, fmt.Errorf("testbench: %w", err)
 	}
-	n, err := launchNode(ctx, opts.provider(), opts.Kind, root, nil, opts.Config)
+	n, err := launchNode(ctx, prov, opts.Kind, root, nil, opts.Config)
 	if err != nil {
 		os.RemoveAll(root)
 		return nil, err
