@@ -13,7 +13,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -196,9 +198,9 @@ func mapErr(err error) error {
 
 // plain turns a reply into the shapes ratelua.Node promises: string,
 // int64, []any of such values, or nil. RESP3's other types become the
-// nearest of them (a map a flat array of keys and values, a boolean 1 or 0,
-// a double its decimal text); an error inside an array a
-// *ratelua.ServerError.
+// nearest of them: a map a flat array of keys and values sorted by key, a
+// boolean 1 or 0, a double its shortest decimal text, an error inside an
+// array a *ratelua.ServerError.
 func plain(v any) any {
 	switch v := v.(type) {
 	case nil, string, int64:
@@ -210,9 +212,14 @@ func plain(v any) any {
 		}
 		return out
 	case map[any]any:
+		keys := make([]any, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, func(a, b any) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
 		out := make([]any, 0, 2*len(v))
-		for k, e := range v {
-			out = append(out, plain(k), plain(e))
+		for _, k := range keys {
+			out = append(out, plain(k), plain(v[k]))
 		}
 		return out
 	case bool:

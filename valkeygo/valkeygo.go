@@ -13,6 +13,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/valkey-io/valkey-go"
@@ -138,9 +140,9 @@ func mapErr(err error) error {
 
 // plain turns a reply into the shapes ratelua.Node promises: string,
 // int64, []any of such values, or nil. RESP3's other types become the
-// nearest of them (a map a flat array of keys and values, a boolean 1 or 0,
-// a double its decimal text); an error inside an array a
-// *ratelua.ServerError.
+// nearest of them: a map a flat array of keys and values sorted by key, a
+// boolean 1 or 0, a double its shortest decimal text, an error inside an
+// array a *ratelua.ServerError.
 func plain(v any) any {
 	switch v := v.(type) {
 	case nil, string, int64:
@@ -153,8 +155,8 @@ func plain(v any) any {
 		return out
 	case map[string]any:
 		out := make([]any, 0, 2*len(v))
-		for k, e := range v {
-			out = append(out, k, plain(e))
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			out = append(out, k, plain(v[k]))
 		}
 		return out
 	case bool:
