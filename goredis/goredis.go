@@ -44,9 +44,11 @@ import (
 //     then fail with an error wrapping ratelua.ErrNotSupported.
 //
 // Error replies come back as *ratelua.ServerError with the server's text
-// (go-redis's own rewording of NOSCRIPT is not used), and a closed client
-// or an exhausted connection pool (redis.ErrClosed, redis.ErrPoolTimeout,
-// redis.ErrPoolExhausted) as an error wrapping ratelua.ErrUnavailable.
+// (go-redis's own rewording of NOSCRIPT is not used). A closed client, an
+// exhausted connection pool (redis.ErrClosed, redis.ErrPoolTimeout,
+// redis.ErrPoolExhausted), a ring whose shards are all down and a cluster
+// client with no node come back as an error wrapping
+// ratelua.ErrUnavailable, so that a FailOpen limiter admits.
 func New(c redis.UniversalClient) ratelua.Client {
 	if c == nil {
 		return nil
@@ -190,10 +192,21 @@ func mapErr(err error) error {
 	switch {
 	case errors.As(err, &re) && !errors.Is(err, redis.Nil):
 		return &ratelua.ServerError{Message: re.Error()}
-	case errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted):
+	case errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted),
+		noNodes(err):
 		return fmt.Errorf("goredis: %w: %w", ratelua.ErrUnavailable, err)
 	}
 	return err
+}
+
+// noNodes reports go-redis's errors for a ring or cluster with no node to
+// send to, which it does not export: known by their text.
+func noNodes(err error) bool {
+	switch err.Error() {
+	case "redis: all ring shards are down", "redis: cluster has no nodes":
+		return true
+	}
+	return false
 }
 
 // plain turns a reply into the shapes ratelua.Node promises: string,

@@ -233,4 +233,28 @@ func TestRing(t *testing.T) {
 	if r, err := l.Peek(ctx, "user-7"); err != nil || r.Remaining != 2 {
 		t.Errorf("after ResetPrefix: %+v %v", r, err)
 	}
+
+	// Both shards stopped: every call is unavailability, first as a
+	// refused connection, then, once the ring's heartbeat has marked both
+	// shards down, as "all ring shards are down"; a FailOpen limiter
+	// admits throughout.
+	open, _ := ratelua.NewTokenBucket(client, ratelua.Options{Prefix: "ring", FailOpen: true}, ratelua.PerSecond(1, 2))
+	for _, s := range []*testbench.Node{a, b} {
+		if err := s.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for calls := 1; ; calls++ {
+		r, err := open.Allow(ctx, "user-7")
+		if !r.Allowed || !errors.Is(err, ratelua.ErrUnavailable) {
+			t.Fatalf("call %d with both shards stopped: %+v, %v; want allowed with ErrUnavailable", calls, r, err)
+		}
+		if strings.Contains(err.Error(), "all ring shards are down") {
+			break
+		}
+		if calls == 1000 {
+			t.Fatalf("the ring never marked its shards down: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond) // the heartbeat runs every 500 ms
+	}
 }

@@ -489,6 +489,7 @@ func caseStopped(t *testing.T, e env) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		r, err := l.limiter.Allow(ctx, "k")
 		cancel()
+		t.Logf("FailOpen %v: %v", l.failOpen, err)
 		if r.Allowed != l.failOpen || !errors.Is(err, ratelua.ErrUnavailable) {
 			t.Errorf("FailOpen %v, server stopped: %+v, %v; want allowed %v with ErrUnavailable", l.failOpen, r, err, l.failOpen)
 		}
