@@ -219,3 +219,30 @@ func TestErrors(t *testing.T) {
 }
 
 var _ batcher = (*ratemini.Client)(nil)
+
+// TestLoginIsThrottled is the README's example of a user's unit test.
+func TestLoginIsThrottled(t *testing.T) {
+	per5s := ratelua.Window{Max: 1, Duration: 5 * time.Second, Resolution: time.Second}
+	perHour := ratelua.Window{Max: 5, Duration: time.Hour, Resolution: 10 * time.Minute}
+
+	m := miniredis.RunT(t)
+	clock := ratemini.NewClock(m, time.Unix(1_700_000_000, 0))
+	client, err := ratemini.New(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	logins, _ := ratelua.NewSlidingWindow(client, ratelua.Options{Prefix: "login"}, per5s, perHour)
+
+	ctx := context.Background()
+	if r, _ := logins.Allow(ctx, "203.0.113.7"); !r.Allowed {
+		t.Fatal("first attempt denied")
+	}
+	if r, _ := logins.Allow(ctx, "203.0.113.7"); r.Allowed || r.RetryAfter != 5*time.Second {
+		t.Fatalf("second attempt: %+v", r)
+	}
+	clock.Advance(5 * time.Second) // TIME and TTLs move on together
+	if r, _ := logins.Allow(ctx, "203.0.113.7"); !r.Allowed {
+		t.Fatal("denied after the window")
+	}
+}
