@@ -37,11 +37,14 @@ import (
 //     (ForEachShard), every shard of a *redis.Ring, and the client itself
 //     for a *redis.Client. A failover client is a *redis.Client: its one
 //     node is the master the sentinels name now, so Registry.Load does not
-//     reach the replicas (after a failover the first call of each script
-//     meets NOSCRIPT and the limiter loads it with EVAL). Any other
-//     implementation of redis.UniversalClient lists no nodes: ResetPrefix,
-//     Registry.Load, LoadFunctions and Options.Functions' library loading
-//     then fail with an error wrapping ratelua.ErrNotSupported.
+//     reach the replicas. After a sentinel failover the first call of each
+//     script meets NOSCRIPT on the promoted replica and the limiter loads
+//     it with EVAL; until the client has moved, the demoted master answers
+//     READONLY, an error reply that even a FailOpen limiter denies on.
+//     Any other implementation of redis.UniversalClient lists no nodes:
+//     ResetPrefix, Registry.Load, LoadFunctions and Options.Functions'
+//     library loading then fail with an error wrapping
+//     ratelua.ErrNotSupported.
 //
 // Error replies come back as *ratelua.ServerError with the server's text
 // (go-redis's own rewording of NOSCRIPT is not used). A closed client, an
