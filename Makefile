@@ -1,18 +1,38 @@
 # The commands the README names.
 GO ?= go
 
-.PHONY: test test-docker servers callers vet generate check-generated fuzz demo
+.PHONY: test test-docker deps servers callers vet generate check-generated fuzz demo bench-clients
 
-## test: install the servers and callers if missing, vet, then every test:
-## the script suite in luatest, and the real-server tests and examples on
-## redis-server and valkey-server (a missing server skips them, except under
-## CI=true); then test-docker
-test: servers callers vet check-generated
-	@rm -f .server-cases
+# The nested modules whose tests make test runs: the client adapters, each
+# requiring its client library, and the integration suite that runs every
+# adapter on real servers. (bench/ is a module too, run by make bench; the
+# HTTP and gRPC fronts' modules run in test-services.)
+MODULES := goredis valkeygo miniredis integration
+
+## test: install the servers and the other languages' callers if missing,
+## download every module's dependencies, vet, then every test: the script
+## suite in luatest, the real-server tests and examples on redis-server and
+## valkey-server (a missing server skips them, except under CI=true), each
+## adapter module's tests, and the integration suite through every adapter;
+## then test-services and test-docker. Prints how many real-server cases ran
+## per family and topology, per adapter, and on Docker.
+test: servers callers deps vet check-generated
+	@rm -f .server-cases .adapter-cases
 	RATELUA_SERVER_CASES=$(CURDIR)/.server-cases $(GO) test -count=1 ./...
+	@for m in $(MODULES); do \
+		echo "cd $$m && $(GO) test -count=1 ./..."; \
+		(cd $$m && RATELUA_ADAPTER_CASES=$(CURDIR)/.adapter-cases $(GO) test -count=1 ./...) || exit 1; \
+	done
 	@cat .server-cases 2>/dev/null || echo "server cases: no report (the root package did not run)"
-	@rm -f .server-cases
+	@cat .adapter-cases 2>/dev/null || echo "adapter cases: no report (the integration suite did not run)"
+	@rm -f .server-cases .adapter-cases
 	@$(MAKE) --no-print-directory test-docker
+
+## deps: download the dependencies of ratelua and of every nested module
+## (from the module proxy; nothing but Go is needed)
+deps:
+	$(GO) mod download
+	@for m in $(MODULES) bench rategrpc ratehttp/internal/sfvtest; do (cd $$m && $(GO) mod download) || exit 1; done
 
 ## test-docker: the testbench suite and the six-node cluster suite once more
 ## with every server in a Docker container of DOCKER_IMAGE (testbench's
@@ -62,6 +82,15 @@ callers:
 vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
+	@for m in $(MODULES) bench; do (cd $$m && $(GO) vet ./...) || exit 1; done
+
+## bench-clients: the client side of one Allow (a canned reply, no network)
+## on each client: rueidis (native), go-redis, valkey-go
+BENCHTIME ?= 2s
+bench-clients:
+	$(GO) test -run '^$$' -bench '^BenchmarkAllowCanned$$' -benchtime $(BENCHTIME) .
+	cd goredis && $(GO) test -run '^$$' -bench '^BenchmarkAllowCanned$$' -benchtime $(BENCHTIME) .
+	cd valkeygo && $(GO) test -run '^$$' -bench '^BenchmarkAllowCanned$$' -benchtime $(BENCHTIME) .
 
 ## generate: rebuild lua/*.lua and lua/manifest.json from lua/src
 generate:

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 
 	"github.com/redis/rueidis"
 )
@@ -67,7 +70,10 @@ func (r rueidisClient) Nodes(context.Context) ([]Node, error) {
 			if errors.Is(err, rueidis.Nil) {
 				return nil, nil
 			}
-			return v, rueidisErr(err)
+			if err != nil {
+				return nil, rueidisErr(err)
+			}
+			return plainReply(v), nil
 		}})
 	}
 	return out, nil
@@ -114,4 +120,35 @@ func rueidisErr(err error) error {
 		return &unavailableError{err: err}
 	}
 	return err
+}
+
+// plainReply turns a RESP3 reply as rueidis's ToAny gives it into the
+// shapes Node.Do promises: a map becomes a flat array of keys and values
+// (sorted by key), a double its shortest decimal text, a boolean 1 or 0,
+// an error inside an array a *ServerError.
+func plainReply(v any) any {
+	switch v := v.(type) {
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = plainReply(e)
+		}
+		return out
+	case map[string]any:
+		out := make([]any, 0, 2*len(v))
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			out = append(out, k, plainReply(v[k]))
+		}
+		return out
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case bool:
+		if v {
+			return int64(1)
+		}
+		return int64(0)
+	case error:
+		return rueidisErr(v)
+	}
+	return v
 }
