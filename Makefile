@@ -55,3 +55,11 @@ demo:
 .PHONY: bench
 bench:
 	cd bench && $(GO) run . -out .. $(BENCHFLAGS)
+
+## test-rateotel: vet and test the OpenTelemetry adapter (the nested module
+## rateotel/, so its SDK stays out of ratelua's go.mod) on real servers;
+## make test runs it.
+.PHONY: test-rateotel
+test: test-rateotel
+test-rateotel: servers
+	cd rateotel && $(GO) vet ./... && $(GO) test -count=1 ./...
