@@ -495,3 +495,55 @@ func TestFallbackEpisodes(t *testing.T) {
 		t.Error("a blip 3 s ago, answered since, started the fallback")
 	}
 }
+
+// TestOptionsUnderConcurrency: many goroutines through a limiter with
+// every option while the server comes and goes (run with -race); the
+// caches stay within their bounds, and the fallback never admits more
+// than its share of a key over all the outages (a frozen clock).
+func TestOptionsUnderConcurrency(t *testing.T) {
+	client := newEngineClient()
+	at := func() time.Time { return time.Unix(1_800_000_000, 0) }
+	var mu sync.Mutex
+	byKind := map[string]int{}
+	admitted := 0 // by the fallback
+	count := func(_ context.Context, e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		byKind[e.Kind]++
+		if e.Kind == KindFallback && e.Result.Allowed {
+			admitted++
+		}
+	}
+	l, err := NewSlidingWindow(client, Options{Prefix: "conc", Clock: at, DenyCache: 4, Fallback: 0.5, FallbackKeys: 6, Observe: count},
+		Window{Max: 6, Duration: time.Hour, Resolution: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 400 {
+				if w == 0 && i%100 == 0 {
+					client.setDown(i%200 == 0)
+				}
+				key := fmt.Sprint("k", (w+i)%6)
+				if i%50 == 0 {
+					l.Peek(context.Background(), key)
+				}
+				if r, _ := l.Allow(context.Background(), key); r.DryRunDenied {
+					t.Error("DryRunDenied without DryRun")
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if l.deny.keys.len() > 4 || l.fallback.models.len() > 6 {
+		t.Errorf("bounds: deny cache %d keys, fallback %d keys", l.deny.keys.len(), l.fallback.models.len())
+	}
+	if admitted > 6*3 {
+		t.Errorf("the fallback admitted %d, more than 3 for each of 6 keys", admitted)
+	}
+	t.Logf("events %v; %d admitted by the fallback", byKind, admitted)
+}

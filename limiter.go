@@ -118,7 +118,9 @@ type Options struct {
 	// server; 0 falls back at the first unanswered call.
 	FallbackAfter time.Duration
 	// FallbackKeys bounds the event keys the fallback holds, the least
-	// recently used evicted; 0 means 10,000.
+	// recently used evicted; 0 means 10,000. An evicted key starts afresh
+	// (its share again), so the bound should exceed the keys active in an
+	// outage.
 	FallbackKeys int
 	// Observe, if set, is called with every decision (Allow, AllowN, Peek,
 	// every request of AllowBatch), every script load and every switch of
