@@ -94,9 +94,11 @@ type Options struct {
 	//     clock from when the request was sent, one unit shorter, so a
 	//     local answer never outlasts the server's (the next request after
 	//     it asks the server).
-	// Reset and ResetMany through this Limiter forget the key. A denial
-	// with RetryAfter Never (more events than a limit's maximum) is not
-	// cached.
+	// Limits are part of the state key, so a process with other limits (a
+	// new deployment) or another Version never changes the answers: it
+	// uses another key. Reset and ResetMany through this Limiter forget
+	// the key. A denial with RetryAfter Never (more events than a limit's
+	// maximum) is not cached. An evicted key costs a round trip, no more.
 	DenyCache int
 	// Fallback, if above 0, is the share (0.001 to 1) of every limit that
 	// this process enforces by itself while the server cannot be reached:
@@ -109,9 +111,10 @@ type Options struct {
 	// fallback once calls have gone unanswered for FallbackAfter (until
 	// then FailOpen decides), with a nil error; one such call at a time,
 	// at most one per FallbackAfter, still asks the server, and its first
-	// answer ends the fallback. The fallback's state starts empty (the
-	// events the server recorded are not known) and is kept across
-	// outages.
+	// answer ends the fallback for every key. Unanswered calls that stop
+	// for FallbackAfter while other calls are answered (a blip) are
+	// forgotten. The fallback's state starts empty (the events the server
+	// recorded are not known) and is kept across outages.
 	Fallback float64
 	// FallbackAfter is how long calls must have gone unanswered before the
 	// fallback decides, and how often, while it does, one call asks the

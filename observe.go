@@ -47,8 +47,9 @@ type Event struct {
 	// N is the number of events decided: 1 for Allow, n for AllowN and a
 	// batch request, 0 for Peek.
 	N int64
-	// Result is what the caller got (the zero Result for a load or a
-	// switch). Result.Limit is the deciding limit, -1 when none decided.
+	// Result is what the caller got; Result.Limit is the deciding limit,
+	// -1 when none decided (and for a load or a switch, whose Result is
+	// otherwise zero).
 	Result Result
 	// Err is the error the caller got, or for KindLoad the load's failure,
 	// for KindFallback the failure that the fallback answered for (nil
