@@ -510,8 +510,8 @@ func TestOptionsUnderConcurrency(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		byKind[e.Kind]++
-		if e.Kind == KindFallback && e.Result.Allowed {
-			admitted++
+		if e.Kind == KindFallback && e.Result.Allowed && e.N > 0 {
+			admitted++ // a Peek admits nothing
 		}
 	}
 	l, err := NewSlidingWindow(client, Options{Prefix: "conc", Clock: at, DenyCache: 4, Fallback: 0.5, FallbackKeys: 6, Observe: count},
