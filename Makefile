@@ -32,7 +32,7 @@ test: servers callers deps vet check-generated
 ## (from the module proxy; nothing but Go is needed)
 deps:
 	$(GO) mod download
-	@for m in $(MODULES) bench rategrpc ratehttp/internal/sfvtest; do (cd $$m && $(GO) mod download) || exit 1; done
+	@for m in $(MODULES) bench rategrpc rateotel ratehttp/internal/sfvtest; do (cd $$m && $(GO) mod download) || exit 1; done
 
 ## test-docker: the testbench suite and the six-node cluster suite once more
 ## with every server in a Docker container of DOCKER_IMAGE (testbench's
@@ -142,3 +142,11 @@ test-services: servers
 .PHONY: example-http
 example-http:
 	$(GO) run ./examples/http $(if $(ADDR),--addr $(ADDR))
+
+## test-rateotel: vet and test the OpenTelemetry adapter (the nested module
+## rateotel/, so its SDK stays out of ratelua's go.mod) on real servers;
+## make test runs it.
+.PHONY: test-rateotel
+test: test-rateotel
+test-rateotel: servers
+	cd rateotel && $(GO) vet ./... && $(GO) test -count=1 ./...

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/ratelua/ratelua/internal/model"
 )
 
 // Decay is an exponentially decaying count (AR(1)): at every multiple of
@@ -32,6 +34,13 @@ func NewAR1(client Client, opts Options, decays ...Decay) (*Limiter, error) {
 		script:    AR1,
 		durations: durations,
 		quotas:    quotas,
+		model: func(share float64, u unit) func() model.Model {
+			limits := make([]model.AR1Limit, len(decays))
+			for i, d := range decays {
+				limits[i] = model.AR1Limit{Max: scaleMax(d.Max, share), Decay: int64(math.Round(d.Factor * 1000)), Resolution: u.count(d.Resolution)}
+			}
+			return func() model.Model { return &model.AR1{Limits: limits} }
+		},
 		args: func(u unit) ([]string, error) {
 			return limitArgs(decays, func(c *check, d Decay) []string {
 				permille := math.Round(d.Factor * 1000)

@@ -19,33 +19,49 @@ type Outcome struct {
 
 // AllowBatch decides many event keys in one round trip per node where the
 // client batches (Rueidis, goredis and valkeygo do). Each outcome carries
-// its own error (with the fail-open or fail-closed Result).
+// its own error (with the fail-open or fail-closed Result). The options
+// apply to each request as to a call of AllowN (N 0 peeks), with the
+// clock read once for the batch.
 func (l *Limiter) AllowBatch(ctx context.Context, requests []Request) []Outcome {
 	out := make([]Outcome, len(requests))
-	now, err := l.now()
-	if err != nil {
-		for i := range out {
-			out[i].Result, out[i].Err = l.failed(err)
-		}
-		return out
-	}
+	first, now, err := l.begin("", 0)
+	var pending []decision // with the options, per call
 	calls := make([]Call, 0, len(requests))
 	index := make([]int, 0, len(requests))
 	for i, r := range requests {
-		if r.N < 0 || r.N > maxScriptInt {
-			out[i].Result, out[i].Err = l.failed(&LimitError{Index: -1, Field: "N",
-				Reason: fmt.Sprintf("must be in [0, 2^52], got %d (use Reset to reset)", r.N)})
+		d := first
+		d.eventKey, d.n = r.Key, r.N
+		if err == nil && (r.N < 0 || r.N > maxScriptInt) {
+			err := &LimitError{Index: -1, Field: "N", Reason: fmt.Sprintf("must be in [0, 2^52], got %d (use Reset to reset)", r.N)}
+			out[i].Result, out[i].Err = l.refuse(ctx, r.N, err)
+			continue
+		}
+		if err != nil || (l.extras && l.answerLocally(ctx, &d)) {
+			if err != nil {
+				d.r, d.err = l.failed(err)
+				d.local = true
+			}
+			out[i].Result, out[i].Err = l.finish(ctx, &d)
 			continue
 		}
 		calls = append(calls, l.newCall(l.Key(r.Key), l.appendArgs(make([]string, 0, 4+len(l.limits)), r.N, now)))
 		index = append(index, i)
+		if l.extras {
+			pending = append(pending, d)
+		}
 	}
 	if len(calls) == 0 {
 		return out
 	}
 	replies, errs := l.exec(ctx, calls)
 	for j, i := range index {
-		out[i].Result, out[i].Err = l.decode(replies[j], errs[j])
+		r, err := l.decode(replies[j], errs[j])
+		if !l.extras {
+			out[i].Result, out[i].Err = r, err
+			continue
+		}
+		l.settle(ctx, &pending[j], r, err)
+		out[i].Result, out[i].Err = l.finish(ctx, &pending[j])
 	}
 	return out
 }

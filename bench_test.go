@@ -47,6 +47,49 @@ func BenchmarkAllowCanned(b *testing.B) {
 	}
 }
 
+// BenchmarkAllowCannedObserved: Allow with a hook that counts the events
+// (what a hook costs when set: two clock reads and the call).
+func BenchmarkAllowCannedObserved(b *testing.B) {
+	client := cannedClient{Client: mock.NewClient(gomock.NewController(b)), reply: ints(1, 4, 0, 3600000, 2)}
+	var events int
+	l, err := NewSlidingWindow(Rueidis(client), Options{Observe: func(context.Context, Event) { events++ }},
+		Window{1, 5 * time.Second, time.Second}, Window{5, time.Hour, 10 * time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := l.Allow(ctx, "203.0.113.7"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if events == 0 {
+		b.Fatal("the hook saw nothing")
+	}
+}
+
+// BenchmarkAllowDenyCacheHit: Allow answered by the deny cache, no round
+// trip.
+func BenchmarkAllowDenyCacheHit(b *testing.B) {
+	client := cannedClient{Client: mock.NewClient(gomock.NewController(b)), reply: ints(0, 0, 3600000, 3600000, 2)}
+	l, err := NewSlidingWindow(Rueidis(client), Options{DenyCache: 1000},
+		Window{1, 5 * time.Second, time.Second}, Window{5, time.Hour, 10 * time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if r, err := l.Allow(ctx, "203.0.113.7"); err != nil || r.Allowed {
+		b.Fatal(r, err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if r, _ := l.Allow(ctx, "203.0.113.7"); r.Allowed {
+			b.Fatal("allowed")
+		}
+	}
+}
+
 // BenchmarkAllowBatchCanned: client side of a 100-key batch, per batch.
 func BenchmarkAllowBatchCanned(b *testing.B) {
 	client := cannedClient{Client: mock.NewClient(gomock.NewController(b)), reply: ints(1, 4, 0, 3600000, 2)}

@@ -41,6 +41,17 @@
 // limiter runs unchanged on a single node or a cluster, and every key
 // expires when its limits no longer need it.
 //
+// # Production
+//
+// Options.Observe sees every decision (an Event of Kind allowed, denied,
+// dry_run, fail_open, error or fallback), every script load and every
+// switch of the fallback; github.com/ratelua/ratelua/rateotel turns them
+// into OpenTelemetry metrics and spans. Options.DryRun decides and records
+// as enforcement would but admits every call (Result.DryRunDenied).
+// Options.DenyCache answers a denied request in the process until its
+// RetryAfter. Options.Fallback enforces a share of the limits in memory
+// while the server cannot be reached.
+//
 // # Errors
 //
 // Errors are testable with errors.Is: ErrInvalidLimit (rejected in Go,

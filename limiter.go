@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"slices"
+
+	"github.com/ratelua/ratelua/internal/model"
 )
 
 // Never is the RetryAfter of events that can never be admitted: more than a
@@ -59,6 +61,77 @@ type Options struct {
 	// until every instance runs the new code keeps one state per limiter
 	// during a rolling upgrade.
 	Version int
+
+	// DryRun decides and records every call exactly as an enforcing limiter
+	// would (same script, same state, same mode), but admits it: Allowed is
+	// always true, and DryRunDenied says when enforcement would have
+	// denied (Observe sees KindDryRun). A call that meets an error is
+	// admitted as well, with its error. For rolling out a new limit and
+	// watching it before it bites.
+	DryRun bool
+	// DenyCache, if above 0, answers in the process, without a round trip,
+	// a request (event key and number of events; Peek counts as one) that
+	// the server denied with a RetryAfter, until that wait is over. It
+	// holds at most DenyCache event keys, evicting the least recently
+	// used, and is safe for concurrent use.
+	//
+	// Denied attempts are not recorded (CountDenied false; with
+	// CountDenied the server would record each attempt and the option is
+	// refused with ErrInvalidLimit), so until the wait is over the server
+	// would deny the same request too, with the same RetryAfter,
+	// ResetAfter and Limit, unless:
+	//   - the state changes behind the process's back: the event key is
+	//     reset by another Limiter or process (Reset, ResetMany,
+	//     ResetPrefix, a deleted key), or a failover loses the write that
+	//     denied it: then the server would admit earlier;
+	//   - another Limiter or process records events for the same event
+	//     key and limits (a smaller request that fits): then the server's
+	//     RetryAfter and ResetAfter are longer;
+	//   - AllowN asks for n > 1: Remaining is the server's at the denial,
+	//     and the server's grows while capacity frees (for one event it is
+	//     0 until the wait is over);
+	//   - with the server's clock, the wait is measured on the process's
+	//     clock from when the request was sent, one unit shorter, so a
+	//     local answer never outlasts the server's (the next request after
+	//     it asks the server).
+	// Limits are part of the state key, so a process with other limits (a
+	// new deployment) or another Version never changes the answers: it
+	// uses another key. Reset and ResetMany through this Limiter forget
+	// the key. A denial with RetryAfter Never (more events than a limit's
+	// maximum) is not cached. An evicted key costs a round trip, no more.
+	DenyCache int
+	// Fallback, if above 0, is the share (0.001 to 1) of every limit that
+	// this process enforces by itself while the server cannot be reached:
+	// the same algorithm and limits, each maximum (and a bucket's refill
+	// rate) multiplied by Fallback and rounded down, decided in memory per
+	// event key. With N instances sharing the limits, 1/N keeps the total
+	// within the limits. Only a call with no answer (ErrUnavailable) counts
+	// toward it, never an error reply. Unavailability is followed per hash
+	// slot: calls on a key whose slot went unanswered are answered from the
+	// fallback once calls have gone unanswered for FallbackAfter (until
+	// then FailOpen decides), with a nil error; one such call at a time,
+	// at most one per FallbackAfter, still asks the server, and its first
+	// answer ends the fallback for every key. Unanswered calls that stop
+	// for FallbackAfter while other calls are answered (a blip) are
+	// forgotten. The fallback's state starts empty (the events the server
+	// recorded are not known) and is kept across outages.
+	Fallback float64
+	// FallbackAfter is how long calls must have gone unanswered before the
+	// fallback decides, and how often, while it does, one call asks the
+	// server; 0 falls back at the first unanswered call.
+	FallbackAfter time.Duration
+	// FallbackKeys bounds the event keys the fallback holds, the least
+	// recently used evicted; 0 means 10,000. An evicted key starts afresh
+	// (its share again), so the bound should exceed the keys active in an
+	// outage.
+	FallbackKeys int
+	// Observe, if set, is called with every decision (Allow, AllowN, Peek,
+	// every request of AllowBatch), every script load and every switch of
+	// the fallback, on the caller's goroutine after the decision: it must
+	// be fast and safe for concurrent use. ctx is the caller's.
+	// github.com/ratelua/ratelua/rateotel turns events into OpenTelemetry
+	// metrics and spans.
+	Observe func(ctx context.Context, e Event)
 }
 
 // maxLimits is the most limits one call of a script takes.
@@ -80,6 +153,10 @@ type Result struct {
 	// the fewest remaining, when denied the one with the longest wait; -1
 	// after a reset.
 	Limit int
+	// DryRunDenied is true under Options.DryRun when enforcement would have
+	// denied: Allowed is true, and Remaining, RetryAfter, ResetAfter and
+	// Limit are the denial's.
+	DryRunDenied bool
 }
 
 // Limiter decides events against a set of limits with one script. It is
@@ -96,6 +173,14 @@ type Limiter struct {
 	clock     func() time.Time
 	failOpen  bool
 	functions bool
+	name      string // the script's "name@vN"
+
+	// Around the call, each nil or false when unused.
+	extras   bool // any of the below
+	dryRun   bool
+	deny     *denyCache
+	fallback *fallback
+	observe  func(ctx context.Context, e Event)
 }
 
 // spec is what a typed constructor hands to newLimiter.
@@ -105,6 +190,9 @@ type spec struct {
 	quotas    []quota // one per limit
 	// args renders the limit arguments once the unit is known.
 	args func(u unit) ([]string, error)
+	// model returns a new reference model of the limits, each scaled to
+	// share, in the unit: the state of one event key in the fallback.
+	model func(share float64, u unit) func() model.Model
 }
 
 // quota is a limit as a policy: at most max events in window.
@@ -164,11 +252,33 @@ func newLimiter(client Client, opts Options, s spec) (*Limiter, error) {
 	if opts.CountDenied {
 		mode = "1"
 	}
-	return &Limiter{
+	l := &Limiter{
 		client: client, script: script, unit: u, limits: args, quotas: s.quotas,
 		prefix: prefix, hash: hex.EncodeToString(sum[:4]), mode: mode,
 		clock: opts.Clock, failOpen: opts.FailOpen, functions: opts.Functions,
-	}, nil
+		name: script.String(), dryRun: opts.DryRun, observe: opts.Observe,
+	}
+	switch {
+	case opts.DenyCache < 0:
+		return nil, &LimitError{Index: -1, Field: "DenyCache", Reason: fmt.Sprintf("must be at least 0, got %d", opts.DenyCache)}
+	case opts.DenyCache > 0 && opts.CountDenied:
+		return nil, &LimitError{Index: -1, Field: "DenyCache", Reason: "cannot answer for the server when CountDenied records every attempt"}
+	case opts.DenyCache > 0:
+		l.deny = newDenyCache(opts.DenyCache)
+	}
+	switch {
+	case opts.Fallback == 0:
+	case !(opts.Fallback >= 0.001 && opts.Fallback <= 1):
+		return nil, &LimitError{Index: -1, Field: "Fallback", Reason: fmt.Sprintf("must be 0 or a share in [0.001, 1], got %v", opts.Fallback)}
+	case opts.FallbackAfter < 0:
+		return nil, &LimitError{Index: -1, Field: "FallbackAfter", Reason: fmt.Sprintf("must be at least 0, got %v", opts.FallbackAfter)}
+	case opts.FallbackKeys < 0:
+		return nil, &LimitError{Index: -1, Field: "FallbackKeys", Reason: fmt.Sprintf("must be at least 0, got %d", opts.FallbackKeys)}
+	default:
+		l.fallback = newFallback(opts.FallbackAfter, opts.FallbackKeys, s.model(opts.Fallback, u))
+	}
+	l.extras = l.dryRun || l.deny != nil || l.fallback != nil || l.observe != nil
+	return l, nil
 }
 
 // Limits returns how many limits the limiter checks.
@@ -212,7 +322,11 @@ func (l *Limiter) now() (string, error) {
 	if l.clock == nil {
 		return "", nil
 	}
-	t := l.clock()
+	return l.nowOf(l.clock())
+}
+
+// nowOf returns the reading t of the limiter's Clock in the unit.
+func (l *Limiter) nowOf(t time.Time) (string, error) {
 	now := l.unit.now(t)
 	s := strconv.FormatInt(now, 10)
 	if now < 0 || now > maxScriptInt {
@@ -235,7 +349,7 @@ func (l *Limiter) Allow(ctx context.Context, eventKey string) (Result, error) {
 // AllowN records n events (n >= 1) for eventKey and decides them together.
 func (l *Limiter) AllowN(ctx context.Context, eventKey string, n int64) (Result, error) {
 	if n < 1 || n > maxScriptInt {
-		return l.failed(&LimitError{Index: -1, Field: "n", Reason: fmt.Sprintf("must be in [1, 2^52], got %d", n)})
+		return l.refuse(ctx, n, &LimitError{Index: -1, Field: "n", Reason: fmt.Sprintf("must be in [1, 2^52], got %d", n)})
 	}
 	return l.call(ctx, eventKey, n)
 }
@@ -252,13 +366,22 @@ func (l *Limiter) Reset(ctx context.Context, eventKey string) error {
 	return err
 }
 
-// call makes one decision. On rueidis the arguments and the reply stay on
-// the stack: nothing here passes them to an interface.
+// call makes one decision (n >= 0) or reset (n = -1). Without the
+// options that work around the round trip, it is ask and nothing else.
 func (l *Limiter) call(ctx context.Context, eventKey string, n int64) (Result, error) {
+	if l.extras {
+		return l.around(ctx, eventKey, n)
+	}
 	now, err := l.now()
 	if err != nil {
 		return l.failed(err)
 	}
+	return l.ask(ctx, eventKey, n, now)
+}
+
+// ask makes one call of the script at now. On rueidis the arguments and
+// the reply stay on the stack: nothing here passes them to an interface.
+func (l *Limiter) ask(ctx context.Context, eventKey string, n int64, now string) (Result, error) {
 	key := l.Key(eventKey)
 	rc, native := l.client.(rueidisClient)
 	if !native {
@@ -270,7 +393,7 @@ func (l *Limiter) call(ctx context.Context, eventKey string, n int64) (Result, e
 	var reply [5]int64
 	command, script := l.target()
 	args := l.appendArgs(buf[:0], n, now)
-	err = rc.run(ctx, command, script, key, args, reply[:])
+	err := rc.run(ctx, command, script, key, args, reply[:])
 	if err == nil || !l.recoverable(command, err) {
 		return l.decode(reply[:], err)
 	}
@@ -319,14 +442,26 @@ func (l *Limiter) recoverable(command string, err error) bool {
 // loads the script on that node, after NOSCRIPT; the release's library
 // loaded on every master after a missing function.
 func (l *Limiter) recover(ctx context.Context, call Call, reply []int64, err error) error {
+	start := time.Now()
 	if call.Command == "FCALL" {
-		if err := l.loadLibrary(ctx); err != nil {
+		err := l.loadLibrary(ctx)
+		l.loaded(ctx, start, err)
+		if err != nil {
 			return err
 		}
-	} else {
-		call.Command, call.Script = "EVAL", l.script.Source
+		return l.client.Run(ctx, call, reply)
 	}
-	return l.client.Run(ctx, call, reply)
+	call.Command, call.Script = "EVAL", l.script.Source
+	err = l.client.Run(ctx, call, reply)
+	l.loaded(ctx, start, err)
+	return err
+}
+
+// loaded tells the hook of a script load that began at start.
+func (l *Limiter) loaded(ctx context.Context, start time.Time, err error) {
+	if l.observe != nil {
+		l.emit(ctx, Event{Kind: KindLoad, Err: classify(l.name, err), Latency: time.Since(start), Result: Result{Limit: -1}})
+	}
 }
 
 // loadLibrary loads the library of the limiter's release on every master.
@@ -358,8 +493,11 @@ func (l *Limiter) exec(ctx context.Context, calls []Call) ([][]int64, []error) {
 	if len(retry) == 0 {
 		return replies, errs
 	}
+	start := time.Now()
 	if l.functions {
-		if err := l.loadLibrary(ctx); err != nil {
+		err := l.loadLibrary(ctx)
+		l.loaded(ctx, start, err)
+		if err != nil {
 			for _, i := range retry {
 				errs[i] = err
 			}
@@ -376,6 +514,10 @@ func (l *Limiter) exec(ctx context.Context, calls []Call) ([][]int64, []error) {
 	}
 	for j, err := range runBatch(ctx, l.client, again, againReplies) {
 		errs[retry[j]] = err
+		if !l.functions {
+			// Each EVAL loaded the script on its node.
+			l.loaded(ctx, start, err)
+		}
 	}
 	return replies, errs
 }

@@ -20,6 +20,12 @@ func (l *Limiter) ResetMany(ctx context.Context, eventKeys []string) error {
 	}
 	calls := make([]Call, len(eventKeys))
 	for i, k := range eventKeys {
+		if l.deny != nil {
+			l.deny.forget(k)
+		}
+		if l.fallback != nil {
+			l.fallback.forget(k)
+		}
 		calls[i] = l.newCall(l.Key(k), l.appendArgs(make([]string, 0, 4+len(l.limits)), -1, now))
 	}
 	var errs []error

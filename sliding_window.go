@@ -2,6 +2,8 @@ package ratelua
 
 import (
 	"time"
+
+	"github.com/ratelua/ratelua/internal/model"
 )
 
 // Window allows at most Max events in any Duration, counted in buckets of
@@ -34,6 +36,13 @@ func NewSlidingWindow(client Client, opts Options, windows ...Window) (*Limiter,
 		script:    SlidingWindow,
 		durations: durations,
 		quotas:    quotas,
+		model: func(share float64, u unit) func() model.Model {
+			limits := make([]model.SlidingWindowLimit, len(windows))
+			for i, w := range windows {
+				limits[i] = model.SlidingWindowLimit{Max: scaleMax(w.Max, share), Duration: u.count(w.Duration), Resolution: u.count(w.Resolution)}
+			}
+			return func() model.Model { return &model.SlidingWindow{Limits: limits} }
+		},
 		args: func(u unit) ([]string, error) {
 			return limitArgs(windows, func(c *check, w Window) []string {
 				args := []string{

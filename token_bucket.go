@@ -2,6 +2,8 @@ package ratelua
 
 import (
 	"time"
+
+	"github.com/ratelua/ratelua/internal/model"
 )
 
 // Bucket holds up to Capacity tokens and refills RefillAmount tokens every
@@ -32,6 +34,14 @@ func NewTokenBucket(client Client, opts Options, buckets ...Bucket) (*Limiter, e
 		script:    TokenBucket,
 		durations: durations,
 		quotas:    quotas,
+		model: func(share float64, u unit) func() model.Model {
+			limits := make([]model.TokenBucketLimit, len(buckets))
+			for i, b := range buckets {
+				amount, interval := scaleRate(b.RefillAmount, u.count(b.RefillInterval), share)
+				limits[i] = model.TokenBucketLimit{Capacity: scaleMax(b.Capacity, share), RefillAmount: amount, RefillInterval: interval}
+			}
+			return func() model.Model { return &model.TokenBucket{Limits: limits} }
+		},
 		args: func(u unit) ([]string, error) {
 			return limitArgs(buckets, func(c *check, b Bucket) []string {
 				args := []string{

@@ -2,6 +2,8 @@ package ratelua
 
 import (
 	"time"
+
+	"github.com/ratelua/ratelua/internal/model"
 )
 
 // Log allows at most Max events in any Window, exactly: every event is kept
@@ -24,6 +26,13 @@ func NewZSetLog(client Client, opts Options, logs ...Log) (*Limiter, error) {
 		script:    ZSetLog,
 		durations: durations,
 		quotas:    quotas,
+		model: func(share float64, u unit) func() model.Model {
+			limits := make([]model.ZSetLogLimit, len(logs))
+			for i, g := range logs {
+				limits[i] = model.ZSetLogLimit{Max: scaleMax(g.Max, share), Window: u.count(g.Window)}
+			}
+			return func() model.Model { return &model.ZSetLog{Limits: limits} }
+		},
 		args: func(u unit) ([]string, error) {
 			return limitArgs(logs, func(c *check, g Log) []string {
 				return []string{c.count("Max", g.Max, 1, 1e6), c.duration("Window", g.Window, u)}
