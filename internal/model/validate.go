@@ -1,11 +1,15 @@
 package model
 
 import (
-	"regexp"
 	"strconv"
+	"strings"
 )
 
-var integer = regexp.MustCompile(`^-?[0-9]+$`)
+// isInteger reports an optional '-' and one or more decimal digits.
+func isInteger(s string) bool {
+	digits := strings.TrimPrefix(s, "-")
+	return digits != "" && strings.Trim(digits, "0123456789") == ""
+}
 
 // limitRule bounds one integer of a limit.
 type limitRule struct {
@@ -20,7 +24,7 @@ var rules = map[string][]limitRule{
 }
 
 func parseInt(s string, lo, hi int64) (int64, bool) {
-	if len(s) == 0 || len(s) > 20 || !integer.MatchString(s) {
+	if len(s) == 0 || len(s) > 20 || !isInteger(s) {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
