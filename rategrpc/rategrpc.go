@@ -27,7 +27,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -39,6 +38,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/internal/durfmt"
 )
 
 // KeyFunc maps a call to a limiter's event key; ok false means the limit
@@ -142,7 +142,7 @@ func New(opts Options, limits ...Limit) (*Interceptor, error) {
 			name := l.Name
 			if l.Limiter.Limits() > 1 {
 				_, window := l.Limiter.Quota(j)
-				name += "-" + shortDuration(window)
+				name += "-" + durfmt.Short(window)
 			}
 			built.names = append(built.names, name)
 		}
@@ -281,23 +281,4 @@ func (in *Interceptor) peerKey(ctx context.Context) string {
 		return addr.String()
 	}
 	return netip.PrefixFrom(addr, bits).Masked().String()
-}
-
-// shortDuration writes a window for a policy name: 5s, 1h, 1h30m, 1500ms.
-func shortDuration(d time.Duration) string {
-	if d <= 0 || d%time.Second != 0 {
-		return d.String()
-	}
-	var b strings.Builder
-	h, m, s := int64(d/time.Hour), int64(d%time.Hour/time.Minute), int64(d%time.Minute/time.Second)
-	if h > 0 {
-		b.WriteString(strconv.FormatInt(h, 10) + "h")
-	}
-	if m > 0 {
-		b.WriteString(strconv.FormatInt(m, 10) + "m")
-	}
-	if s > 0 {
-		b.WriteString(strconv.FormatInt(s, 10) + "s")
-	}
-	return b.String()
 }

@@ -110,25 +110,6 @@ func (m *Middleware) setHeaders(h http.Header, rep *report, denied bool) {
 	}
 }
 
-// shortDuration writes a window for a policy name: 5s, 1h, 1h30m, 1500ms.
-func shortDuration(d time.Duration) string {
-	if d <= 0 || d%time.Second != 0 {
-		return d.String()
-	}
-	var b strings.Builder
-	h, m, s := int64(d/time.Hour), int64(d%time.Hour/time.Minute), int64(d%time.Minute/time.Second)
-	if h > 0 {
-		b.WriteString(strconv.FormatInt(h, 10) + "h")
-	}
-	if m > 0 {
-		b.WriteString(strconv.FormatInt(m, 10) + "m")
-	}
-	if s > 0 {
-		b.WriteString(strconv.FormatInt(s, 10) + "s")
-	}
-	return b.String()
-}
-
 // quote writes s in an error message, bounded and escaped.
 func quote(s string) string {
 	if len(s) > 64 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/internal/durfmt"
 )
 
 // Limit is one limiter on a route.
@@ -231,7 +232,7 @@ func buildLimit(i int, l Limit) (limit, error) {
 	case names == nil:
 		for j := range count {
 			_, window := l.Limiter.Quota(j)
-			names = append(names, l.Name+"-"+shortDuration(window))
+			names = append(names, l.Name+"-"+durfmt.Short(window))
 		}
 	}
 	built := limit{limiter: l.Limiter, key: l.Key, cost: l.Cost}

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/internal/durfmt"
 	"github.com/ratelua/ratelua/luatest"
 )
 
@@ -153,23 +154,23 @@ func demoTimeline(ctx context.Context, w io.Writer, b demoBackend, s ratelua.Scr
 	var last time.Duration
 	for i, at := range demoSchedule() {
 		if i > 0 && at-last > time.Minute {
-			fmt.Fprintf(w, "%-12s (no attempts for %s)\n", "...", span(at-last))
+			fmt.Fprintf(w, "%-12s (no attempts for %s)\n", "...", durfmt.Short(at-last))
 		}
 		last = at
 		argv := append([]string{"1", "ms", "", mode}, l.argv...)
 		r, err := b.run(ctx, at, key, argv)
 		if err != nil {
-			return fmt.Errorf("demo: attempt %d at +%s: %w", i+1, span(at), err)
+			return fmt.Errorf("demo: attempt %d at +%s: %w", i+1, durfmt.Short(at), err)
 		}
 		attempts++
-		line := fmt.Sprintf("%-12s attempt %-3d ", "t=+"+span(at), i+1)
+		line := fmt.Sprintf("%-12s attempt %-3d ", "t=+"+durfmt.Short(at), i+1)
 		if r[0] == 1 {
 			admitted++
 			line += fmt.Sprintf("ADMITTED  remaining %d", r[1])
 		} else {
 			wait := "retry never"
 			if r[2] >= 0 {
-				wait = "retry in " + span(time.Duration(r[2])*time.Millisecond)
+				wait = "retry in " + durfmt.Short(time.Duration(r[2])*time.Millisecond)
 			}
 			about := "?"
 			if n := int(r[4]); n >= 1 && n <= len(l.about) {
@@ -181,28 +182,6 @@ func demoTimeline(ctx context.Context, w io.Writer, b demoBackend, s ratelua.Scr
 	}
 	fmt.Fprintf(w, "\nadmitted %d of %d attempts\n", admitted, attempts)
 	return nil
-}
-
-// span writes a duration compactly: 0s, 3s, 59m34s, 1h, 1h2s, 1.5s.
-func span(d time.Duration) string {
-	if d == 0 {
-		return "0s"
-	}
-	if d%time.Second != 0 {
-		return d.String()
-	}
-	var b strings.Builder
-	h, m, s := int64(d/time.Hour), int64(d%time.Hour/time.Minute), int64(d%time.Minute/time.Second)
-	if h > 0 {
-		b.WriteString(strconv.FormatInt(h, 10) + "h")
-	}
-	if m > 0 {
-		b.WriteString(strconv.FormatInt(m, 10) + "m")
-	}
-	if s > 0 {
-		b.WriteString(strconv.FormatInt(s, 10) + "s")
-	}
-	return b.String()
 }
 
 // engineBackend runs the script on a luatest engine whose clock the demo

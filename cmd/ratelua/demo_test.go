@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/rueidis"
 
@@ -129,19 +128,4 @@ func withoutRunsOn(out string) string {
 		}
 	}
 	return strings.Join(lines, "\n")
-}
-
-func TestSpan(t *testing.T) {
-	for d, want := range map[string]string{
-		"0s": "0s", "3s": "3s", "59m34s": "59m34s", "1h": "1h", "1h0m2s": "1h2s",
-		"1500ms": "1.5s", "2h30m": "2h30m",
-	} {
-		dur, err := time.ParseDuration(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := span(dur); got != want {
-			t.Errorf("span(%s) = %q, want %q", d, got, want)
-		}
-	}
 }
