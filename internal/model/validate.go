@@ -77,3 +77,25 @@ func Accepts(name string, keys, argv []string) bool {
 	}
 	return true
 }
+
+var canonicalInteger = regexp.MustCompile(`^(0|-?[1-9][0-9]*)$`)
+
+// AcceptsCanonical reports whether a v3 script name accepts keys and argv:
+// the rules of Accepts, and every integer written in canonical form ("0",
+// or an optional "-" then a digit 1-9 then digits: no "-0", no leading
+// zeros, no "+").
+func AcceptsCanonical(name string, keys, argv []string) bool {
+	if !Accepts(name, keys, argv) {
+		return false
+	}
+	integers := append([]string{argv[0]}, argv[4:]...)
+	if argv[2] != "" {
+		integers = append(integers, argv[2])
+	}
+	for _, s := range integers {
+		if !canonicalInteger.MatchString(s) {
+			return false
+		}
+	}
+	return true
+}
