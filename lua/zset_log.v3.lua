@@ -30,9 +30,7 @@
 -- from 1 (a length letter then digits, so that names of one time sort in
 -- event order) and base is the index of the oldest member left in the set
 -- when that event was added. The newest member tells the last write's time
--- and which indexes the set holds; the oldest member inside a window tells
--- how many events the window holds (the newest index minus its index, plus
--- one) and, when the window is full, when the next event fits. Only the
+-- and which indexes the set holds (so the set's size). Only the
 -- newest max+1 events (largest max) inside the widest window can change a
 -- reply; older ones are dropped by rank once they are at least half of the
 -- set. TTL: reset_after. A now earlier than the newest event is treated as
@@ -47,31 +45,31 @@
 --
 -- Integers are canonical decimal text: '0', or an optional '-' then a digit
 -- 1-9 then digits. '-0', leading zeros, '+', spaces, exponents, hex and
--- fractions are refused. Numbers written to a state or passed to
+-- fractions are refused (such text is not what '%d' writes). Numbers written to a state or passed to
 -- redis.call are turned into text by string.format ('%d'), never by '..'
 -- or tostring.
 local MAX_TIME = 4503599627370496 -- 2^52: bound of now, durations and replies
 local MAX_LIMITS = 16
 
 -- integer returns text as a number when it is a canonical integer in
--- [lo, hi], else nil.
+-- [lo, hi], else nil: the number written back with '%d' must be the text.
 local function integer(text, lo, hi)
   local number = tonumber(text)
-  if number == nil or number < lo or number > hi then
+  if number == nil or number ~= number or number < lo or number > hi or string.format('%d', number) ~= text then
     return nil
   end
-  if string.find(text, '^[1-9]%d*$') or text == '0' or string.find(text, '^%-[1-9]%d*$') then
-    return number
-  end
-  return nil
+  return number
 end
 
 -- read_call checks KEYS and ARGV[1..4] and counts the limits of `group`
 -- integers after them: it returns eventCount, now (false for the server
--- clock) and the number of limits, or nil when anything is wrong
--- (call_error then says what).
+-- clock) and the number of limits, or nil when anything is wrong (refuse
+-- then says what).
 local function read_call(KEYS, ARGV, group)
-  local count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
+  local count = 1
+  if ARGV[1] ~= '1' then
+    count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
+  end
   local unit, now, mode = ARGV[2], false, ARGV[4]
   if ARGV[3] ~= '' then
     now = integer(ARGV[3], 0, MAX_TIME)
@@ -85,30 +83,29 @@ local function read_call(KEYS, ARGV, group)
   return count, now, arguments / group
 end
 
--- quote shows an argument in an error message: at most 40 bytes, control
--- and non-ASCII bytes escaped.
-local function quote(value)
-  if type(value) ~= 'string' then
-    return 'nothing'
+-- refuse is the error reply for a call read_call refused, naming its
+-- first wrong argument; or, given i, for the bad limit argument ARGV[i]:
+-- the limit's field `name` must be an integer in `range` (in words).
+local function refuse(KEYS, ARGV, group, i, name, range)
+  -- quote shows an argument: at most 40 bytes, control and non-ASCII
+  -- bytes escaped.
+  local function quote(value)
+    if type(value) ~= 'string' then
+      return 'nothing'
+    end
+    local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+      return string.format('\\x%02x', string.byte(byte))
+    end)
+    if #value > 40 then
+      shown = shown .. '...'
+    end
+    return "'" .. shown .. "'"
   end
-  local shown = value
-  if #shown > 40 then
-    shown = string.sub(shown, 1, 40)
-  end
-  shown = string.gsub(shown, '[^ -~]', function(byte)
-    return string.format('\\x%02x', string.byte(byte))
-  end)
-  if #value > 40 then
-    shown = shown .. '...'
-  end
-  return "'" .. shown .. "'"
-end
-
--- call_error is the error reply for the call read_call refused, naming
--- the first wrong argument.
-local function call_error(KEYS, ARGV, group)
   local message
-  if #KEYS ~= 1 then
+  if i then
+    message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
+      .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
+  elseif #KEYS ~= 1 then
     message = 'expected exactly 1 key (the state key), got ' .. #KEYS
   elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
     message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
@@ -123,13 +120,6 @@ local function call_error(KEYS, ARGV, group)
       .. math.max(#ARGV - 4, 0) .. ' arguments'
   end
   return redis.error_reply('ERR ratelua: ' .. message)
-end
-
--- limit_error is the error reply for the bad limit argument ARGV[i]: the
--- limit's field `name` must be an integer in `range` (in words).
-local function limit_error(ARGV, i, group, name, range)
-  return redis.error_reply('ERR ratelua: ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
-    .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i]))
 end
 
 -- server_now is the server's TIME in the unit.
@@ -225,7 +215,7 @@ end
 local tonumber, floor, format, match = tonumber, math.floor, string.format, string.match
 local count, now, n = read_call(KEYS, ARGV, 2)
 if count == nil then
-  return call_error(KEYS, ARGV, 2)
+  return refuse(KEYS, ARGV, 2)
 end
 local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
 -- The limits: largest is the largest max, wide the index of the (first)
@@ -234,11 +224,11 @@ local largest, wide, widest = 0, 1, 0
 for i = 5, 3 + 2 * n, 2 do
   local max = integer(ARGV[i], 1, 1000000)
   if max == nil then
-    return limit_error(ARGV, i, 2, 'max', '[1, 10^6]')
+    return refuse(KEYS, ARGV, 2, i, 'max', '[1, 10^6]')
   end
   local window = integer(ARGV[i + 1], 1, MAX_TIME)
   if window == nil then
-    return limit_error(ARGV, i + 1, 2, 'window', '[1, 2^52]')
+    return refuse(KEYS, ARGV, 2, i + 1, 'window', '[1, 2^52]')
   end
   if max > largest then
     largest = max
@@ -258,7 +248,7 @@ local top = redis.call('ZRANGE', key, '-1', '-1')[1]
 if top then
   last, newest, base = member(top)
   if last == nil then
-    return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log v3 event: ' .. quote(top))
+    return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log v3 event')
   end
 end
 local size = newest - base + 1
@@ -267,26 +257,23 @@ if last and last > now then
   stamp = last
 end
 
--- Count each window from its oldest event and decide. A window the newest
--- event is not in holds none; a set of one event holds it in every window
--- the newest is in. counts[i], oldest[i]: the events in limit i's window
--- and the time of the oldest of them.
+-- Count each window and decide. A window the newest event is not in holds
+-- none; a set of one event holds it in every window the newest is in.
+-- counts[i]: the events in limit i's window.
 local asked = count
 if asked < 1 then
   asked = 1
 end
-local counts, oldest = {}, {}
+local counts = {}
 local allowed = true
 for i = 1, n do
   local max, window = tonumber(ARGV[2 * i + 3]), tonumber(ARGV[2 * i + 4])
   local c = 0
   if size > 0 and last > stamp - window then
     if size == 1 then
-      c, oldest[i] = 1, last
+      c = 1
     else
-      local first = redis.call('ZRANGE', key, format('(%d', stamp - window), '+inf', 'BYSCORE', 'LIMIT', '0', '1')[1]
-      local time, index = member(first)
-      c, oldest[i] = newest - index + 1, time
+      c = redis.call('ZCOUNT', key, format('(%d', stamp - window), '+inf')
     end
   end
   counts[i] = c
@@ -331,9 +318,6 @@ if record then
   newest, size, last = newest + added, size + added, stamp
   for i = 1, n do
     counts[i] = counts[i] + added
-    if oldest[i] == nil then
-      oldest[i] = stamp
-    end
   end
 end
 
@@ -365,21 +349,18 @@ for i = 1, n do
       retry, index = -1, i
     elseif c + asked > max then
       -- Wait until the (max - asked + 1)-th newest event leaves the window:
-      -- one of this call's, the newest before it, the window's oldest, or
-      -- another one.
+      -- one of this call's, the newest before it, or an older one.
       local rank = max - asked
       local time
       if rank < added then
         time = stamp
       elseif rank == added then
         time = previous
-      elseif rank == c - 1 then
-        time = oldest[i]
       elseif rank == fetched then
         time = fetched_time
       else
         local r = format('%d', rank)
-        time = member(redis.call('ZRANGE', key, r, r, 'REV')[1])
+        time = tonumber(match(redis.call('ZRANGE', key, r, r, 'REV')[1], '^(%d+):'))
         fetched, fetched_time = rank, time
       end
       local wait = bound(time + window - now)

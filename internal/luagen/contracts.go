@@ -135,7 +135,7 @@ func init() {
 		contracts["ar1.v1"].Cost)
 	contracts["zset_log.v3"] = v3("zset_log.v1",
 		"a sorted set, one member per event scored by its time, named '<time>:<index>:<base>' (index numbers the key's events from 1, written as a length letter a-p then digits; base is the index of the oldest member kept when the event was added); only the newest max+1 events (largest max) inside the widest window are kept; the unit must not change for a key, the limits may",
-		"ZRANGE (newest), at most one ZRANGE BYSCORE LIMIT 0 1 per limit (the window's oldest event: none for a window the newest event is not in, or when the set holds one event), ZADD, PEXPIRE per recorded decision, an occasional ZREMRANGEBYRANK, at most one ZRANGE per denied reply (none when its event is this call's, the newest or the window's oldest); + TIME with the server clock")
+		contracts["zset_log.v2"].Cost)
 	contracts["token_bucket.v3"] = v3("token_bucket.v1",
 		"a string '<limits>|<last write time> <tokens * refill_interval per limit>', "+v3Limits,
 		contracts["token_bucket.v1"].Cost)

@@ -85,58 +85,57 @@ end
 
 -- limits_error checks the n limits in ARGV: the error reply for the first
 -- bad one, or nil when every limit is valid.
-local function limits_error(ARGV, n)
+local function limits_error(KEYS, ARGV, n)
   for i = 5, 2 + 3 * n, 3 do
     if integer(ARGV[i], 1, 1000000000) == nil then
-      return limit_error(ARGV, i, 3, 'max', '[1, 10^9]')
+      return refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
     elseif integer(ARGV[i + 1], 1001, 1000000000) == nil then
-      return limit_error(ARGV, i + 1, 3, 'decay', '[1001, 10^9]')
+      return refuse(KEYS, ARGV, 3, i + 1, 'decay', '[1001, 10^9]')
     elseif integer(ARGV[i + 2], 1, MAX_TIME) == nil then
-      return limit_error(ARGV, i + 2, 3, 'resolution', '[1, 2^52]')
+      return refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
     end
   end
   return nil
 end
 
 -- #call: what follows runs on every call (in ratelua_v3, the function body)
-local tonumber, floor, format, match = tonumber, math.floor, string.format, string.match
+local tonumber, floor, match = tonumber, math.floor, string.match
 local count, now, n = read_call(KEYS, ARGV, 3)
 if count == nil then
-  return call_error(KEYS, ARGV, 3)
+  return refuse(KEYS, ARGV, 3)
 end
 local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
 if count < 0 then
-  return limits_error(ARGV, n) or fresh(KEYS, ARGV, 3)
+  return limits_error(KEYS, ARGV, n) or fresh(KEYS, ARGV, 3)
 end
 
 -- The state counts only if it was written for these limits, which were
--- checked then.
+-- checked then. counts[i]: limit i's count (as stored, then at stamp).
 local limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
 local state = redis.call('GET', key)
-local last, at = nil, nil
-if state and string.sub(state, 1, #limits) == limits then
-  last, at = match(state, '^|(%d+)()', #limits + 1)
-end
--- counts[i]: limit i's count.
-local counts = {}
-if last then
-  for i = 1, n do
-    local text
-    text, at = match(state, '^ ([^ ]+)()', at)
-    counts[i] = tonumber(text)
-    if counts[i] == nil then
-      at = nil
-      break
+local counts = { 0 } -- sized for one limit: growing a table costs
+local last = nil
+if state then
+  local stored, time, at
+  if n == 1 then
+    stored, time, counts[1] = match(state, '^([^|]*)|(%d+) ([^ ]+)$')
+  else
+    stored, time, at = match(state, '^([^|]*)|(%d+)()')
+    for i = 1, n do
+      if at then
+        counts[i], at = match(state, '^ ([^ ]+)()', at)
+      end
+    end
+    if at ~= #state + 1 then
+      stored = nil
     end
   end
-  if at == #state + 1 then
-    last = tonumber(last)
-  else
-    last = nil
+  if stored == limits then
+    last = tonumber(time)
   end
 end
 if last == nil then
-  local bad = limits_error(ARGV, n)
+  local bad = limits_error(KEYS, ARGV, n)
   if bad then
     return bad
   end
@@ -158,7 +157,7 @@ for i = 1, n do
   local c = 0
   if last then
     local resolution = tonumber(ARGV[arg + 2])
-    c = decayed(counts[i], tonumber(ARGV[arg + 1]) / 1000, floor(stamp / resolution) - floor(last / resolution))
+    c = decayed(tonumber(counts[i]), tonumber(ARGV[arg + 1]) / 1000, floor(stamp / resolution) - floor(last / resolution))
   end
   counts[i] = c
   if c + asked > tonumber(ARGV[arg]) then
@@ -208,7 +207,11 @@ for i = 1, n do
   end
 end
 if record then
-  state = format('%s|%d' .. string.rep(' %.17g', n), limits, stamp, unpack(counts, 1, n))
+  if n == 1 then
+    state = string.format('%s|%d %.17g', limits, stamp, counts[1])
+  else
+    state = string.format('%s|%d' .. string.rep(' %.17g', n), limits, stamp, unpack(counts, 1, n))
+  end
   redis.call('SET', key, state, 'PX', ttl_ms(unit, reset_after))
 end
 if allowed then

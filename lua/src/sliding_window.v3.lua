@@ -51,14 +51,14 @@
 
 -- limits_error checks the n limits in ARGV: the error reply for the first
 -- bad one, or nil when every limit is valid.
-local function limits_error(ARGV, n)
+local function limits_error(KEYS, ARGV, n)
   for i = 5, 2 + 3 * n, 3 do
     if integer(ARGV[i], 1, 1000000000) == nil then
-      return limit_error(ARGV, i, 3, 'max', '[1, 10^9]')
+      return refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
     elseif integer(ARGV[i + 1], 1, MAX_TIME) == nil then
-      return limit_error(ARGV, i + 1, 3, 'duration', '[1, 2^52]')
+      return refuse(KEYS, ARGV, 3, i + 1, 'duration', '[1, 2^52]')
     elseif integer(ARGV[i + 2], 1, MAX_TIME) == nil then
-      return limit_error(ARGV, i + 2, 3, 'resolution', '[1, 2^52]')
+      return refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
     end
   end
   for i = 5, 2 + 3 * n, 3 do
@@ -80,11 +80,11 @@ end
 local tonumber, floor, format, match = tonumber, math.floor, string.format, string.match
 local count, now, n = read_call(KEYS, ARGV, 3)
 if count == nil then
-  return call_error(KEYS, ARGV, 3)
+  return refuse(KEYS, ARGV, 3)
 end
 local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
 if count < 0 then
-  return limits_error(ARGV, n) or fresh(KEYS, ARGV, 3)
+  return limits_error(KEYS, ARGV, n) or fresh(KEYS, ARGV, 3)
 end
 
 -- Offsets of a limit's values in the table t (see below).
@@ -123,7 +123,7 @@ if meta and string.sub(meta, 1, #limits) == limits then
   last, at = match(meta, '^|(%d+)()', #limits + 1)
 end
 if last == nil then
-  local bad = limits_error(ARGV, n)
+  local bad = limits_error(KEYS, ARGV, n)
   if bad then
     return bad
   end

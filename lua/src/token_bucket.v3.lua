@@ -40,14 +40,14 @@
 
 -- limits_error checks the n limits in ARGV: the error reply for the first
 -- bad one, or nil when every limit is valid.
-local function limits_error(ARGV, n)
+local function limits_error(KEYS, ARGV, n)
   for i = 5, 2 + 3 * n, 3 do
     if integer(ARGV[i], 1, 1000000000) == nil then
-      return limit_error(ARGV, i, 3, 'capacity', '[1, 10^9]')
+      return refuse(KEYS, ARGV, 3, i, 'capacity', '[1, 10^9]')
     elseif integer(ARGV[i + 1], 1, 1000000000) == nil then
-      return limit_error(ARGV, i + 1, 3, 'refill_amount', '[1, 10^9]')
+      return refuse(KEYS, ARGV, 3, i + 1, 'refill_amount', '[1, 10^9]')
     elseif integer(ARGV[i + 2], 1, MAX_TIME) == nil then
-      return limit_error(ARGV, i + 2, 3, 'refill_interval', '[1, 2^52]')
+      return refuse(KEYS, ARGV, 3, i + 2, 'refill_interval', '[1, 2^52]')
     end
   end
   for i = 5, 2 + 3 * n, 3 do
@@ -61,41 +61,44 @@ local function limits_error(ARGV, n)
 end
 
 -- #call: what follows runs on every call (in ratelua_v3, the function body)
-local tonumber, floor, format, match = tonumber, math.floor, string.format, string.match
+local tonumber, floor, match = tonumber, math.floor, string.match
 local count, now, n = read_call(KEYS, ARGV, 3)
 if count == nil then
-  return call_error(KEYS, ARGV, 3)
+  return refuse(KEYS, ARGV, 3)
 end
 local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
 if count < 0 then
-  return limits_error(ARGV, n) or fresh(KEYS, ARGV, 3)
+  return limits_error(KEYS, ARGV, n) or fresh(KEYS, ARGV, 3)
 end
 
 -- The state counts only if it was written for these limits, which were
--- checked then.
+-- checked then. lim[4i-3 .. 4i]: limit i's capacity, refill_amount,
+-- refill_interval and tokens * refill_interval (as stored, then at stamp).
 local limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
 local state = redis.call('GET', key)
-local last, at = nil, nil
-if state and string.sub(state, 1, #limits) == limits then
-  last, at = match(state, '^|(%d+)()', #limits + 1)
-end
--- tokens[i]: limit i's tokens * refill_interval as stored.
-local tokens = {}
-if last then
-  for i = 1, n do
-    tokens[i], at = match(state, '^ (%-?%d+)()', at)
-    if at == nil then
-      break
+local lim = { 0, 0, 0, 0 } -- sized for one limit: growing a table costs
+local last = nil
+if state then
+  local stored, time, at
+  if n == 1 then
+    stored, time, lim[4] = match(state, '^([^|]*)|(%d+) (%-?%d+)$')
+  else
+    stored, time, at = match(state, '^([^|]*)|(%d+)()')
+    for i = 4, 4 * n, 4 do
+      if at then
+        lim[i], at = match(state, '^ (%-?%d+)()', at)
+      end
+    end
+    if at ~= #state + 1 then
+      stored = nil
     end
   end
-  if at == #state + 1 then
-    last = tonumber(last)
-  else
-    last = nil
+  if stored == limits then
+    last = tonumber(time)
   end
 end
 if last == nil then
-  local bad = limits_error(ARGV, n)
+  local bad = limits_error(KEYS, ARGV, n)
   if bad then
     return bad
   end
@@ -106,29 +109,31 @@ if last and last > now then
   stamp = last
 end
 
--- The buckets at stamp, and the decision.
+-- The buckets at stamp, and the decision. Every quotient below is of
+-- integers under 2^52 in magnitude, so math.floor of the division is exact.
 local asked = count
 if asked < 1 then
   asked = 1
 end
 local allowed = true
-for i = 1, n do
-  local arg = 3 * i + 2
+for i = 4, 4 * n, 4 do
+  local arg = 3 * i / 4 + 2
   local capacity, amount, interval = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1]), tonumber(ARGV[arg + 2])
   local full = capacity * interval
   local level = full
   if last then
-    level = tonumber(tokens[i])
+    level = tonumber(lim[i])
     if level > full then
       level = full
     end
-    if stamp - last >= -floor_div(level - full, amount) then
+    -- Full again after ceil((full - level) / amount).
+    if stamp - last >= -floor((level - full) / amount) then
       level = full
     else
       level = level + (stamp - last) * amount
     end
   end
-  tokens[i] = level
+  lim[i - 3], lim[i - 2], lim[i - 1], lim[i] = capacity, amount, interval, level
   if asked > capacity or level < asked * interval then
     allowed = false
   end
@@ -139,11 +144,9 @@ local record = count > 0 and (allowed or mode == '1')
 -- the limit with the fewest remaining decides; when denied, the one with
 -- the longest retry (never first); ties go to the lower index.
 local remaining, retry, reset_after, index = nil, 0, 0, 1
-for i = 1, n do
-  local arg = 3 * i + 2
-  local capacity, amount, interval = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1]), tonumber(ARGV[arg + 2])
+for i = 4, 4 * n, 4 do
+  local capacity, amount, interval, level = lim[i - 3], lim[i - 2], lim[i - 1], lim[i]
   local full = capacity * interval
-  local level = tokens[i]
   if record then
     -- Taking more than 2 * capacity always ends at the floor.
     local taken = count
@@ -154,20 +157,20 @@ for i = 1, n do
     if level < -full then
       level = -full
     end
-    tokens[i] = level
+    lim[i] = level
   end
   local left = 0
   if level > 0 then
-    left = floor_div(level, interval)
+    left = floor(level / interval)
   end
   if remaining == nil or left < remaining then
     remaining = left
     if allowed then
-      index = i
+      index = i / 4
     end
   end
   if level < full then
-    local reset = bound(stamp - floor_div(level - full, amount) - now)
+    local reset = bound(stamp - floor((level - full) / amount) - now)
     if reset > reset_after then
       reset_after = reset
     end
@@ -175,17 +178,25 @@ for i = 1, n do
   if not allowed and retry ~= -1 then
     local need = asked * interval
     if asked > capacity then
-      retry, index = -1, i
+      retry, index = -1, i / 4
     elseif level < need then
-      local wait = bound(stamp - floor_div(level - need, amount) - now)
+      local wait = bound(stamp - floor((level - need) / amount) - now)
       if wait > retry then
-        retry, index = wait, i
+        retry, index = wait, i / 4
       end
     end
   end
 end
 if record then
-  state = format('%s|%d' .. string.rep(' %d', n), limits, stamp, unpack(tokens, 1, n))
+  if n == 1 then
+    state = string.format('%s|%d %d', limits, stamp, lim[4])
+  else
+    local tokens = {}
+    for i = 1, n do
+      tokens[i] = lim[4 * i]
+    end
+    state = string.format('%s|%d' .. string.rep(' %d', n), limits, stamp, unpack(tokens, 1, n))
+  end
   redis.call('SET', key, state, 'PX', ttl_ms(unit, reset_after))
 end
 if allowed then

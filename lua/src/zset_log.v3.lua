@@ -30,9 +30,7 @@
 -- from 1 (a length letter then digits, so that names of one time sort in
 -- event order) and base is the index of the oldest member left in the set
 -- when that event was added. The newest member tells the last write's time
--- and which indexes the set holds; the oldest member inside a window tells
--- how many events the window holds (the newest index minus its index, plus
--- one) and, when the window is full, when the next event fits. Only the
+-- and which indexes the set holds (so the set's size). Only the
 -- newest max+1 events (largest max) inside the widest window can change a
 -- reply; older ones are dropped by rank once they are at least half of the
 -- set. TTL: reset_after. A now earlier than the newest event is treated as
@@ -69,7 +67,7 @@ end
 local tonumber, floor, format, match = tonumber, math.floor, string.format, string.match
 local count, now, n = read_call(KEYS, ARGV, 2)
 if count == nil then
-  return call_error(KEYS, ARGV, 2)
+  return refuse(KEYS, ARGV, 2)
 end
 local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
 -- The limits: largest is the largest max, wide the index of the (first)
@@ -78,11 +76,11 @@ local largest, wide, widest = 0, 1, 0
 for i = 5, 3 + 2 * n, 2 do
   local max = integer(ARGV[i], 1, 1000000)
   if max == nil then
-    return limit_error(ARGV, i, 2, 'max', '[1, 10^6]')
+    return refuse(KEYS, ARGV, 2, i, 'max', '[1, 10^6]')
   end
   local window = integer(ARGV[i + 1], 1, MAX_TIME)
   if window == nil then
-    return limit_error(ARGV, i + 1, 2, 'window', '[1, 2^52]')
+    return refuse(KEYS, ARGV, 2, i + 1, 'window', '[1, 2^52]')
   end
   if max > largest then
     largest = max
@@ -102,7 +100,7 @@ local top = redis.call('ZRANGE', key, '-1', '-1')[1]
 if top then
   last, newest, base = member(top)
   if last == nil then
-    return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log v3 event: ' .. quote(top))
+    return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log v3 event')
   end
 end
 local size = newest - base + 1
@@ -111,26 +109,23 @@ if last and last > now then
   stamp = last
 end
 
--- Count each window from its oldest event and decide. A window the newest
--- event is not in holds none; a set of one event holds it in every window
--- the newest is in. counts[i], oldest[i]: the events in limit i's window
--- and the time of the oldest of them.
+-- Count each window and decide. A window the newest event is not in holds
+-- none; a set of one event holds it in every window the newest is in.
+-- counts[i]: the events in limit i's window.
 local asked = count
 if asked < 1 then
   asked = 1
 end
-local counts, oldest = {}, {}
+local counts = {}
 local allowed = true
 for i = 1, n do
   local max, window = tonumber(ARGV[2 * i + 3]), tonumber(ARGV[2 * i + 4])
   local c = 0
   if size > 0 and last > stamp - window then
     if size == 1 then
-      c, oldest[i] = 1, last
+      c = 1
     else
-      local first = redis.call('ZRANGE', key, format('(%d', stamp - window), '+inf', 'BYSCORE', 'LIMIT', '0', '1')[1]
-      local time, index = member(first)
-      c, oldest[i] = newest - index + 1, time
+      c = redis.call('ZCOUNT', key, format('(%d', stamp - window), '+inf')
     end
   end
   counts[i] = c
@@ -175,9 +170,6 @@ if record then
   newest, size, last = newest + added, size + added, stamp
   for i = 1, n do
     counts[i] = counts[i] + added
-    if oldest[i] == nil then
-      oldest[i] = stamp
-    end
   end
 end
 
@@ -209,21 +201,18 @@ for i = 1, n do
       retry, index = -1, i
     elseif c + asked > max then
       -- Wait until the (max - asked + 1)-th newest event leaves the window:
-      -- one of this call's, the newest before it, the window's oldest, or
-      -- another one.
+      -- one of this call's, the newest before it, or an older one.
       local rank = max - asked
       local time
       if rank < added then
         time = stamp
       elseif rank == added then
         time = previous
-      elseif rank == c - 1 then
-        time = oldest[i]
       elseif rank == fetched then
         time = fetched_time
       else
         local r = format('%d', rank)
-        time = member(redis.call('ZRANGE', key, r, r, 'REV')[1])
+        time = tonumber(match(redis.call('ZRANGE', key, r, r, 'REV')[1], '^(%d+):'))
         fetched, fetched_time = rank, time
       end
       local wait = bound(time + window - now)
