@@ -227,7 +227,12 @@ end
 
 -- The state counts only if it was written for these limits, which were
 -- checked then. counts[i]: limit i's count (as stored, then at stamp).
-local limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
+local limits
+if n == 1 then
+  limits = unit .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7]
+else
+  limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
+end
 local state = redis.call('GET', key)
 local counts = { 0 } -- sized for one limit: growing a table costs
 local last = nil
@@ -406,7 +411,12 @@ local t = {
 
 -- The last write: its time, and per limit the ring total, span and lag,
 -- if it was written for these limits (which were checked then).
-local limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
+local limits
+if n == 1 then
+  limits = unit .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7]
+else
+  limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
+end
 local meta = redis.call('HGET', key, 'm')
 local last, at = nil, nil
 if meta and string.sub(meta, 1, #limits) == limits then
@@ -802,7 +812,12 @@ end
 -- The state counts only if it was written for these limits, which were
 -- checked then. lim[4i-3 .. 4i]: limit i's capacity, refill_amount,
 -- refill_interval and tokens * refill_interval (as stored, then at stamp).
-local limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
+local limits
+if n == 1 then
+  limits = unit .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7]
+else
+  limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
+end
 local state = redis.call('GET', key)
 local lim = { 0, 0, 0, 0 } -- sized for one limit: growing a table costs
 local last = nil

@@ -111,7 +111,12 @@ end
 
 -- The state counts only if it was written for these limits, which were
 -- checked then. counts[i]: limit i's count (as stored, then at stamp).
-local limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
+local limits
+if n == 1 then
+  limits = unit .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7]
+else
+  limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
+end
 local state = redis.call('GET', key)
 local counts = { 0 } -- sized for one limit: growing a table costs
 local last = nil

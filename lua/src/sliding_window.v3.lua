@@ -116,7 +116,12 @@ local t = {
 
 -- The last write: its time, and per limit the ring total, span and lag,
 -- if it was written for these limits (which were checked then).
-local limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
+local limits
+if n == 1 then
+  limits = unit .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7]
+else
+  limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
+end
 local meta = redis.call('HGET', key, 'm')
 local last, at = nil, nil
 if meta and string.sub(meta, 1, #limits) == limits then
