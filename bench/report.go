@@ -383,6 +383,23 @@ func (rep report) targets() string {
 				fmt.Fprintf(&b, "  %-58s memory %.2fx floor key, target <= %.2f: %s\n", r.c.name, mr, r.c.mem, held(mr <= r.c.mem))
 			}
 		}
+		// ar1 no more than token_bucket, each with one limit, by EVALSHA
+		// and by FCALL.
+		for _, suffix := range []string{"", fcallSuffix} {
+			var ar1, bucket *result
+			for i := range sr.results {
+				switch sr.results[i].c.name {
+				case "ratelua ar1, 1 limit" + suffix:
+					ar1 = &sr.results[i]
+				case "ratelua token_bucket, 1 limit" + suffix:
+					bucket = &sr.results[i]
+				}
+			}
+			if ar1 != nil && bucket != nil && len(ar1.rounds) > 0 && len(bucket.rounds) > 0 {
+				a, t := ar1.best().ratio, bucket.best().ratio
+				fmt.Fprintf(&b, "  %-58s cost %.2fx floor, target <= token_bucket's %.2fx: %s\n", ar1.c.name, a, t, held(a <= t))
+			}
+		}
 		if x, ok := sr.sweepRatio(sweepLimits, 1, 8); ok {
 			fmt.Fprintf(&b, "  %-58s cost at 8 limits %.2fx at 1 limit, target <= 2: %s\n", "ratelua sliding_window", x, held(x <= 2))
 		}
