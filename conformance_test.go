@@ -343,12 +343,17 @@ func confKeys(calls []confCall) []string {
 // confShape is what two states on the server's clock must share, their
 // times and what follows from them set aside: the type; for a string
 // (ar1, token_bucket) its number of words and the limits' signature (the
-// second word); for a hash (sliding_window) the signature and number of
+// second word; from v3 the limits text before "|"); for a hash
+// (sliding_window) the signature (limits text) and number of
 // words of field "m" and that every other field is a bucket "<i>.<n>" (how
 // many buckets the events fill depends on where the server's clock crossed
 // a bucket boundary); for a sorted set (zset_log) the number of members.
 func confShape(s confState) string {
 	words := func(v string) string {
+		if limits, rest, ok := strings.Cut(v, "|"); ok {
+			// v3: the limits text, then the time and a number per limit.
+			return fmt.Sprintf("limits %q, %d words", limits, len(strings.Fields(rest)))
+		}
 		w := strings.Fields(v)
 		if len(w) < 2 {
 			return fmt.Sprintf("%q", v)

@@ -79,7 +79,7 @@ func TestLimiterArgsAndKey(t *testing.T) {
 		t.Errorf("Args = %q", got)
 	}
 	key := l.Key("203.0.113.7")
-	if !strings.HasPrefix(key, "login:{203.0.113.7}:sliding_window:v2:") || len(key) != len("login:{203.0.113.7}:sliding_window:v2:")+8 {
+	if !strings.HasPrefix(key, "login:{203.0.113.7}:sliding_window:v3:") || len(key) != len("login:{203.0.113.7}:sliding_window:v3:")+8 {
 		t.Errorf("Key = %q", key)
 	}
 	pinned, err := NewSlidingWindow(Rueidis(client), Options{Prefix: "login", Version: 1}, Window{1, 5 * time.Second, time.Second}, Window{5, time.Hour, 10 * time.Minute})
@@ -88,6 +88,16 @@ func TestLimiterArgsAndKey(t *testing.T) {
 	}
 	if got := pinned.Key("203.0.113.7"); !strings.HasPrefix(got, "login:{203.0.113.7}:sliding_window:v1:") {
 		t.Errorf("Key with Version 1 = %q", got)
+	}
+	pinned2, err := NewSlidingWindow(Rueidis(client), Options{Prefix: "login", Version: 2}, Window{1, 5 * time.Second, time.Second}, Window{5, time.Hour, 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pinned2.Script().Version; got != 2 || !strings.HasPrefix(pinned2.Key("203.0.113.7"), "login:{203.0.113.7}:sliding_window:v2:") {
+		t.Errorf("Version 2 pins %s, key %q", pinned2.Script(), pinned2.Key("203.0.113.7"))
+	}
+	if l.Script().Version != 3 {
+		t.Errorf("the default version is %s, want the newest, v3", l.Script())
 	}
 	if _, err := NewSlidingWindow(Rueidis(client), Options{Version: 99}, Window{1, time.Second, time.Second}); !errors.Is(err, ErrUnknownScript) {
 		t.Errorf("Version 99: %v, want ErrUnknownScript", err)

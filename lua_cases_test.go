@@ -117,7 +117,11 @@ func TestValidation(t *testing.T) {
 			src := source(t, name)
 			good := append([]string{"1", "s", "1000", "0"}, loginLimits[name]...)
 			cases := []bad{
-				{[]string{"x"}, "ARGV[1] eventCount must be an integer"},
+				{[]string{"x"}, "ARGV[1] eventCount must be a canonical integer"},
+				{[]string{"-0"}, "ARGV[1] eventCount"},
+				{[]string{"+1"}, "ARGV[1] eventCount"},
+				{[]string{"01"}, "ARGV[1] eventCount"},
+				{[]string{"1\x00"}, "ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got '1\\x00'"},
 				{[]string{"1.5"}, "ARGV[1] eventCount"},
 				{[]string{"0x10"}, "ARGV[1] eventCount"},
 				{[]string{" 1"}, "ARGV[1] eventCount"},
@@ -126,7 +130,9 @@ func TestValidation(t *testing.T) {
 				{[]string{""}, "ARGV[1] eventCount"},
 				{[]string{"1", "sec"}, "ARGV[2] unit must be 's', 'ms' or 'us', got 'sec'"},
 				{[]string{"1", "S"}, "ARGV[2] unit"},
-				{[]string{"1", "s", "-5"}, "ARGV[3] now must be empty (server clock) or an integer in [0, 2^52], got '-5'"},
+				{[]string{"1", "s", "-5"}, "ARGV[3] now must be empty (server clock) or a canonical integer in [0, 2^52], got '-5'"},
+				{[]string{"1", "s", "01000"}, "ARGV[3] now"},
+				{[]string{"1", "s", "-0"}, "ARGV[3] now"},
 				{[]string{"1", "s", "12.5"}, "ARGV[3] now"},
 				{[]string{"1", "s", "4503599627370497"}, "ARGV[3] now"},
 				{[]string{"1", "s", "1000", "2"}, "ARGV[4] mode must be '0'"},
@@ -136,6 +142,7 @@ func TestValidation(t *testing.T) {
 				{append([]string{"1", "s", "1000", "0"}, repeat(loginLimits[name][:len(loginLimits[name])/2], 17)...), "expected 1 to 16 limits"},
 				{append([]string{"1", "s", "1000", "0", "0"}, loginLimits[name][1:]...), "ARGV[5] (limit 1 "},
 				{append([]string{"1", "s", "1000", "0", "-1"}, loginLimits[name][1:]...), "ARGV[5] (limit 1 "},
+				{append([]string{"1", "s", "1000", "0", "0" + loginLimits[name][0]}, loginLimits[name][1:]...), "ARGV[5] (limit 1 "},
 			}
 			limitArgs := loginLimits[name]
 			last := make([]string, len(limitArgs))
@@ -148,13 +155,13 @@ func TestValidation(t *testing.T) {
 				cases = append(cases,
 					bad{[]string{"1", "s", "1000", "0", "1", "5", "6"}, "limit 1: resolution must be at most duration, got 6 > 5"},
 					bad{[]string{"1", "s", "1000", "0", "1", "10001", "1"}, "limit 1: duration / resolution must be at most 10000 buckets, got 10001"},
-					bad{[]string{"1", "s", "1000", "0", "1000000001", "5", "1"}, "(limit 1 max) must be an integer in [1, 10^9]"})
+					bad{[]string{"1", "s", "1000", "0", "1000000001", "5", "1"}, "(limit 1 max) must be a canonical integer in [1, 10^9]"})
 			case AR1:
 				cases = append(cases,
-					bad{[]string{"1", "s", "1000", "0", "1", "1000", "5"}, "(limit 1 decay) must be an integer in [1001, 10^9]"})
+					bad{[]string{"1", "s", "1000", "0", "1", "1000", "5"}, "(limit 1 decay) must be a canonical integer in [1001, 10^9]"})
 			case ZSetLog:
 				cases = append(cases,
-					bad{[]string{"1", "s", "1000", "0", "1000001", "5"}, "(limit 1 max) must be an integer in [1, 10^6]"})
+					bad{[]string{"1", "s", "1000", "0", "1000001", "5"}, "(limit 1 max) must be a canonical integer in [1, 10^6]"})
 			case TokenBucket:
 				cases = append(cases,
 					bad{[]string{"1", "s", "1000", "0", "1000000", "1", "1125899906843"}, "limit 1: capacity * refill_interval must be at most 2^50"})

@@ -24,6 +24,9 @@ type fuzzTarget struct {
 	// tooSlow, if set, reports an accepted ARGV whose call would take
 	// luatest too long; such inputs are skipped.
 	tooSlow func(argv []string) bool
+	// accepts is the contract's rule for the version under test (set by
+	// fuzzScript).
+	accepts func(name string, keys, argv []string) bool
 }
 
 // fuzzInput is one fuzz input: the first call's ARGV pieces, the second
@@ -31,11 +34,12 @@ type fuzzTarget struct {
 type fuzzInput struct {
 	count1, unit, now, mode, limits, count2 string
 	step                                    int64
+	key                                     string // the state key
 }
 
 func (in fuzzInput) String() string {
-	return fmt.Sprintf("count1=%q unit=%q now=%q mode=%q limits=%q count2=%q step=%d",
-		in.count1, in.unit, in.now, in.mode, in.limits, in.count2, in.step)
+	return fmt.Sprintf("count1=%q unit=%q now=%q mode=%q limits=%q count2=%q step=%d key=%q",
+		in.count1, in.unit, in.now, in.mode, in.limits, in.count2, in.step, in.key)
 }
 
 // fuzzSplitLimits splits the raw limit string on commas; "" is no argument.
@@ -54,57 +58,61 @@ func (ft fuzzTarget) seeds() []fuzzInput {
 	repeat := func(n int) string { return strings.TrimSuffix(strings.Repeat(one+",", n), ",") }
 	s := []fuzzInput{
 		// Valid calls.
-		{"1", "s", "1000", "0", l, "1", 1},
-		{"1", "s", "1000", "1", l, "1", 0},
-		{"1", "s", "1000", "0", l, "1", 5},
-		{"3", "ms", "1000000", "0", l, "2", 5000},
-		{"1", "us", "0", "1", l, "7", 1},
-		{"0", "s", "1000", "0", l, "1", 0},
-		{"2", "s", "1000", "1", l, "0", 3},
-		{"-1", "s", "1000", "0", l, "1", 1},
-		{"1", "s", "1000", "0", l, "-5", 1},
-		{"1", "s", "", "0", l, "1", 0},  // server clock twice
-		{"1", "ms", "", "1", l, "1", 7}, // server clock, then an explicit now
-		{"4503599627370496", "s", "4503599627370496", "1", l, "1", -1},
-		{"-4503599627370496", "s", "0", "0", l, "4503599627370496", 0},
-		{"-0", "s", "-0", "0", l, "00001", 3},
-		{"1", "s", "1000", "0", repeat(16), "1", 1}, // 16 limits
+		{"1", "s", "1000", "0", l, "1", 1, testKey},
+		{"1", "s", "1000", "1", l, "1", 0, testKey},
+		{"1", "s", "1000", "0", l, "1", 5, testKey},
+		{"3", "ms", "1000000", "0", l, "2", 5000, testKey},
+		{"1", "us", "0", "1", l, "7", 1, testKey},
+		{"0", "s", "1000", "0", l, "1", 0, testKey},
+		{"2", "s", "1000", "1", l, "0", 3, testKey},
+		{"-1", "s", "1000", "0", l, "1", 1, testKey},
+		{"1", "s", "1000", "0", l, "-5", 1, testKey},
+		{"1", "s", "", "0", l, "1", 0, testKey},  // server clock twice
+		{"1", "ms", "", "1", l, "1", 7, testKey}, // server clock, then an explicit now
+		{"4503599627370496", "s", "4503599627370496", "1", l, "1", -1, testKey},
+		{"-4503599627370496", "s", "0", "0", l, "4503599627370496", 0, testKey},
+		{"-0", "s", "-0", "0", l, "00001", 3, testKey},
+		{"1", "s", "1000", "0", repeat(16), "1", 1, testKey}, // 16 limits
 		// Invalid first calls (each on a state written by a valid call).
-		{"1", "sec", "1000", "0", l, "1", 1},
-		{"1", "S", "1000", "0", l, "1", 1},
-		{"1", "", "1000", "0", l, "1", 1},
-		{"1.5", "s", "1000", "0", l, "1", 1},
-		{"0x10", "s", "1000", "0", l, "1", 1},
-		{" 1", "s", "1000", "0", l, "1", 1},
-		{"", "s", "1000", "0", l, "1", 1},
-		{"+1", "s", "1000", "0", l, "1", 1},
-		{"1e3", "s", "1000", "0", l, "1", 1},
-		{"4503599627370497", "s", "1000", "0", l, "1", 1},
-		{"-4503599627370497", "s", "1000", "0", l, "1", 1},
-		{"1", "s", "4503599627370497", "0", l, "1", 1},
-		{"1", "s", "-1", "0", l, "1", 1},
-		{"1", "s", " 1000", "0", l, "1", 1},
-		{"1", "s", "1000", "2", l, "1", 1},
-		{"1", "s", "1000", "", l, "1", 1},
-		{"1", "s", "1000", "0", "", "1", 1},                            // no limits
-		{"1", "s", "1000", "0", repeat(17), "1", 1},                    // 17 limits
-		{"1", "s", "1000", "0", l[:strings.LastIndex(l, ",")], "1", 1}, // a missing field
-		{"1", "s", "1000", "0", l + ",", "1", 1},                       // an empty extra argument
-		{"1", "s", "1000", "0", "-0" + l[strings.Index(l, ","):], "1", 1},
-		{"1", "s", "1000", "0", "1.5" + l[strings.Index(l, ","):], "1", 1},
-		{"-1", "s", "1000", "0", "x" + l[strings.Index(l, ","):], "1", 1},
+		{"1", "sec", "1000", "0", l, "1", 1, testKey},
+		{"1", "S", "1000", "0", l, "1", 1, testKey},
+		{"1", "", "1000", "0", l, "1", 1, testKey},
+		{"1.5", "s", "1000", "0", l, "1", 1, testKey},
+		{"0x10", "s", "1000", "0", l, "1", 1, testKey},
+		{" 1", "s", "1000", "0", l, "1", 1, testKey},
+		{"", "s", "1000", "0", l, "1", 1, testKey},
+		{"+1", "s", "1000", "0", l, "1", 1, testKey},
+		{"1e3", "s", "1000", "0", l, "1", 1, testKey},
+		{"4503599627370497", "s", "1000", "0", l, "1", 1, testKey},
+		{"-4503599627370497", "s", "1000", "0", l, "1", 1, testKey},
+		{"1", "s", "4503599627370497", "0", l, "1", 1, testKey},
+		{"1", "s", "-1", "0", l, "1", 1, testKey},
+		{"1", "s", " 1000", "0", l, "1", 1, testKey},
+		{"1", "s", "1000", "2", l, "1", 1, testKey},
+		{"1", "s", "1000", "", l, "1", 1, testKey},
+		{"1", "s", "1000", "0", "", "1", 1, testKey},                            // no limits
+		{"1", "s", "1000", "0", repeat(17), "1", 1, testKey},                    // 17 limits
+		{"1", "s", "1000", "0", l[:strings.LastIndex(l, ",")], "1", 1, testKey}, // a missing field
+		{"1", "s", "1000", "0", l + ",", "1", 1, testKey},                       // an empty extra argument
+		{"1", "s", "1000", "0", "-0" + l[strings.Index(l, ","):], "1", 1, testKey},
+		{"1", "s", "1000", "0", "1.5" + l[strings.Index(l, ","):], "1", 1, testKey},
+		{"-1", "s", "1000", "0", "x" + l[strings.Index(l, ","):], "1", 1, testKey},
 		// Valid first calls, invalid second calls (on the state written).
-		{"1", "s", "1000", "0", l, "x", 1},
-		{"1", "s", "1000", "1", l, "4503599627370497", 1},
-		{"1", "s", "1000", "0", l, "1", -2000},
-		{"1", "s", "4503599627370496", "0", l, "1", 1},
+		{"1", "s", "1000", "0", l, "x", 1, testKey},
+		{"1", "s", "1000", "1", l, "4503599627370497", 1, testKey},
+		{"1", "s", "1000", "0", l, "1", -2000, testKey},
+		{"1", "s", "4503599627370496", "0", l, "1", 1, testKey},
+	}
+	// State keys of other lengths and bytes.
+	for i, key := range []string{"", "{", "}{", "%", "a\x00b", "é{ü}%7B", strings.Repeat("k", 41), strings.Repeat("{x}\x00é", 60)} {
+		s = append(s, fuzzInput{"1", "s", "1000", strconv.Itoa(i % 2), l, "1", int64(i), key})
 	}
 	for _, lim := range ft.extra {
 		s = append(s,
-			fuzzInput{"1", "s", "1000", "1", lim, "1", 1},
-			fuzzInput{"5", "s", "1000", "0", lim, "1", 1}, // denied second calls
-			fuzzInput{"2", "ms", "1000", "1", lim, "3", 2},
-			fuzzInput{"1", "s", "1000", "0", lim, "-1", 0})
+			fuzzInput{"1", "s", "1000", "1", lim, "1", 1, testKey},
+			fuzzInput{"5", "s", "1000", "0", lim, "1", 1, testKey}, // denied second calls
+			fuzzInput{"2", "ms", "1000", "1", lim, "3", 2, testKey},
+			fuzzInput{"1", "s", "1000", "0", lim, "-1", 0, testKey})
 	}
 	return s
 }
@@ -112,13 +120,26 @@ func (ft fuzzTarget) seeds() []fuzzInput {
 // fuzzScript runs the fuzz target of one script.
 func fuzzScript(f *testing.F, name string) {
 	ft := fuzzTargets[name]
-	src := source(f, ft.name)
-	for _, s := range ft.seeds() {
-		f.Add(s.count1, s.unit, s.now, s.mode, s.limits, s.count2, s.step)
+	latest, err := NewRegistry().Latest(ft.name)
+	if err != nil {
+		f.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, count1, unit, now, mode, limits, count2 string, step int64) {
-		checkFuzzInput(t, ft, src, fuzzInput{count1, unit, now, mode, limits, count2, step})
+	ft.accepts = contractAccepts(latest)
+	for _, s := range ft.seeds() {
+		f.Add(s.count1, s.unit, s.now, s.mode, s.limits, s.count2, s.step, s.key)
+	}
+	f.Fuzz(func(t *testing.T, count1, unit, now, mode, limits, count2 string, step int64, key string) {
+		checkFuzzInput(t, ft, latest.Source, fuzzInput{count1, unit, now, mode, limits, count2, step, key})
 	})
+}
+
+// contractAccepts is the rule by which a script version accepts a call:
+// v3 takes integers only in canonical form.
+func contractAccepts(s Script) func(name string, keys, argv []string) bool {
+	if s.Version >= 3 {
+		return model.AcceptsCanonical
+	}
+	return model.Accepts
 }
 
 // checkFuzzInput makes two calls on a fresh frozen-clock engine and checks
@@ -130,7 +151,7 @@ func checkFuzzInput(t *testing.T, ft fuzzTarget, src string, in fuzzInput) {
 	argv1 := append([]string{in.count1, in.unit, in.now, in.mode}, lim...)
 	argv2 := append([]string{in.count2, in.unit, fc.secondNow(), in.mode}, lim...)
 	for _, argv := range [][]string{argv1, argv2} {
-		if ft.tooSlow != nil && model.Accepts(ft.name, []string{testKey}, argv) && ft.tooSlow(argv) {
+		if ft.tooSlow != nil && ft.accepts(ft.name, []string{in.key}, argv) && ft.tooSlow(argv) {
 			t.Skipf("ARGV %q is too slow for luatest", argv)
 		}
 	}
@@ -151,7 +172,7 @@ type fuzzCase struct {
 func (fc *fuzzCase) fatalf(n int, argv []string, format string, args ...any) {
 	fc.t.Helper()
 	fc.t.Fatalf("%s call %d ARGV %q: %s\ninput: %v\nstate: %#v (PTTL %d)", fc.ft.name, n, argv,
-		fmt.Sprintf(format, args...), fc.in, fc.e.Dump(testKey), fc.e.PTTL(testKey))
+		fmt.Sprintf(format, args...), fc.in, fc.e.Dump(fc.in.key), fc.e.PTTL(fc.in.key))
 }
 
 // unitNow is the engine clock in unit, as the scripts read it from TIME.
@@ -216,7 +237,7 @@ type fuzzSnapshot struct {
 }
 
 func (fc *fuzzCase) snapshot() fuzzSnapshot {
-	return fuzzSnapshot{fc.e.Keys(), fc.e.Dump(testKey), fc.e.PTTL(testKey)}
+	return fuzzSnapshot{fc.e.Keys(), fc.e.Dump(fc.in.key), fc.e.PTTL(fc.in.key)}
 }
 
 // call runs one call and checks it: rejected with an unchanged keyspace
@@ -225,11 +246,12 @@ func (fc *fuzzCase) snapshot() fuzzSnapshot {
 func (fc *fuzzCase) call(n int, argv []string) {
 	t := fc.t
 	t.Helper()
-	if !model.Accepts(fc.ft.name, []string{testKey}, argv) {
+	key := fc.in.key
+	if !fc.ft.accepts(fc.ft.name, []string{key}, argv) {
 		fc.rejected(n, argv)
 		return
 	}
-	got, _, err := run(t, fc.e, fc.src, argv)
+	got, _, err := runOn(t, fc.e, fc.src, key, argv)
 	if err != nil {
 		fc.fatalf(n, argv, "the contract accepts the call, the script answers %v", err)
 	}
@@ -252,11 +274,11 @@ func (fc *fuzzCase) call(n int, argv []string) {
 	case count >= 0 && (index < 1 || index > nlimits):
 		fc.fatalf(n, argv, "reply %v: limit_index outside [1, %d]", got, nlimits)
 	}
-	if count < 0 && fc.e.Type(testKey) != "none" {
+	if count < 0 && fc.e.Type(key) != "none" {
 		fc.fatalf(n, argv, "a negative eventCount left the state key")
 	}
 	for _, k := range fc.e.Keys() {
-		if k != testKey {
+		if k != key {
 			fc.fatalf(n, argv, "key %q other than the state key exists", k)
 		}
 		if pttl := fc.e.PTTL(k); pttl <= 0 {
@@ -287,12 +309,12 @@ func (fc *fuzzCase) call(n int, argv []string) {
 	if !equalInts(got, want) {
 		fc.fatalf(n, argv, "reply %v, model %v (model now %d)", got, want, c.Now)
 	}
-	exists := fc.e.Type(testKey) != "none"
+	exists := fc.e.Type(key) != "none"
 	if exists != fc.m.Exists() {
 		fc.fatalf(n, argv, "key exists %v, model says %v", exists, fc.m.Exists())
 	}
-	if exists && fc.e.PTTL(testKey) != fc.m.TTLMillis() {
-		fc.fatalf(n, argv, "PTTL %d, model %d", fc.e.PTTL(testKey), fc.m.TTLMillis())
+	if exists && fc.e.PTTL(key) != fc.m.TTLMillis() {
+		fc.fatalf(n, argv, "PTTL %d, model %d", fc.e.PTTL(key), fc.m.TTLMillis())
 	}
 }
 
@@ -306,7 +328,7 @@ func (fc *fuzzCase) rejected(n int, argv []string) {
 	primed := false
 	if len(fc.e.Keys()) == 0 {
 		prime := append([]string{"1", "s", "1000", "0"}, fuzzSplitLimits(fc.ft.login)...)
-		if _, _, err := run(t, fc.e, fc.src, prime); err != nil {
+		if _, _, err := runOn(t, fc.e, fc.src, fc.in.key, prime); err != nil {
 			t.Fatalf("priming call %q: %v", prime, err)
 		}
 		if len(fc.e.Keys()) == 0 {
@@ -315,7 +337,7 @@ func (fc *fuzzCase) rejected(n int, argv []string) {
 		primed = true
 	}
 	before := fc.snapshot()
-	res, err := fc.e.Run(fc.src, []string{testKey}, argv)
+	res, err := fc.e.Run(fc.src, []string{fc.in.key}, argv)
 	var v *luatest.Violation
 	var er *luatest.ErrorReply
 	switch {

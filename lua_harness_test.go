@@ -2,6 +2,7 @@ package ratelua
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strconv"
 	"testing"
 	"time"
@@ -47,11 +48,17 @@ func callArgs(c model.Call, limits []string) []string {
 	return append(args, limits...)
 }
 
-// run runs src and returns its reply as integers; a strictness violation
-// fails the test at once.
+// run runs src on testKey and returns its reply as integers; a strictness
+// violation fails the test at once.
 func run(t testing.TB, e *luatest.Engine, src string, args []string) ([]int64, *luatest.Result, error) {
 	t.Helper()
-	res, err := e.Run(src, []string{testKey}, args)
+	return runOn(t, e, src, testKey, args)
+}
+
+// runOn is run with the state key key.
+func runOn(t testing.TB, e *luatest.Engine, src, key string, args []string) ([]int64, *luatest.Result, error) {
+	t.Helper()
+	res, err := e.Run(src, []string{key}, args)
 	var v *luatest.Violation
 	if errors.As(err, &v) {
 		t.Fatalf("strictness violation with ARGV %q: %v", args, err)
@@ -70,6 +77,30 @@ func run(t testing.TB, e *luatest.Engine, src string, args []string) ([]int64, *
 }
 
 func ints64(xs ...int64) []int64 { return xs }
+
+// keyBytes are the bytes random state keys are drawn from: the hash tag's
+// braces, the escape character of the Go API's tags, NUL, control and
+// non-ASCII bytes, besides plain ones.
+var keyBytes = []byte("ab:{}%\x00\x1b\n \xc3\xa9\xff09")
+
+// randomKey draws a state key of 0 to a few hundred bytes, so that a script
+// that behaves differently on long or odd keys is caught.
+func randomKey(r *rand.Rand) string {
+	var n int
+	switch p := r.IntN(10); {
+	case p == 0:
+		n = 0
+	case p < 5:
+		n = 1 + r.IntN(40)
+	default:
+		n = 41 + r.IntN(300)
+	}
+	key := make([]byte, n)
+	for i := range key {
+		key[i] = keyBytes[r.IntN(len(keyBytes))]
+	}
+	return string(key)
+}
 
 func equalInts(a, b []int64) bool {
 	if len(a) != len(b) {

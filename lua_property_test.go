@@ -178,6 +178,7 @@ func agreeWithModel(t *testing.T, name string, script Script) {
 		unit := []string{"s", "ms", "us"}[r.IntN(3)]
 		m, limits, longest := generators[name](r, unit, nLimits(r))
 		e := frozenEngine()
+		key := randomKey(r)
 		now := r.Int64N(2_000_000_000) * scale(unit)
 		if seq%10 == 0 {
 			now = r.Int64N(1000) // times near zero
@@ -191,7 +192,7 @@ func agreeWithModel(t *testing.T, name string, script Script) {
 			if *traceCalls {
 				fmt.Println(name, seq, i, limits, args[:4])
 			}
-			got, res, err := run(t, e, src, args)
+			got, res, err := runOn(t, e, src, key, args)
 			calls++
 			history = append(history, fmt.Sprintf("%v -> %v", args[:4], want))
 			if len(history) > 40 {
@@ -201,20 +202,23 @@ func agreeWithModel(t *testing.T, name string, script Script) {
 				t.Fatalf("seq %d call %d: %v\nlimits %v\nlast calls:\n%s", seq, i, err, limits, strings.Join(history, "\n"))
 			}
 			if !equalInts(got, want) {
-				t.Fatalf("seq %d call %d: reply %v, model %v\nlimits %v (unit %s)\nstate %v\nlast calls:\n%s",
-					seq, i, got, want, limits, unit, e.Dump(testKey), strings.Join(history, "\n"))
+				t.Fatalf("seq %d call %d: reply %v, model %v\nkey %q limits %v (unit %s)\nstate %v\nlast calls:\n%s",
+					seq, i, got, want, key, limits, unit, e.Dump(key), strings.Join(history, "\n"))
 			}
 			if c.Count >= 0 {
 				decisions++
 				commands += res.Count("") - res.Count("TIME")
 			}
-			exists := e.Type(testKey) != "none"
+			if keys := e.Keys(); len(keys) > 1 || len(keys) == 1 && keys[0] != key {
+				t.Fatalf("seq %d call %d: keys %q exist, want only the state key %q", seq, i, keys, key)
+			}
+			exists := e.Type(key) != "none"
 			if exists != m.Exists() {
 				t.Fatalf("seq %d call %d: key exists %v, model says %v\nlimits %v\nlast calls:\n%s",
 					seq, i, exists, m.Exists(), limits, strings.Join(history, "\n"))
 			}
 			if exists {
-				if pttl := e.PTTL(testKey); pttl != m.TTLMillis() {
+				if pttl := e.PTTL(key); pttl != m.TTLMillis() {
 					t.Fatalf("seq %d call %d: PTTL %d, model %d\nlimits %v\nlast calls:\n%s",
 						seq, i, pttl, m.TTLMillis(), limits, strings.Join(history, "\n"))
 				}

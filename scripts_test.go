@@ -25,6 +25,17 @@ var released = map[string]string{
 	"sliding_window@v2": "14345b841ce5247dcf962f133ef4ce2667b869d9",
 	"token_bucket@v2":   "23403c52ad32baec1f594b4e2ad1044e16e66fd2",
 	"zset_log@v2":       "8701d9e1d49f9b2d76e1c5f38b662f21bb33e933",
+	"ar1@v3":            "c6a5007653600ea1daf5ac736626e8b97df32aec",
+	"sliding_window@v3": "ae2f63de10cc15fa4ffb24183df5f36e973f0e05",
+	"token_bucket@v3":   "f6d117a822b29e616f96d0361d06b1a448ec768f",
+	"zset_log@v3":       "590b3b32e910734634ab458e032e0119dd787d7e",
+}
+
+// releasedLibraries pins the SHA1 of every released Functions library.
+var releasedLibraries = map[int]string{
+	1: "b5d6726215e3f89b57060df4651010706e8e317a",
+	2: "6a7c5846d7405828158efae1db4425973059b8c3",
+	3: "e85e9c34834fdc52339cc870a8dd971e7d1ca913",
 }
 
 func TestReleasedScriptsAreUnchanged(t *testing.T) {
@@ -61,8 +72,8 @@ func TestGenerated(t *testing.T) {
 			t.Errorf("lua/%s differs from what lua/src generates: run make generate", file)
 		}
 	}
-	for _, version := range []int{1, 2} {
-		library, err := luagen.Library(version, scripts)
+	for version := range releasedLibraries {
+		library, err := luagen.SharedLibrary(os.DirFS("lua"), "src", version)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,12 +94,23 @@ func TestGenerated(t *testing.T) {
 	}
 }
 
-// TestLibraryRunsTheScripts: each function of the Functions library is its
-// script's exact text as the function body, so FCALL and EVALSHA can never
-// differ.
+// TestLibraryRunsTheScripts: each function of a Functions library runs its
+// script's exact text. In v1 and v2 a function's body is the whole script;
+// from v3 the shared prelude and the script's helpers run once per load at
+// the library's top level and the body is the script after its "-- #call"
+// line (TestFunctionsAgreeWithScripts runs both forms on the servers).
 func TestLibraryRunsTheScripts(t *testing.T) {
-	if lib := newestLibrary(t); lib.Name != "ratelua_v2" {
-		t.Errorf("newestLibrary(t) is %q, want the newest release ratelua_v2", lib.Name)
+	if lib := newestLibrary(t); lib.Name != "ratelua_v3" {
+		t.Errorf("newestLibrary(t) is %q, want the newest release ratelua_v3", lib.Name)
+	}
+	for version, want := range releasedLibraries {
+		lib, err := ReleaseLibrary(version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := luagen.SHA1([]byte(lib.Source)); got != want {
+			t.Errorf("library %s has SHA1 %s, released %s: a released library must not change", lib.Name, got, want)
+		}
 	}
 	for _, s := range Scripts() {
 		lib, err := ReleaseLibrary(s.Version)
@@ -98,9 +120,17 @@ func TestLibraryRunsTheScripts(t *testing.T) {
 		if want := "#!lua name=ratelua_v" + strconv.Itoa(s.Version) + "\n"; !strings.HasPrefix(lib.Source, want) {
 			t.Fatalf("library %q starts %q", lib.Name, lib.Source[:min(40, len(lib.Source))])
 		}
-		body := "redis.register_function('" + s.Function() + "', function(KEYS, ARGV)\n" + s.Source + "end)\n"
-		if strings.Count(lib.Source, body) != 1 {
-			t.Errorf("%s: the library does not hold its exact source as %s", s, s.Function())
+		register := "redis.register_function('" + s.Function() + "', function(KEYS, ARGV)\n"
+		body := s.Source
+		if s.Version >= 3 {
+			_, after, ok := strings.Cut(s.Source, "\n-- #call")
+			if !ok {
+				t.Fatalf("%s has no -- #call line", s)
+			}
+			_, body, _ = strings.Cut(after, "\n")
+		}
+		if strings.Count(lib.Source, register+body+"end)\n") != 1 {
+			t.Errorf("%s: the library does not hold its per-call source as the body of %s", s, s.Function())
 		}
 	}
 }

@@ -117,7 +117,7 @@ func (rep report) limitsChart() (*plot.Plot, vg.Length, vg.Length, error) {
 		}{{"ratelua sliding_window", draw.CrossGlyph{}}, {"baseline: seed 002 design", draw.PyramidGlyph{}}} {
 			var xys plotter.XYs
 			for _, r := range sr.results {
-				if !strings.HasPrefix(r.c.name, s.prefix) {
+				if !strings.HasPrefix(r.c.name, s.prefix) || r.c.functions {
 					continue
 				}
 				x := 1.0
@@ -159,6 +159,9 @@ func (rep report) bytesChart() (*plot.Plot, vg.Length, vg.Length, error) {
 	}
 	names = append(names, "floor: INCR counter with a TTL")
 	for _, r := range servers[0].results {
+		if r.c.functions {
+			continue // the same state as its EVALSHA row
+		}
 		names = append(names, r.c.name)
 	}
 	// Reverse, so that the first contender is at the top.

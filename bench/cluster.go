@@ -23,7 +23,8 @@ type throughput struct {
 // oneLimit reports whether c is one of the 1-limit ratelua contenders that
 // the throughput table runs on the cluster.
 func oneLimit(c contender) bool {
-	return c.group == groupRatelua && (strings.Contains(c.name, "1 limit") || strings.Contains(c.name, "max 100"))
+	return c.group == groupRatelua && c.version == 0 && !c.functions &&
+		(strings.Contains(c.name, "1 limit") || strings.Contains(c.name, "max 100"))
 }
 
 // runCluster starts a six-node cluster (3 masters, 1 replica each) of kind,

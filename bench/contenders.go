@@ -37,6 +37,14 @@ const (
 // and EVAL for the first call after a NOSCRIPT.
 var scriptCmds = []string{"evalsha", "eval"}
 
+// functionCmds are the commandstats lines of a decision by FCALL.
+var functionCmds = []string{"fcall"}
+
+// fcallSuffix ends the name of a ratelua contender's FCALL twin: the same
+// limiter with Options.Functions, measured right after it and shown in the
+// FCALL column of its row.
+const fcallSuffix = " [FCALL]"
+
 // runner makes one decision for an event key and names the keys it keeps.
 type runner interface {
 	Decide(ctx context.Context, eventKey string) error
@@ -72,6 +80,12 @@ type contender struct {
 	prepare func(ctx context.Context, r runner) error
 	sweep   string
 	x       float64
+
+	// For ratelua contenders: the script version pinned (0: the newest)
+	// and whether it calls FCALL (the FCALL twin of the row named without
+	// fcallSuffix).
+	version   int
+	functions bool
 }
 
 // rateluaRunner decides through the ratelua Go API.
@@ -94,7 +108,7 @@ func rl(name, job string, cost, mem float64, build func(c rueidis.Client, o rate
 // rlVersion is rl with the script version pinned (0: the newest).
 func rlVersion(name, job string, cost, mem float64, version int, build func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error)) contender {
 	return contender{
-		name: name, group: groupRatelua, cmds: scriptCmds, cost: cost, mem: mem, job: job,
+		name: name, group: groupRatelua, cmds: scriptCmds, cost: cost, mem: mem, job: job, version: version,
 		make: func(e *env) (runner, error) {
 			l, err := build(e.rc, ratelua.Options{Prefix: "rl", Clock: realTime, Version: version})
 			if err != nil {
@@ -103,6 +117,27 @@ func rlVersion(name, job string, cost, mem float64, version int, build func(c ru
 			return rateluaRunner{l}, nil
 		},
 	}
+}
+
+// withFCALL returns cs with each contender followed by its FCALL twin: the
+// same limiter with Options.Functions (the library is loaded on the twin's
+// first call), the same targets and job.
+func withFCALL(cs []contender, build map[string]func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error)) []contender {
+	var out []contender
+	for _, c := range cs {
+		twin := c
+		twin.name, twin.cmds, twin.functions = c.name+fcallSuffix, functionCmds, true
+		b, version := build[c.name], c.version
+		twin.make = func(e *env) (runner, error) {
+			l, err := b(e.rc, ratelua.Options{Prefix: "rl", Clock: realTime, Version: version, Functions: true})
+			if err != nil {
+				return nil, err
+			}
+			return rateluaRunner{l}, nil
+		}
+		out = append(out, c, twin)
+	}
+	return out
 }
 
 func rateluaContenders() []contender {
@@ -124,42 +159,60 @@ func rateluaContenders() []contender {
 		{Max: 5, Duration: time.Hour, Resolution: 10 * time.Minute},
 		{Max: 1000, Duration: 24 * time.Hour, Resolution: time.Hour},
 	}
-	return []contender{
-		rl("ratelua token_bucket, 1 limit", jobTokenBucket1, 3.5, 1.25, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-			return ratelua.NewTokenBucket(ratelua.Rueidis(c), o, tb1)
-		}),
-		rl("ratelua token_bucket, 3 limits", "", 0, 0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-			return ratelua.NewTokenBucket(ratelua.Rueidis(c), o, tb3...)
-		}),
-		rl("ratelua ar1, 1 limit", jobAny, 3.5, 1.25, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-			return ratelua.NewAR1(ratelua.Rueidis(c), o, ar1)
-		}),
-		rl("ratelua ar1, 3 limits", jobAny, 0, 0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-			return ratelua.NewAR1(ratelua.Rueidis(c), o, ar3...)
-		}),
-		rl("ratelua zset_log, max 100", jobZSetLog100, 4.5, 2.0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-			return ratelua.NewZSetLog(ratelua.Rueidis(c), o, ratelua.Log{Max: 100, Window: time.Minute})
-		}),
-		rl("ratelua sliding_window, 1 limit (60 buckets)", jobSlidingWindow1, 4.5, 0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-			return ratelua.NewSlidingWindow(ratelua.Rueidis(c), o, sw1)
-		}),
-		rl("ratelua sliding_window, 3 limits", jobSlidingWindow3, 6.0, 3.0, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-			return ratelua.NewSlidingWindow(ratelua.Rueidis(c), o, sw3...)
-		}),
-		// The released v1 scripts, same limits, for the gain of v2.
-		rlVersion("ratelua v1 token_bucket, 1 limit", "", 0, 0, 1, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-			return ratelua.NewTokenBucket(ratelua.Rueidis(c), o, tb1)
-		}),
-		rlVersion("ratelua v1 ar1, 1 limit", "", 0, 0, 1, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-			return ratelua.NewAR1(ratelua.Rueidis(c), o, ar1)
-		}),
-		rlVersion("ratelua v1 zset_log, max 100", "", 0, 0, 1, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-			return ratelua.NewZSetLog(ratelua.Rueidis(c), o, ratelua.Log{Max: 100, Window: time.Minute})
-		}),
-		rlVersion("ratelua v1 sliding_window, 3 limits", "", 0, 0, 1, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-			return ratelua.NewSlidingWindow(ratelua.Rueidis(c), o, sw3...)
-		}),
+	type row struct {
+		name, job string
+		cost, mem float64
+		version   int
+		build     func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error)
 	}
+	tokenBucket1 := func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+		return ratelua.NewTokenBucket(ratelua.Rueidis(c), o, tb1)
+	}
+	tokenBucket3 := func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+		return ratelua.NewTokenBucket(ratelua.Rueidis(c), o, tb3...)
+	}
+	ar1One := func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+		return ratelua.NewAR1(ratelua.Rueidis(c), o, ar1)
+	}
+	ar1Three := func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+		return ratelua.NewAR1(ratelua.Rueidis(c), o, ar3...)
+	}
+	zsetLog := func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+		return ratelua.NewZSetLog(ratelua.Rueidis(c), o, ratelua.Log{Max: 100, Window: time.Minute})
+	}
+	window1 := func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+		return ratelua.NewSlidingWindow(ratelua.Rueidis(c), o, sw1)
+	}
+	window3 := func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+		return ratelua.NewSlidingWindow(ratelua.Rueidis(c), o, sw3...)
+	}
+	rows := []row{
+		// The newest release (v3), with the targets.
+		{"ratelua token_bucket, 1 limit", jobTokenBucket1, 3.5, 1.25, 0, tokenBucket1},
+		{"ratelua token_bucket, 3 limits", "", 0, 0, 0, tokenBucket3},
+		{"ratelua ar1, 1 limit", jobAny, 3.5, 1.25, 0, ar1One},
+		{"ratelua ar1, 3 limits", jobAny, 0, 0, 0, ar1Three},
+		{"ratelua zset_log, max 100", jobZSetLog100, 4.5, 2.0, 0, zsetLog},
+		{"ratelua sliding_window, 1 limit (60 buckets)", jobSlidingWindow1, 4.5, 0, 0, window1},
+		{"ratelua sliding_window, 3 limits", jobSlidingWindow3, 6.0, 3.0, 0, window3},
+		// The released v2 and v1 scripts, same limits, for the gain of v3.
+		{"ratelua v2 token_bucket, 1 limit", "", 0, 0, 2, tokenBucket1},
+		{"ratelua v2 ar1, 1 limit", "", 0, 0, 2, ar1One},
+		{"ratelua v2 zset_log, max 100", "", 0, 0, 2, zsetLog},
+		{"ratelua v2 sliding_window, 1 limit (60 buckets)", "", 0, 0, 2, window1},
+		{"ratelua v2 sliding_window, 3 limits", "", 0, 0, 2, window3},
+		{"ratelua v1 token_bucket, 1 limit", "", 0, 0, 1, tokenBucket1},
+		{"ratelua v1 ar1, 1 limit", "", 0, 0, 1, ar1One},
+		{"ratelua v1 zset_log, max 100", "", 0, 0, 1, zsetLog},
+		{"ratelua v1 sliding_window, 3 limits", "", 0, 0, 1, window3},
+	}
+	var cs []contender
+	build := map[string]func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error){}
+	for _, r := range rows {
+		cs = append(cs, rlVersion(r.name, r.job, r.cost, r.mem, r.version, r.build))
+		build[r.name] = r.build
+	}
+	return withFCALL(cs, build)
 }
 
 // redisRateRunner is github.com/go-redis/redis_rate/v10 (GCRA) on a

@@ -166,8 +166,9 @@ func (rep report) markdown() (string, error) {
 	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s; %s. Load: %d concurrent callers over 10,000 event keys (uniformly random), %v per measurement after %v of warm-up; best of %d rounds.\n\n",
 		rep.cpu, rep.cpus, rep.goVersion, pin, rep.cfg.callers, rep.cfg.dur, rep.cfg.warm, rep.cfg.rounds)
 	if rep.cfg.has(sectionMain) || rep.cfg.has(sectionSweep) {
-		b.WriteString(`**Server cost** is usec per decision from ` + "`INFO commandstats`" + ` (calls and usec of EVALSHA and EVAL)
-after ` + "`CONFIG RESETSTAT`" + `. The **floor** is a one-command scripted decision (INCR, PEXPIRE on first use); it is
+		b.WriteString(`**Server cost** is usec per decision from ` + "`INFO commandstats`" + ` (calls and usec of EVALSHA and EVAL; of FCALL
+for the FCALL column, the same limiter with ` + "`Options.Functions`" + `, measured right after the EVALSHA one) after
+` + "`CONFIG RESETSTAT`" + `. The **floor** is a one-command scripted decision (INCR, PEXPIRE on first use); it is
 measured just before and just after each contender, and the ratio is contender / mean(the two floors). The quoted
 round is the one with the lowest ratio among the steady rounds, those whose two floors agree within 25% (a round
 marked ~ was disturbed: its floors differ by more, and it is quoted only when no round is steady); its absolute
@@ -190,7 +191,9 @@ no peer does, against the cheapest peer or baseline of all; "—" where no peer 
 		b.WriteString(`Limits: token_bucket 1 limit = 100 per minute (capacity 100); 3 limits = capacity 1 per 5 s, 5 per hour, 1000 per day;
 ar1 1 limit = max 100, factor 2 per minute; 3 limits = max 1 / 5 s, 5 / h, 1000 / day, factor 2; zset_log = max 100 per minute;
 sliding_window 1 limit = 100 per minute at 1 s (60 buckets); 3 limits = 1 per 5 s at 1 s, 5 per hour at 10 min, 1000 per day at 1 h.
-Every ratelua limiter goes through the Go API (` + "`Allow`" + `, EVALSHA) with a caller Clock returning real time.
+Every ratelua limiter goes through the Go API (` + "`Allow`" + `: EVALSHA, or FCALL with ` + "`Options.Functions`" + `) with a caller
+Clock returning real time; rows without a version run the newest release (v3), "v2" and "v1" rows pin
+` + "`Options.Version`" + `.
 redis_rate/v10 = GCRA, 100 per minute, burst 100, on a go-redis v9 client (its own client; same callers and keys).
 
 **Baselines**, re-implemented from the seed documents' text (each in its own file of ` + "`bench/`" + `, which says what it follows):
@@ -248,18 +251,41 @@ func relLink(dir, file string) (string, error) {
 	return filepath.ToSlash(rel), nil
 }
 
+// twin is the FCALL twin's result of a ratelua row, if it was measured.
+func (sr serverResult) twin(r result) (result, bool) {
+	for _, t := range sr.results {
+		if t.c.functions && t.c.name == r.c.name+fcallSuffix {
+			return t, true
+		}
+	}
+	return result{}, false
+}
+
 func (rep report) mainTable(b *strings.Builder, sr serverResult) {
 	fb := sr.floor.best()
 	fmt.Fprintf(b, "## %s %s\n\n", sr.kind, sr.version)
 	fmt.Fprintf(b, "Floor: %.2f usec per decision at best (%d measurements), %.1f bytes per key, MEMORY USAGE %d.\n\n",
 		fb.usec, len(sr.floor.rounds), sr.floor.mem.bytesPerKey, sr.floor.mem.usage)
-	b.WriteString("| contender | cost / floor | target | / best peer | usec/decision | floor usec | decisions/s | all rounds (ratio) | bytes/key | / floor key | MEMORY USAGE | / floor | target |\n")
-	b.WriteString("|---|---:|---|---|---:|---:|---:|---|---:|---:|---:|---:|---|\n")
+	b.WriteString("| contender | EVALSHA cost / floor | FCALL cost / floor | target | / best peer (EVALSHA; FCALL) | usec/decision (EVALSHA; FCALL) | floor usec | decisions/s | all rounds, ratio (EVALSHA; FCALL) | bytes/key | / floor key | MEMORY USAGE | / floor | target |\n")
+	b.WriteString("|---|---:|---:|---|---|---:|---:|---:|---|---:|---:|---:|---:|---|\n")
 	for _, r := range sr.results {
+		if r.c.functions {
+			continue
+		}
 		m := r.best()
 		mr, ur := sr.memRatio(r)
-		fmt.Fprintf(b, "| %s | **%.2f** | %s | %s | %.2f | %.2f | %.0f | %s | %.1f | **%.2f** | %d | %.2f | %s |\n",
-			r.c.name, m.ratio, target(r.c.cost), sr.peerRatio(r), m.usec, m.floorUsec, m.perSec, r.allRounds(),
+		fcall, peer, usec, rounds := "—", sr.peerRatio(r), fmt.Sprintf("%.2f", m.usec), r.allRounds()
+		if t, ok := sr.twin(r); ok && len(t.rounds) > 0 {
+			tm := t.best()
+			fcall = fmt.Sprintf("**%.2f**", tm.ratio)
+			usec += fmt.Sprintf("; %.2f", tm.usec)
+			rounds += "; " + t.allRounds()
+			if p := sr.peerRatio(t); p != "—" {
+				peer += "; " + p
+			}
+		}
+		fmt.Fprintf(b, "| %s | **%.2f** | %s | %s | %s | %s | %.2f | %.0f | %s | %.1f | **%.2f** | %d | %.2f | %s |\n",
+			r.c.name, m.ratio, fcall, target(r.c.cost), peer, usec, m.floorUsec, m.perSec, rounds,
 			r.mem.bytesPerKey, mr, r.mem.usage, ur, target(r.c.mem))
 	}
 	b.WriteString("\n")
@@ -352,9 +378,26 @@ func (rep report) targets() string {
 				x := m.ratio / p.best().ratio
 				fmt.Fprintf(&b, "  %-58s cost %.2fx the best peer (%s): %s\n", r.c.name, x, p.c.short, faster(x))
 			}
-			if r.c.mem > 0 {
+			if r.c.mem > 0 && !r.c.functions {
 				mr, _ := sr.memRatio(r)
 				fmt.Fprintf(&b, "  %-58s memory %.2fx floor key, target <= %.2f: %s\n", r.c.name, mr, r.c.mem, held(mr <= r.c.mem))
+			}
+		}
+		// ar1 no more than token_bucket, each with one limit, by EVALSHA
+		// and by FCALL.
+		for _, suffix := range []string{"", fcallSuffix} {
+			var ar1, bucket *result
+			for i := range sr.results {
+				switch sr.results[i].c.name {
+				case "ratelua ar1, 1 limit" + suffix:
+					ar1 = &sr.results[i]
+				case "ratelua token_bucket, 1 limit" + suffix:
+					bucket = &sr.results[i]
+				}
+			}
+			if ar1 != nil && bucket != nil && len(ar1.rounds) > 0 && len(bucket.rounds) > 0 {
+				a, t := ar1.best().ratio, bucket.best().ratio
+				fmt.Fprintf(&b, "  %-58s cost %.2fx floor, target <= token_bucket's %.2fx: %s\n", ar1.c.name, a, t, held(a <= t))
 			}
 		}
 		if x, ok := sr.sweepRatio(sweepLimits, 1, 8); ok {

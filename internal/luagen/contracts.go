@@ -105,3 +105,38 @@ func init() {
 	contracts["token_bucket.v2"] = v2("token_bucket.v1",
 		"a string '<last write time> <signature: "+v2Signature+"> <tokens * refill_interval per limit>'; other limits on the same key start fresh")
 }
+
+// v3Integers is how v3 words the integers it accepts.
+const v3Integers = "every integer is canonical decimal text: '0', or an optional '-' then a digit 1-9 then digits; '-0', leading zeros, '+', spaces, exponents, hex and fractions are refused"
+
+// v3Limits is how v3 words the limits text its states keep.
+const v3Limits = "<limits> = ARGV[2] and ARGV[5..] joined by spaces, as the call that wrote the state sent them (a call with other limits or another unit starts fresh; one with the same limits need not check them again; the key must be written by the script only)"
+
+// v3 is a v3 script's contract: v1's, with canonical integers, the state
+// in words of v3 and its cost in commands.
+func v3(v1Name, state, cost string) Entry {
+	e := contracts[v1Name]
+	argv := make([]string, 0, len(e.Argv))
+	for _, a := range e.Argv {
+		a = strings.ReplaceAll(a, "an integer in", "a canonical integer in")
+		argv = append(argv, a)
+	}
+	e.Argv = append(argv, "ARGV integers: "+v3Integers)
+	e.State, e.Cost = state, cost
+	return e
+}
+
+func init() {
+	contracts["sliding_window.v3"] = v3("sliding_window.v1",
+		"a hash: field 'm' = '<limits>|<last write time>' then ' <ring total> <span to the oldest non-empty bucket> <ring end lag>' per limit, "+v3Limits+"; field '<i>.<b mod N>' = '<b>:<count>:<step to the next non-empty bucket>' for bucket b of limit i (N = ceil(duration / resolution))",
+		contracts["sliding_window.v1"].Cost)
+	contracts["ar1.v3"] = v3("ar1.v1",
+		"a string '<limits>|<last write time> <count per limit as %.17g>', "+v3Limits,
+		contracts["ar1.v1"].Cost)
+	contracts["zset_log.v3"] = v3("zset_log.v1",
+		"a sorted set, one member per event scored by its time, named '<time>:<index>:<base>' (index numbers the key's events from 1, written as a length letter a-p then digits; base is the index of the oldest member kept when the event was added); only the newest max+1 events (largest max) inside the widest window are kept; the unit must not change for a key, the limits may",
+		contracts["zset_log.v2"].Cost)
+	contracts["token_bucket.v3"] = v3("token_bucket.v1",
+		"a string '<limits>|<last write time> <tokens * refill_interval per limit>', "+v3Limits,
+		contracts["token_bucket.v1"].Cost)
+}

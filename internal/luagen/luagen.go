@@ -8,6 +8,15 @@
 // which are replaced by the named file from the same folder. The assembled
 // script is what is released, embedded and pinned by SHA1; its sources are
 // kept so that the shared prelude is written once.
+//
+// A source may also contain one line starting
+//
+//	-- #call
+//
+// after its includes and its own helpers. It stays in the released script
+// as a comment; in the release's Functions library (see SharedLibrary) what
+// comes before it runs once per FUNCTION LOAD and what follows it is the
+// function's body, run on every call.
 package luagen
 
 import (
@@ -23,6 +32,9 @@ import (
 )
 
 var includeLine = regexp.MustCompile(`(?m)^-- #include ([A-Za-z0-9_.]+)\n`)
+
+// callLine marks where a script's per-call code begins.
+var callLine = regexp.MustCompile(`(?m)^-- #call.*\n`)
 
 // Assemble returns the released text of the script source file name in the
 // folder src of fsys, with every include expanded once.
@@ -151,5 +163,88 @@ func Library(version int, scripts map[string][]byte) ([]byte, error) {
 		b.Write(scripts[file])
 		b.WriteString("end)\n")
 	}
+	return b.Bytes(), nil
+}
+
+// SharedLibrary returns the Redis Functions library of every script of
+// version from its sources in the folder src of fsys. When the sources mark
+// their per-call code with a "-- #call" line, the shared prelude (the
+// included files, which every script of the version must include alike)
+// runs once at the library's top level, each script's own helpers once in
+// a block of their own, and each function's body is the script after its
+// "-- #call" line, so that the helpers are upvalues and not rebuilt on every
+// call; replies and state are the script's. Without the mark it returns
+// Library(version, scripts) of the assembled scripts.
+func SharedLibrary(fsys fs.FS, src string, version int) ([]byte, error) {
+	scripts, err := AssembleAll(fsys, src)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	marked := 0
+	for file := range scripts {
+		if _, v, ok := ParseFileName(file); ok && v == version {
+			files = append(files, file)
+			if callLine.Match(scripts[file]) {
+				marked++
+			}
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("luagen: no scripts of version %d", version)
+	}
+	if marked == 0 {
+		return Library(version, scripts)
+	}
+	if marked != len(files) {
+		return nil, fmt.Errorf("luagen: v%d: %d of %d scripts mark their per-call code with -- #call", version, marked, len(files))
+	}
+	slices.Sort(files)
+	var prelude []byte
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "#!lua name=%s\n", LibraryName(version))
+	fmt.Fprintf(&b, "-- Generated from lua/src by luagen: every v%d script as a function with\n", version)
+	b.WriteString("-- the same KEYS/ARGV/reply contract (FCALL <function> 1 <key> <ARGV...>).\n")
+	b.WriteString("-- The shared prelude and each script's helpers run once per FUNCTION LOAD;\n")
+	b.WriteString("-- a function's body is its script's text after the script's '-- #call' line.\n")
+	var bodies bytes.Buffer
+	for _, file := range files {
+		source, err := fs.ReadFile(fsys, path.Join(src, file))
+		if err != nil {
+			return nil, fmt.Errorf("luagen: read source: %w", err)
+		}
+		includes := includeLine.FindAllIndex(source, -1)
+		call := callLine.FindIndex(source)
+		if len(includes) == 0 || call[0] < includes[len(includes)-1][1] {
+			return nil, fmt.Errorf("luagen: %s: the -- #call line must follow its includes", file)
+		}
+		var shared []byte
+		for _, inc := range includes {
+			name := includeLine.FindSubmatch(source[inc[0]:inc[1]])[1]
+			text, err := fs.ReadFile(fsys, path.Join(src, string(name)))
+			if err != nil {
+				return nil, fmt.Errorf("luagen: %s includes %s: %w", file, name, err)
+			}
+			shared = append(shared, text...)
+		}
+		if prelude == nil {
+			prelude = shared
+		} else if !bytes.Equal(prelude, shared) {
+			return nil, fmt.Errorf("luagen: %s includes other files than the other v%d scripts", file, version)
+		}
+		name, _, _ := ParseFileName(file)
+		helpers := bytes.TrimLeft(source[includes[len(includes)-1][1]:call[0]], "\n")
+		fmt.Fprintf(&bodies, "\n-- %s v%d (lua/%s)\ndo\n", name, version, file)
+		bodies.Write(helpers)
+		if len(helpers) > 0 && !bytes.HasSuffix(helpers, []byte("\n\n")) {
+			bodies.WriteString("\n")
+		}
+		fmt.Fprintf(&bodies, "redis.register_function('%s', function(KEYS, ARGV)\n", FunctionName(name, version))
+		bodies.Write(source[call[1]:])
+		bodies.WriteString("end)\nend\n")
+	}
+	b.WriteString("\n")
+	b.Write(prelude)
+	b.Write(bodies.Bytes())
 	return b.Bytes(), nil
 }

@@ -57,3 +57,44 @@ func TestBuildNeedsAContract(t *testing.T) {
 		t.Errorf("Build: %v\n%s", err, m)
 	}
 }
+
+func TestSharedLibrary(t *testing.T) {
+	fsys := fstest.MapFS{
+		"src/_lib.v3.lua": {Data: []byte("local function twice(x) return 2 * x end\n")},
+		"src/a.v3.lua":    {Data: []byte("-- a\n-- #include _lib.v3.lua\nlocal ONE = 1\n\n-- #call: per call\nreturn twice(ONE)\n")},
+		"src/b.v3.lua":    {Data: []byte("-- b\n-- #include _lib.v3.lua\n-- #call\nreturn twice(#KEYS)\n")},
+		"src/a.v1.lua":    {Data: []byte("return 1\n")},
+	}
+	got, err := SharedLibrary(fsys, "src", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"#!lua name=ratelua_v3\n",
+		"\nlocal function twice(x) return 2 * x end\n\n-- a v3 (lua/a.v3.lua)\ndo\nlocal ONE = 1\n\nredis.register_function('ratelua_a_v3', function(KEYS, ARGV)\nreturn twice(ONE)\nend)\nend\n",
+		"\n-- b v3 (lua/b.v3.lua)\ndo\nredis.register_function('ratelua_b_v3', function(KEYS, ARGV)\nreturn twice(#KEYS)\nend)\nend\n",
+	} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("SharedLibrary lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Count(string(got), "local function twice") != 1 {
+		t.Errorf("the prelude is not once at the top:\n%s", got)
+	}
+	// Without -- #call lines: Library's form, each script whole.
+	v1, err := SharedLibrary(fsys, "src", 1)
+	scripts, _ := AssembleAll(fsys, "src")
+	want, _ := Library(1, scripts)
+	if err != nil || string(v1) != string(want) {
+		t.Errorf("v1: %v\n%s", err, v1)
+	}
+	fsys["src/c.v3.lua"] = &fstest.MapFile{Data: []byte("-- #include _lib.v3.lua\nreturn 1\n")}
+	if _, err := SharedLibrary(fsys, "src", 3); err == nil {
+		t.Error("a v3 script without -- #call was accepted")
+	}
+	fsys["src/_other.v3.lua"] = &fstest.MapFile{Data: []byte("local y = 2\n")}
+	fsys["src/c.v3.lua"] = &fstest.MapFile{Data: []byte("-- #include _other.v3.lua\n-- #call\nreturn 1\n")}
+	if _, err := SharedLibrary(fsys, "src", 3); err == nil {
+		t.Error("scripts including other preludes were accepted")
+	}
+}

@@ -81,3 +81,30 @@ func Accepts(name string, keys, argv []string) bool {
 	}
 	return true
 }
+
+// isCanonical reports "0", or an optional "-" then a digit 1-9 then
+// digits.
+func isCanonical(s string) bool {
+	digits := strings.TrimPrefix(s, "-")
+	return s == "0" || (isInteger(s) && digits[0] != '0')
+}
+
+// AcceptsCanonical reports whether a v3 script name accepts keys and argv:
+// the rules of Accepts, and every integer written in canonical form ("0",
+// or an optional "-" then a digit 1-9 then digits: no "-0", no leading
+// zeros, no "+").
+func AcceptsCanonical(name string, keys, argv []string) bool {
+	if !Accepts(name, keys, argv) {
+		return false
+	}
+	integers := append([]string{argv[0]}, argv[4:]...)
+	if argv[2] != "" {
+		integers = append(integers, argv[2])
+	}
+	for _, s := range integers {
+		if !isCanonical(s) {
+			return false
+		}
+	}
+	return true
+}

@@ -35,7 +35,7 @@ func run(dir string) error {
 		}
 	}
 	for v := range versions {
-		library, err := luagen.Library(v, scripts)
+		library, err := luagen.SharedLibrary(os.DirFS(dir), "src", v)
 		if err != nil {
 			return err
 		}
