@@ -344,8 +344,8 @@ func confKeys(calls []confCall) []string {
 // times and what follows from them set aside: the type; for a string
 // (ar1, token_bucket) its number of words and the limits' signature (the
 // second word; from v3 the limits text before "|"); for a hash
-// (sliding_window) the signature (limits text) and number of
-// words of field "m" and that every other field is a bucket "<i>.<n>" (how
+// (sliding_window) the signature (from v3 the limits text, field "l") and
+// the number of words of field "m" and that every other field is a bucket "<i>.<n>" (how
 // many buckets the events fill depends on where the server's clock crossed
 // a bucket boundary); for a sorted set (zset_log) the number of members.
 func confShape(s confState) string {
@@ -367,8 +367,13 @@ func confShape(s confState) string {
 		shape = words(v)
 	case map[string]string:
 		shape = "m: " + words(v["m"])
+		if limits, ok := v["l"]; ok {
+			// v3: the limits text in field "l", the time and three
+			// numbers per limit in "m".
+			shape = fmt.Sprintf("l: %q, m: %d words", limits, len(strings.Fields(v["m"])))
+		}
 		for f := range v {
-			if i, n, ok := strings.Cut(f, "."); f != "m" && (!ok || strings.Trim(i, "0123456789") != "" || strings.Trim(n, "0123456789") != "") {
+			if i, n, ok := strings.Cut(f, "."); f != "m" && f != "l" && (!ok || strings.Trim(i, "0123456789") != "" || strings.Trim(n, "0123456789") != "") {
 				shape += fmt.Sprintf(", field %q", f)
 			}
 		}

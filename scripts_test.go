@@ -26,7 +26,7 @@ var released = map[string]string{
 	"token_bucket@v2":   "23403c52ad32baec1f594b4e2ad1044e16e66fd2",
 	"zset_log@v2":       "8701d9e1d49f9b2d76e1c5f38b662f21bb33e933",
 	"ar1@v3":            "c6a5007653600ea1daf5ac736626e8b97df32aec",
-	"sliding_window@v3": "ae2f63de10cc15fa4ffb24183df5f36e973f0e05",
+	"sliding_window@v3": "576a523577b2dc4e9afe582f135a1c5ccc2d8676",
 	"token_bucket@v3":   "f6d117a822b29e616f96d0361d06b1a448ec768f",
 	"zset_log@v3":       "590b3b32e910734634ab458e032e0119dd787d7e",
 }
@@ -35,7 +35,7 @@ var released = map[string]string{
 var releasedLibraries = map[int]string{
 	1: "b5d6726215e3f89b57060df4651010706e8e317a",
 	2: "6a7c5846d7405828158efae1db4425973059b8c3",
-	3: "e85e9c34834fdc52339cc870a8dd971e7d1ca913",
+	3: "af452779d9ca7411ecb1437ba90874446452b90a",
 }
 
 func TestReleasedScriptsAreUnchanged(t *testing.T) {

@@ -417,10 +417,11 @@ if n == 1 then
 else
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
 end
-local meta = redis.call('HGET', key, 'm')
+local stored = redis.call('HMGET', key, 'l', 'm')
+local meta = stored[2]
 local last, at = nil, nil
-if meta and string.sub(meta, 1, #limits) == limits then
-  last, at = match(meta, '^|(%d+)()', #limits + 1)
+if meta and stored[1] == limits then
+  last, at = match(meta, '^(%d+)()', 1)
 end
 if last == nil then
   local bad = limits_error(KEYS, ARGV, n)
@@ -455,7 +456,7 @@ if last and at == #meta + 1 then
 else
   last = nil
 end
-if meta and last == nil then
+if (meta or stored[1]) and last == nil then
   redis.call('DEL', key) -- written for other limits
 end
 now = now or server_now(unit)
@@ -761,8 +762,12 @@ if save then
   if record then
     time = stamp
   end
-  meta = format('%s|%d' .. string.rep(' %d %d %d', n), limits, time, unpack(t, mb + 1, mb + 3 * n))
-  redis.call('HSET', key, 'm', meta, unpack(t, base + 1, k))
+  meta = format('%d' .. string.rep(' %d %d %d', n), time, unpack(t, mb + 1, mb + 3 * n))
+  if last == nil then
+    redis.call('HSET', key, 'l', limits, 'm', meta, unpack(t, base + 1, k))
+  else
+    redis.call('HSET', key, 'm', meta, unpack(t, base + 1, k))
+  end
   if record then
     redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
   end

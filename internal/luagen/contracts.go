@@ -128,7 +128,7 @@ func v3(v1Name, state, cost string) Entry {
 
 func init() {
 	contracts["sliding_window.v3"] = v3("sliding_window.v1",
-		"a hash: field 'm' = '<limits>|<last write time>' then ' <ring total> <span to the oldest non-empty bucket> <ring end lag>' per limit, "+v3Limits+"; field '<i>.<b mod N>' = '<b>:<count>:<step to the next non-empty bucket>' for bucket b of limit i (N = ceil(duration / resolution))",
+		"a hash: field 'l' = <limits>, "+v3Limits+"; field 'm' = '<last write time>' then ' <ring total> <span to the oldest non-empty bucket> <ring end lag>' per limit; field '<i>.<b mod N>' = '<b>:<count>:<step to the next non-empty bucket>' for bucket b of limit i (N = ceil(duration / resolution))",
 		contracts["sliding_window.v1"].Cost)
 	contracts["ar1.v3"] = v3("ar1.v1",
 		"a string '<limits>|<last write time> <count per limit as %.17g>', "+v3Limits,

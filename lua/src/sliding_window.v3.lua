@@ -31,13 +31,14 @@
 -- State: a hash. Per limit i, a ring of N = ceil(duration / resolution)
 -- buckets ends at the bucket of the last write, w = floor(time /
 -- resolution); its non-empty buckets form a chain, oldest first.
--- Field "m" is "<limits>|<time>" then " <total> <span> <lag>" per limit:
--- <limits> is ARGV[2] and ARGV[5..] joined by spaces, exactly as the call
--- that wrote it sent them (a call with other limits or another unit starts
--- fresh; a call with the same ones need not check them again), time the
+-- Field "l" is ARGV[2] and ARGV[5..] joined by spaces, exactly as the call
+-- that created the state sent them (a call with other limits or another
+-- unit starts fresh; a call with the same ones need not check them again).
+-- Field "m" is "<time>" then " <total> <span> <lag>" per limit: time the
 -- last write in the unit, and per limit the events in its ring, w minus the
 -- oldest non-empty bucket, and the ring's end minus w ("0 0 0" for an empty
--- ring). Field "<i>.<b mod N>" is "<b>:<count>:<step>" for a non-empty
+-- ring). Two short fields keep a small hash in the server's compact
+-- encoding, where one field holding both would not. Field "<i>.<b mod N>" is "<b>:<count>:<step>" for a non-empty
 -- bucket b of limit i, step being the distance to the next non-empty bucket
 -- (0 for the newest); a field whose bucket has left the ring is stale and
 -- ignored until reused. A bucket's count is capped at max + 1 (mode 1),
@@ -122,10 +123,11 @@ if n == 1 then
 else
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
 end
-local meta = redis.call('HGET', key, 'm')
+local stored = redis.call('HMGET', key, 'l', 'm')
+local meta = stored[2]
 local last, at = nil, nil
-if meta and string.sub(meta, 1, #limits) == limits then
-  last, at = match(meta, '^|(%d+)()', #limits + 1)
+if meta and stored[1] == limits then
+  last, at = match(meta, '^(%d+)()', 1)
 end
 if last == nil then
   local bad = limits_error(KEYS, ARGV, n)
@@ -160,7 +162,7 @@ if last and at == #meta + 1 then
 else
   last = nil
 end
-if meta and last == nil then
+if (meta or stored[1]) and last == nil then
   redis.call('DEL', key) -- written for other limits
 end
 now = now or server_now(unit)
@@ -466,8 +468,12 @@ if save then
   if record then
     time = stamp
   end
-  meta = format('%s|%d' .. string.rep(' %d %d %d', n), limits, time, unpack(t, mb + 1, mb + 3 * n))
-  redis.call('HSET', key, 'm', meta, unpack(t, base + 1, k))
+  meta = format('%d' .. string.rep(' %d %d %d', n), time, unpack(t, mb + 1, mb + 3 * n))
+  if last == nil then
+    redis.call('HSET', key, 'l', limits, 'm', meta, unpack(t, base + 1, k))
+  else
+    redis.call('HSET', key, 'm', meta, unpack(t, base + 1, k))
+  end
   if record then
     redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
   end
