@@ -346,7 +346,16 @@ func TestClusterFallbackThroughOutages(t *testing.T) {
 	}
 	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
 		t.Run(string(kind), func(t *testing.T) {
-			c := testbench.Start(t, testbench.Options{Kind: kind})
+			// No replica takes over until the test says so, and the other
+			// masters serve while one is away: each outage lasts as long as
+			// the test needs, however slow the machine (with automatic
+			// failover after the 1 s node timeout, a loaded machine could
+			// see the replica answer before the fallback had decided).
+			c := testbench.Start(t, testbench.Options{Kind: kind, Config: []string{
+				"cluster-replica-no-failover yes",
+				"cluster-require-full-coverage no",
+				"cluster-replica-validity-factor 0",
+			}})
 			client := clusterClient(t, c)
 			ctx := context.Background()
 			countCase(string(kind) + " cluster")
@@ -407,7 +416,8 @@ func TestClusterFallbackThroughOutages(t *testing.T) {
 				}
 			}
 			stopped.check(t, "master stopped", second, 10)
-			// The cluster fails the master over; the server decides again.
+			// Now the cluster fails the master over; the server decides again.
+			allowFailover(t, c)
 			stopped.untilServerAnswers(t, l, &rec, second)
 			if err := master.Restart(wctx); err != nil {
 				t.Fatal(err)
@@ -426,6 +436,17 @@ func TestClusterFallbackThroughOutages(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// allowFailover lets every replica of c take over its master again
+// (cluster-replica-no-failover no).
+func allowFailover(t *testing.T, c *testbench.Cluster) {
+	t.Helper()
+	for _, r := range c.Replicas() {
+		if _, err := r.Do(context.Background(), "CONFIG", "SET", "cluster-replica-no-failover", "no"); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
