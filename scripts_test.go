@@ -29,10 +29,10 @@ var released = map[string]string{
 	"sliding_window@v3": "576a523577b2dc4e9afe582f135a1c5ccc2d8676",
 	"token_bucket@v3":   "f6d117a822b29e616f96d0361d06b1a448ec768f",
 	"zset_log@v3":       "590b3b32e910734634ab458e032e0119dd787d7e",
-	"ar1@v4":            "3ba19a1e114a1a93e6ac229c609d46809b0f88bd",
-	"sliding_window@v4": "42f509c2e8a8c8cd0ef871cf5410b10ec71d80a6",
-	"token_bucket@v4":   "5f43f30aba570621f603bd8d20ee95982acb6203",
-	"zset_log@v4":       "33d78ebf99076ac833728a729801e2a8008140b0",
+	"ar1@v4":            "94165b562b7155caa1c70eb7c5949566ad20eacc",
+	"sliding_window@v4": "2364bcdd9f2604236c07f521dc5e9454337318a9",
+	"token_bucket@v4":   "515e7d4077ad070fafc8844496148a7b3fae4c79",
+	"zset_log@v4":       "388c49f8d953a40b375e993a6132e1bcadc4d038",
 }
 
 // releasedLibraries pins the SHA1 of every released Functions library.
@@ -40,7 +40,7 @@ var releasedLibraries = map[int]string{
 	1: "b5d6726215e3f89b57060df4651010706e8e317a",
 	2: "6a7c5846d7405828158efae1db4425973059b8c3",
 	3: "af452779d9ca7411ecb1437ba90874446452b90a",
-	4: "3a4d9f8d0cb77c77d6d3ff1811ec9d4819f8fcc1",
+	4: "f4fd613c69e2857c4af893090d8e9cba2240060e",
 }
 
 func TestReleasedScriptsAreUnchanged(t *testing.T) {

@@ -32,46 +32,6 @@ local function integer(text, lo, hi)
   return number
 end
 
--- refuse is the error reply for a call whose KEYS or ARGV[1..4] are wrong,
--- or whose number of limit arguments is, naming its
--- first wrong argument; or, given i, for the bad limit argument ARGV[i]:
--- the limit's field `name` must be an integer in `range` (in words).
-local function refuse(KEYS, ARGV, group, i, name, range)
-  -- quote shows an argument: at most 40 bytes, control and non-ASCII
-  -- bytes escaped.
-  local function quote(value)
-    if type(value) ~= 'string' then
-      return 'nothing'
-    end
-    local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
-      return string.format('\\x%02x', string.byte(byte))
-    end)
-    if #value > 40 then
-      shown = shown .. '...'
-    end
-    return "'" .. shown .. "'"
-  end
-  local message
-  if i then
-    message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
-      .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
-  elseif #KEYS ~= 1 then
-    message = 'expected exactly 1 key (the state key), got ' .. #KEYS
-  elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
-    message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
-  elseif ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us' then
-    message = "ARGV[2] unit must be 's', 'ms' or 'us', got " .. quote(ARGV[2])
-  elseif ARGV[3] ~= '' and integer(ARGV[3], 0, MAX_TIME) == nil then
-    message = 'ARGV[3] now must be empty (server clock) or a canonical integer in [0, 2^52], got ' .. quote(ARGV[3])
-  elseif ARGV[4] ~= '0' and ARGV[4] ~= '1' then
-    message = "ARGV[4] mode must be '0' (count allowed events) or '1' (count every attempt), got " .. quote(ARGV[4])
-  else
-    message = 'expected 1 to ' .. MAX_LIMITS .. ' limits of ' .. group .. ' integers after ARGV[4], got '
-      .. math.max(#ARGV - 4, 0) .. ' arguments'
-  end
-  return redis.error_reply('ERR ratelua: ' .. message)
-end
-
 -- server_now is the server's TIME in the unit.
 local function server_now(unit)
   local time = redis.call('TIME')
@@ -109,19 +69,70 @@ local function ttl_ms(unit, duration)
   return string.format('%d', ms)
 end
 
--- fresh deletes the state and replies as for a fresh key: every limit
--- admits, and remaining is the smallest limit maximum, the first integer
--- of each limit's group in ARGV.
-local function fresh(KEYS, ARGV, group)
-  redis.call('DEL', KEYS[1])
-  local remaining = tonumber(ARGV[5])
-  for i = 5 + group, #ARGV, group do
-    local maximum = tonumber(ARGV[i])
-    if maximum < remaining then
-      remaining = maximum
+-- rare returns the helpers of the uncommon paths, a refused call and a
+-- reset: helpers.refuse and helpers.fresh below. A script (EVALSHA) builds
+-- every local function of its text again on each call, and building these
+-- two was a measurable part of a common call's cost; built by rare() when
+-- one is needed, they cost the common call one function.
+local function rare()
+  local helpers = {}
+
+  -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
+  -- of limit arguments are wrong, naming its first wrong argument; or,
+  -- given i, for the bad limit argument ARGV[i]: the limit's field `name`
+  -- must be an integer in `range` (in words).
+  function helpers.refuse(KEYS, ARGV, group, i, name, range)
+    -- quote shows an argument: at most 40 bytes, control and non-ASCII
+    -- bytes escaped.
+    local function quote(value)
+      if type(value) ~= 'string' then
+        return 'nothing'
+      end
+      local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+        return string.format('\\x%02x', string.byte(byte))
+      end)
+      if #value > 40 then
+        shown = shown .. '...'
+      end
+      return "'" .. shown .. "'"
     end
+    local message
+    if i then
+      message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
+        .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
+    elseif #KEYS ~= 1 then
+      message = 'expected exactly 1 key (the state key), got ' .. #KEYS
+    elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
+      message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
+    elseif ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us' then
+      message = "ARGV[2] unit must be 's', 'ms' or 'us', got " .. quote(ARGV[2])
+    elseif ARGV[3] ~= '' and integer(ARGV[3], 0, MAX_TIME) == nil then
+      message = 'ARGV[3] now must be empty (server clock) or a canonical integer in [0, 2^52], got ' .. quote(ARGV[3])
+    elseif ARGV[4] ~= '0' and ARGV[4] ~= '1' then
+      message = "ARGV[4] mode must be '0' (count allowed events) or '1' (count every attempt), got " .. quote(ARGV[4])
+    else
+      message = 'expected 1 to ' .. MAX_LIMITS .. ' limits of ' .. group .. ' integers after ARGV[4], got '
+        .. math.max(#ARGV - 4, 0) .. ' arguments'
+    end
+    return redis.error_reply('ERR ratelua: ' .. message)
   end
-  return { 1, remaining, 0, 0, 0 }
+
+  -- fresh deletes the state and replies as for a fresh key: every limit
+  -- admits, and remaining is the smallest limit maximum, the first integer
+  -- of each limit's group in ARGV.
+  function helpers.fresh(KEYS, ARGV, group)
+    redis.call('DEL', KEYS[1])
+    local remaining = tonumber(ARGV[5])
+    for i = 5 + group, #ARGV, group do
+      local maximum = tonumber(ARGV[i])
+      if maximum < remaining then
+        remaining = maximum
+      end
+    end
+    return { 1, remaining, 0, 0, 0 }
+  end
+
+  return helpers
 end
 
 -- ar1 v4 (lua/ar1.v4.lua)
@@ -174,11 +185,11 @@ end
 local function limits_error(KEYS, ARGV, n)
   for i = 5, 2 + 3 * n, 3 do
     if integer(ARGV[i], 1, 1000000000) == nil then
-      return refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
+      return rare().refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
     elseif integer(ARGV[i + 1], 1001, 1000000000) == nil then
-      return refuse(KEYS, ARGV, 3, i + 1, 'decay', '[1001, 10^9]')
+      return rare().refuse(KEYS, ARGV, 3, i + 1, 'decay', '[1001, 10^9]')
     elseif integer(ARGV[i + 2], 1, MAX_TIME) == nil then
-      return refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
+      return rare().refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
     end
   end
   return nil
@@ -201,11 +212,11 @@ end
 local n = (#ARGV - 4) / 3
 if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
   or (mode ~= '0' and mode ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
-  return refuse(KEYS, ARGV, 3)
+  return rare().refuse(KEYS, ARGV, 3)
 end
 local key = KEYS[1]
 if count < 0 then
-  return limits_error(KEYS, ARGV, n) or fresh(KEYS, ARGV, 3)
+  return limits_error(KEYS, ARGV, n) or rare().fresh(KEYS, ARGV, 3)
 end
 
 if n == 1 then
@@ -421,11 +432,11 @@ end
 local function limits_error(KEYS, ARGV, n)
   for i = 5, 2 + 3 * n, 3 do
     if integer(ARGV[i], 1, 1000000000) == nil then
-      return refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
+      return rare().refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
     elseif integer(ARGV[i + 1], 1, MAX_TIME) == nil then
-      return refuse(KEYS, ARGV, 3, i + 1, 'duration', '[1, 2^52]')
+      return rare().refuse(KEYS, ARGV, 3, i + 1, 'duration', '[1, 2^52]')
     elseif integer(ARGV[i + 2], 1, MAX_TIME) == nil then
-      return refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
+      return rare().refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
     end
   end
   for i = 5, 2 + 3 * n, 3 do
@@ -447,11 +458,11 @@ redis.register_function('ratelua_sliding_window_v4', function(KEYS, ARGV)
 local tonumber, floor, format, match = tonumber, math.floor, string.format, string.match
 local count, now, n = read_call(KEYS, ARGV, 3)
 if count == nil then
-  return refuse(KEYS, ARGV, 3)
+  return rare().refuse(KEYS, ARGV, 3)
 end
 local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
 if count < 0 then
-  return limits_error(KEYS, ARGV, n) or fresh(KEYS, ARGV, 3)
+  return limits_error(KEYS, ARGV, n) or rare().fresh(KEYS, ARGV, 3)
 end
 
 -- Offsets of a limit's values in the table t (see below).
@@ -858,11 +869,11 @@ do
 local function limits_error(KEYS, ARGV, n)
   for i = 5, 2 + 3 * n, 3 do
     if integer(ARGV[i], 1, 1000000000) == nil then
-      return refuse(KEYS, ARGV, 3, i, 'capacity', '[1, 10^9]')
+      return rare().refuse(KEYS, ARGV, 3, i, 'capacity', '[1, 10^9]')
     elseif integer(ARGV[i + 1], 1, 1000000000) == nil then
-      return refuse(KEYS, ARGV, 3, i + 1, 'refill_amount', '[1, 10^9]')
+      return rare().refuse(KEYS, ARGV, 3, i + 1, 'refill_amount', '[1, 10^9]')
     elseif integer(ARGV[i + 2], 1, MAX_TIME) == nil then
-      return refuse(KEYS, ARGV, 3, i + 2, 'refill_interval', '[1, 2^52]')
+      return rare().refuse(KEYS, ARGV, 3, i + 2, 'refill_interval', '[1, 2^52]')
     end
   end
   for i = 5, 2 + 3 * n, 3 do
@@ -892,11 +903,11 @@ end
 local n = (#ARGV - 4) / 3
 if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
   or (mode ~= '0' and mode ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
-  return refuse(KEYS, ARGV, 3)
+  return rare().refuse(KEYS, ARGV, 3)
 end
 local key = KEYS[1]
 if count < 0 then
-  return limits_error(KEYS, ARGV, n) or fresh(KEYS, ARGV, 3)
+  return limits_error(KEYS, ARGV, n) or rare().fresh(KEYS, ARGV, 3)
 end
 
 if n == 1 then
@@ -1148,7 +1159,7 @@ end
 local n = (#ARGV - 4) / 2
 if count == nil or now == nil or #KEYS ~= 1 or (ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us')
   or (ARGV[4] ~= '0' and ARGV[4] ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
-  return refuse(KEYS, ARGV, 2)
+  return rare().refuse(KEYS, ARGV, 2)
 end
 local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
 -- The limits: largest is the largest max, wide the index of the (first)
@@ -1157,11 +1168,11 @@ local largest, wide, widest = 0, 1, 0
 for i = 5, 3 + 2 * n, 2 do
   local max = integer(ARGV[i], 1, 1000000)
   if max == nil then
-    return refuse(KEYS, ARGV, 2, i, 'max', '[1, 10^6]')
+    return rare().refuse(KEYS, ARGV, 2, i, 'max', '[1, 10^6]')
   end
   local window = integer(ARGV[i + 1], 1, MAX_TIME)
   if window == nil then
-    return refuse(KEYS, ARGV, 2, i + 1, 'window', '[1, 2^52]')
+    return rare().refuse(KEYS, ARGV, 2, i + 1, 'window', '[1, 2^52]')
   end
   if max > largest then
     largest = max
@@ -1171,7 +1182,7 @@ for i = 5, 3 + 2 * n, 2 do
   end
 end
 if count < 0 then
-  return fresh(KEYS, ARGV, 2)
+  return rare().fresh(KEYS, ARGV, 2)
 end
 now = now or server_now(unit)
 

@@ -96,11 +96,11 @@ end
 local function limits_error(KEYS, ARGV, n)
   for i = 5, 2 + 3 * n, 3 do
     if integer(ARGV[i], 1, 1000000000) == nil then
-      return refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
+      return rare().refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
     elseif integer(ARGV[i + 1], 1001, 1000000000) == nil then
-      return refuse(KEYS, ARGV, 3, i + 1, 'decay', '[1001, 10^9]')
+      return rare().refuse(KEYS, ARGV, 3, i + 1, 'decay', '[1001, 10^9]')
     elseif integer(ARGV[i + 2], 1, MAX_TIME) == nil then
-      return refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
+      return rare().refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
     end
   end
   return nil
@@ -123,11 +123,11 @@ end
 local n = (#ARGV - 4) / 3
 if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
   or (mode ~= '0' and mode ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
-  return refuse(KEYS, ARGV, 3)
+  return rare().refuse(KEYS, ARGV, 3)
 end
 local key = KEYS[1]
 if count < 0 then
-  return limits_error(KEYS, ARGV, n) or fresh(KEYS, ARGV, 3)
+  return limits_error(KEYS, ARGV, n) or rare().fresh(KEYS, ARGV, 3)
 end
 
 if n == 1 then

@@ -98,11 +98,11 @@ end
 local function limits_error(KEYS, ARGV, n)
   for i = 5, 2 + 3 * n, 3 do
     if integer(ARGV[i], 1, 1000000000) == nil then
-      return refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
+      return rare().refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
     elseif integer(ARGV[i + 1], 1, MAX_TIME) == nil then
-      return refuse(KEYS, ARGV, 3, i + 1, 'duration', '[1, 2^52]')
+      return rare().refuse(KEYS, ARGV, 3, i + 1, 'duration', '[1, 2^52]')
     elseif integer(ARGV[i + 2], 1, MAX_TIME) == nil then
-      return refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
+      return rare().refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
     end
   end
   for i = 5, 2 + 3 * n, 3 do
@@ -124,11 +124,11 @@ end
 local tonumber, floor, format, match = tonumber, math.floor, string.format, string.match
 local count, now, n = read_call(KEYS, ARGV, 3)
 if count == nil then
-  return refuse(KEYS, ARGV, 3)
+  return rare().refuse(KEYS, ARGV, 3)
 end
 local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
 if count < 0 then
-  return limits_error(KEYS, ARGV, n) or fresh(KEYS, ARGV, 3)
+  return limits_error(KEYS, ARGV, n) or rare().fresh(KEYS, ARGV, 3)
 end
 
 -- Offsets of a limit's values in the table t (see below).

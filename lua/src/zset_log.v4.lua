@@ -81,7 +81,7 @@ end
 local n = (#ARGV - 4) / 2
 if count == nil or now == nil or #KEYS ~= 1 or (ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us')
   or (ARGV[4] ~= '0' and ARGV[4] ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
-  return refuse(KEYS, ARGV, 2)
+  return rare().refuse(KEYS, ARGV, 2)
 end
 local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
 -- The limits: largest is the largest max, wide the index of the (first)
@@ -90,11 +90,11 @@ local largest, wide, widest = 0, 1, 0
 for i = 5, 3 + 2 * n, 2 do
   local max = integer(ARGV[i], 1, 1000000)
   if max == nil then
-    return refuse(KEYS, ARGV, 2, i, 'max', '[1, 10^6]')
+    return rare().refuse(KEYS, ARGV, 2, i, 'max', '[1, 10^6]')
   end
   local window = integer(ARGV[i + 1], 1, MAX_TIME)
   if window == nil then
-    return refuse(KEYS, ARGV, 2, i + 1, 'window', '[1, 2^52]')
+    return rare().refuse(KEYS, ARGV, 2, i + 1, 'window', '[1, 2^52]')
   end
   if max > largest then
     largest = max
@@ -104,7 +104,7 @@ for i = 5, 3 + 2 * n, 2 do
   end
 end
 if count < 0 then
-  return fresh(KEYS, ARGV, 2)
+  return rare().fresh(KEYS, ARGV, 2)
 end
 now = now or server_now(unit)
 
