@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +80,7 @@ func TestLimiterArgsAndKey(t *testing.T) {
 		t.Errorf("Args = %q", got)
 	}
 	key := l.Key("203.0.113.7")
-	if !strings.HasPrefix(key, "login:{203.0.113.7}:sliding_window:v3:") || len(key) != len("login:{203.0.113.7}:sliding_window:v3:")+8 {
+	if !strings.HasPrefix(key, "login:{203.0.113.7}:sliding_window:v4:") || len(key) != len("login:{203.0.113.7}:sliding_window:v4:")+8 {
 		t.Errorf("Key = %q", key)
 	}
 	pinned, err := NewSlidingWindow(Rueidis(client), Options{Prefix: "login", Version: 1}, Window{1, 5 * time.Second, time.Second}, Window{5, time.Hour, 10 * time.Minute})
@@ -89,15 +90,18 @@ func TestLimiterArgsAndKey(t *testing.T) {
 	if got := pinned.Key("203.0.113.7"); !strings.HasPrefix(got, "login:{203.0.113.7}:sliding_window:v1:") {
 		t.Errorf("Key with Version 1 = %q", got)
 	}
-	pinned2, err := NewSlidingWindow(Rueidis(client), Options{Prefix: "login", Version: 2}, Window{1, 5 * time.Second, time.Second}, Window{5, time.Hour, 10 * time.Minute})
-	if err != nil {
-		t.Fatal(err)
+	for _, version := range []int{2, 3} {
+		pinned, err := NewSlidingWindow(Rueidis(client), Options{Prefix: "login", Version: version}, Window{1, 5 * time.Second, time.Second}, Window{5, time.Hour, 10 * time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		prefix := "login:{203.0.113.7}:sliding_window:v" + strconv.Itoa(version) + ":"
+		if got := pinned.Script().Version; got != version || !strings.HasPrefix(pinned.Key("203.0.113.7"), prefix) {
+			t.Errorf("Version %d pins %s, key %q", version, pinned.Script(), pinned.Key("203.0.113.7"))
+		}
 	}
-	if got := pinned2.Script().Version; got != 2 || !strings.HasPrefix(pinned2.Key("203.0.113.7"), "login:{203.0.113.7}:sliding_window:v2:") {
-		t.Errorf("Version 2 pins %s, key %q", pinned2.Script(), pinned2.Key("203.0.113.7"))
-	}
-	if l.Script().Version != 3 {
-		t.Errorf("the default version is %s, want the newest, v3", l.Script())
+	if l.Script().Version != 4 {
+		t.Errorf("the default version is %s, want the newest, v4", l.Script())
 	}
 	if _, err := NewSlidingWindow(Rueidis(client), Options{Version: 99}, Window{1, time.Second, time.Second}); !errors.Is(err, ErrUnknownScript) {
 		t.Errorf("Version 99: %v, want ErrUnknownScript", err)

@@ -29,6 +29,10 @@ var released = map[string]string{
 	"sliding_window@v3": "576a523577b2dc4e9afe582f135a1c5ccc2d8676",
 	"token_bucket@v3":   "f6d117a822b29e616f96d0361d06b1a448ec768f",
 	"zset_log@v3":       "590b3b32e910734634ab458e032e0119dd787d7e",
+	"ar1@v4":            "94165b562b7155caa1c70eb7c5949566ad20eacc",
+	"sliding_window@v4": "2364bcdd9f2604236c07f521dc5e9454337318a9",
+	"token_bucket@v4":   "515e7d4077ad070fafc8844496148a7b3fae4c79",
+	"zset_log@v4":       "388c49f8d953a40b375e993a6132e1bcadc4d038",
 }
 
 // releasedLibraries pins the SHA1 of every released Functions library.
@@ -36,6 +40,7 @@ var releasedLibraries = map[int]string{
 	1: "b5d6726215e3f89b57060df4651010706e8e317a",
 	2: "6a7c5846d7405828158efae1db4425973059b8c3",
 	3: "af452779d9ca7411ecb1437ba90874446452b90a",
+	4: "f4fd613c69e2857c4af893090d8e9cba2240060e",
 }
 
 func TestReleasedScriptsAreUnchanged(t *testing.T) {
@@ -100,8 +105,8 @@ func TestGenerated(t *testing.T) {
 // the library's top level and the body is the script after its "-- #call"
 // line (TestFunctionsAgreeWithScripts runs both forms on the servers).
 func TestLibraryRunsTheScripts(t *testing.T) {
-	if lib := newestLibrary(t); lib.Name != "ratelua_v3" {
-		t.Errorf("newestLibrary(t) is %q, want the newest release ratelua_v3", lib.Name)
+	if lib := newestLibrary(t); lib.Name != "ratelua_v4" {
+		t.Errorf("newestLibrary(t) is %q, want the newest release ratelua_v4", lib.Name)
 	}
 	for version, want := range releasedLibraries {
 		lib, err := ReleaseLibrary(version)
