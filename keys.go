@@ -71,11 +71,19 @@ func escapeTag(eventKey string) string {
 }
 
 // stateKey builds the state key of eventKey for a script and a limits
-// hash: <prefix>:{<escaped event key>}:<name>:v<N>:<hash>. All state of
-// one event key shares the slot of its tag; a change of script version or
-// limits starts fresh state.
+// hash: <prefix>:{<escaped event key>}:<name>:v<N>:<hash>, N the script's
+// state version. All state of one event key shares the slot of its tag; a
+// change of state version or limits starts fresh state.
 func stateKey(prefix, eventKey string, s Script, hash string) string {
-	return prefix + ":{" + escapeTag(eventKey) + "}:" + s.Name + ":v" + strconv.Itoa(s.Version) + ":" + hash
+	return prefix + ":{" + escapeTag(eventKey) + "}:" + s.Name + ":v" + strconv.Itoa(stateVersion(s)) + ":" + hash
+}
+
+// stateVersion is the version whose state s reads and writes.
+func stateVersion(s Script) int {
+	if s.StateVersion > 0 {
+		return s.StateVersion
+	}
+	return s.Version
 }
 
 // isStateKey reports whether key is a limiter's state key under prefix:

@@ -24,7 +24,8 @@ const Never = time.Duration(-1)
 // prefix "ratelua" that counts only admitted events, reads the server's
 // clock and fails closed.
 type Options struct {
-	// Prefix starts every state key: <Prefix>:{<event key>}:<script>:v<N>:<limits hash>.
+	// Prefix starts every state key: <Prefix>:{<event key>}:<script>:v<N>:<limits hash>,
+	// N the version whose state the script keeps (Script.StateVersion).
 	// It may not contain '{' or '}'. Empty means "ratelua".
 	Prefix string
 	// CountDenied records every attempt, allowed or not (mode 1), so that a
@@ -54,12 +55,14 @@ type Options struct {
 	// missing (or beforehand with LoadFunctions). Functions survive
 	// failovers and restarts, where EVALSHA meets NOSCRIPT.
 	Functions bool
-	// Version pins the script version (and so the state key, which names
-	// it); 0 means the newest. Every version keeps the same contract, so
-	// pinning matters only for state: a service that moves to a new version
-	// starts its limiters fresh under new keys, and pinning the old version
-	// until every instance runs the new code keeps one state per limiter
-	// during a rolling upgrade.
+	// Version pins the script version; 0 means the newest. Every version
+	// keeps the same contract, so pinning matters only for state. The state
+	// key names the version whose state layout the script keeps
+	// (Script.StateVersion): v4 keeps v3's, so limiters on v3 and v4 share
+	// their state and a service moves between them without losing it. A
+	// move across layouts (v1, v2, v3) starts its limiters fresh under new
+	// keys; pinning the old version until every instance runs the new code
+	// keeps one state per limiter during a rolling upgrade.
 	Version int
 
 	// DryRun decides and records every call exactly as an enforcing limiter
@@ -247,7 +250,9 @@ func newLimiter(client Client, opts Options, s spec) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := sha1.Sum([]byte(script.String() + " " + u.name + " " + strings.Join(args, " ")))
+	// The hash names the state version, not the script's: versions that
+	// share a state layout share keys.
+	sum := sha1.Sum([]byte(script.Name + "@v" + strconv.Itoa(stateVersion(script)) + " " + u.name + " " + strings.Join(args, " ")))
 	mode := "0"
 	if opts.CountDenied {
 		mode = "1"

@@ -42,6 +42,12 @@ type Script struct {
 	Fresh string   // what a fresh state is (reset_after counts down to it)
 	State string   // the layout of the state key
 	Cost  string   // the commands one decision costs
+
+	// StateVersion is the version whose state this one reads and writes:
+	// its own, or an earlier one whose layout and meaning it keeps exactly
+	// (v4 keeps v3's). The Go API's state keys name it, so limiters of the
+	// two versions share their state; 0 means Version.
+	StateVersion int
 }
 
 // String returns "name@vN".
@@ -90,7 +96,7 @@ func loadEmbedded() ([]Script, error) {
 		scripts = append(scripts, Script{
 			Name: e.Name, Version: e.Version, Source: string(src), SHA1: e.SHA1,
 			Keys: e.Keys, Argv: e.Argv, Limit: e.Limit, Reply: e.Reply,
-			Fresh: e.Fresh, State: e.State, Cost: e.Cost,
+			Fresh: e.Fresh, State: e.State, Cost: e.Cost, StateVersion: e.StateVersion,
 		})
 	}
 	return scripts, nil

@@ -142,9 +142,12 @@ func init() {
 }
 
 // v4 keeps v3's contracts, state layouts and commands word for word: it
-// does less Lua work per call.
+// does less Lua work per call, and reads and writes v3's states (the two
+// may run on one key).
 func init() {
 	for _, name := range []string{"token_bucket", "ar1", "zset_log", "sliding_window"} {
-		contracts[name+".v4"] = contracts[name+".v3"]
+		e := contracts[name+".v3"]
+		e.StateVersion = 3
+		contracts[name+".v4"] = e
 	}
 }

@@ -88,6 +88,9 @@ func Build(scripts map[string][]byte) ([]byte, error) {
 			return nil, fmt.Errorf("luagen: no contract for %s v%d", name, version)
 		}
 		c.Name, c.Version, c.File, c.SHA1 = name, version, file, SHA1(text)
+		if c.StateVersion == 0 {
+			c.StateVersion = version
+		}
 		c.Function, c.Library = FunctionName(name, version), LibraryFile(version)
 		m.Scripts = append(m.Scripts, c)
 	}

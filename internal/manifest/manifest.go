@@ -23,7 +23,11 @@ type Entry struct {
 	Reply   []string `json:"reply"`
 	Fresh   string   `json:"fresh"`
 	State   string   `json:"state"`
-	Cost    string   `json:"cost"`
+	// StateVersion is the version whose state this one reads and writes:
+	// its own, or an earlier one whose layout and meaning it keeps exactly,
+	// so that both may run on one key (a rolling upgrade keeps its state).
+	StateVersion int    `json:"state_version"`
+	Cost         string `json:"cost"`
 	// Function is the Redis Functions name of the script in Library.
 	Function string `json:"function"`
 	// Library is the Functions library (and its file in lua/) that
