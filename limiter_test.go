@@ -100,8 +100,8 @@ func TestLimiterArgsAndKey(t *testing.T) {
 			t.Errorf("Version %d pins %s, key %q", version, pinned.Script(), pinned.Key("203.0.113.7"))
 		}
 	}
-	if l.Script().Version != 4 {
-		t.Errorf("the default version is %s, want the newest, v4", l.Script())
+	if l.Script().Version != 5 {
+		t.Errorf("the default version is %s, want the newest, v5", l.Script())
 	}
 	if _, err := NewSlidingWindow(Rueidis(client), Options{Version: 99}, Window{1, time.Second, time.Second}); !errors.Is(err, ErrUnknownScript) {
 		t.Errorf("Version 99: %v, want ErrUnknownScript", err)

@@ -151,3 +151,22 @@ func init() {
 		contracts[name+".v4"] = e
 	}
 }
+
+// v5: each script's own block says what its v5 changes from v4; a v5 that
+// keeps v4's contract and state layout shares v3's state like v4.
+
+func init() {
+	contracts["token_bucket.v5"] = contracts["token_bucket.v4"]
+}
+
+func init() {
+	contracts["ar1.v5"] = contracts["ar1.v4"]
+}
+
+func init() {
+	contracts["zset_log.v5"] = contracts["zset_log.v4"]
+}
+
+func init() {
+	contracts["sliding_window.v5"] = contracts["sliding_window.v4"]
+}

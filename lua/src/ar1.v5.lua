@@ -1,0 +1,292 @@
+-- ratelua ar1 v4: exponentially decaying counts (AR(1)), several limits in
+-- one key.
+--
+-- KEYS[1]  the state key (the only key read or written)
+-- ARGV[1]  eventCount: > 0 add that many events and decide; 0 decide
+--          whether one more event would pass (writes nothing); < 0 delete
+--          the state and reply as for a fresh key
+-- ARGV[2]  unit of now and of every duration: 's', 'ms' or 'us'
+-- ARGV[3]  now in that unit, or '' for the server clock (TIME)
+-- ARGV[4]  mode: '0' a denied call adds nothing to any count;
+--          '1' every call adds its events, allowed or not
+-- ARGV[5..] 1 to 16 limits of three integers:
+--          max         events allowed in the decayed count, 1..10^9
+--          decay       divisor applied at each resolution boundary, in
+--                      thousandths (2000 = halve), 1001..10^9
+--          resolution  the decay period in the unit, 1..2^52
+-- reply    {allowed, remaining, retry_after, reset_after, limit_index}
+--
+-- Every integer is canonical decimal text: '0', or an optional '-' then a
+-- digit 1-9 then digits ('-0', '+1', '007', ' 1', '1e3' are refused). Bad
+-- input is an error reply 'ERR ratelua: ...' naming the argument, and
+-- writes nothing.
+--
+-- Each limit keeps a count c. At every boundary of its resolution (t
+-- crossing a multiple of resolution) c is divided by decay/1000; a count
+-- below 1/1000 of an event becomes 0. Events are allowed when
+-- c + eventCount <= max for every limit. Powers are computed by repeated
+-- squaring; a boundary is estimated with a logarithm and then decided by an
+-- exact check of that same arithmetic. Fresh means every count is 0;
+-- reset_after is the time until then. remaining is floor(max - c). The
+-- executable specification is internal/model/ar1.go; v4 replies as v3
+-- does to every call.
+--
+-- State: a string "<limits>|<time> <c_1> ... <c_n>" where <limits> is
+-- ARGV[2] and ARGV[5..] joined by spaces, exactly as the call that wrote it
+-- sent them (a call with other limits or another unit starts fresh; a call
+-- with the same ones need not check them again), time is the last write in
+-- the unit and the counts are written as %.17g. TTL: reset_after. A now
+-- earlier than the last write is treated as the time of the last write.
+-- The key must be written by this script only. This is v3's layout.
+--
+-- What v4 does apart from v3: a call with one limit (the common case) runs
+-- a path of its own, with no table but the reply: the state is matched by
+-- a plain find of the limits text at its start and one anchored match of
+-- the two numbers after it, and a call whose limits match the state's
+-- checks only ARGV[1..4]. The header is read inline, and the prelude
+-- builds fewer functions per EVALSHA.
+
+-- #include _prelude.v5.lua
+
+local EPSILON = 0.001
+
+-- decayed returns count after k >= 0 boundaries with the factor: count
+-- divided by factor^k (by repeated squaring), 0 below EPSILON.
+local function decayed(count, factor, k)
+  local power = 1
+  while k > 0 do
+    if k % 2 == 1 then
+      power = power * factor
+    end
+    factor = factor * factor
+    k = math.floor(k / 2)
+  end
+  count = count / power
+  if count < EPSILON then
+    return 0
+  end
+  return count
+end
+
+-- boundaries returns the fewest k >= 1 boundaries after which
+-- decayed(count, factor, k) + asked <= max (count > 0, asked <= max).
+local function boundaries(count, factor, asked, max)
+  local room = max - asked
+  if room < EPSILON then
+    room = EPSILON
+  end
+  local k = 1
+  if count > room then
+    k = math.ceil(math.log(count / room) / math.log(factor))
+    if k < 1 then
+      k = 1
+    end
+  end
+  while decayed(count, factor, k) + asked > max do
+    k = k + 1
+  end
+  while k > 1 and decayed(count, factor, k - 1) + asked <= max do
+    k = k - 1
+  end
+  return k
+end
+
+-- limits_error checks the n limits in ARGV: the error reply for the first
+-- bad one, or nil when every limit is valid.
+local function limits_error(KEYS, ARGV, n)
+  for i = 5, 2 + 3 * n, 3 do
+    if integer(ARGV[i], 1, 1000000000) == nil then
+      return rare().refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
+    elseif integer(ARGV[i + 1], 1001, 1000000000) == nil then
+      return rare().refuse(KEYS, ARGV, 3, i + 1, 'decay', '[1001, 10^9]')
+    elseif integer(ARGV[i + 2], 1, MAX_TIME) == nil then
+      return rare().refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
+    end
+  end
+  return nil
+end
+
+-- #call: what follows runs on every call (in ratelua_v5, the function body)
+local tonumber, floor, format = tonumber, math.floor, string.format
+local unit, now, mode = ARGV[2], false, ARGV[4]
+local count = 1
+if ARGV[1] ~= '1' then
+  count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
+end
+if ARGV[3] ~= '' then
+  -- Canonical: digits without a leading zero (a find makes no string).
+  now = tonumber(ARGV[3])
+  if now == nil or now > MAX_TIME or (ARGV[3] ~= '0' and not string.find(ARGV[3], '^[1-9]%d*$')) then
+    now = nil
+  end
+end
+local n = (#ARGV - 4) / 3
+if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
+  or (mode ~= '0' and mode ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
+  return rare().refuse(KEYS, ARGV, 3)
+end
+local key = KEYS[1]
+if count < 0 then
+  return limits_error(KEYS, ARGV, n) or rare().fresh(KEYS, ARGV, 3)
+end
+
+if n == 1 then
+  -- One limit: the state is "<limits>|<time> <count>". The limits were
+  -- checked when it was written.
+  local limits = unit .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7]
+  local state = redis.call('GET', key)
+  local last, c
+  if state and string.find(state, limits, 1, true) == 1 then
+    local time, stored = string.match(state, '^|(%d+) ([^ ]+)$', #limits + 1)
+    if time then
+      last, c = tonumber(time), tonumber(stored)
+    end
+  end
+  if last == nil then
+    local bad = limits_error(KEYS, ARGV, 1)
+    if bad then
+      return bad
+    end
+  end
+  local max, factor, resolution = tonumber(ARGV[5]), tonumber(ARGV[6]) / 1000, tonumber(ARGV[7])
+  now = now or server_now(unit)
+  local stamp = now
+  if last == nil then
+    c = 0
+  else
+    if last > now then
+      stamp = last
+    end
+    c = decayed(c, factor, floor(stamp / resolution) - floor(last / resolution))
+  end
+  local asked = count
+  if asked < 1 then
+    asked = 1
+  end
+  local allowed = c + asked <= max
+  local record = count > 0 and (allowed or mode == '1')
+  if record then
+    c = c + count
+  end
+  local slot_start = floor(stamp / resolution) * resolution
+  local remaining, reset_after = floor(max - c), 0
+  if remaining < 0 then
+    remaining = 0
+  end
+  if c > 0 then
+    reset_after = math.max(0, math.min(MAX_TIME, slot_start + boundaries(c, factor, 0, 0) * resolution - now))
+  end
+  if record then
+    redis.call('SET', key, format('%s|%d %.17g', limits, stamp, c), 'PX', ttl_ms(unit, reset_after))
+  end
+  if allowed then
+    return { 1, remaining, 0, reset_after, 1 }
+  end
+  local retry = -1
+  if asked <= max then
+    retry = math.max(0, math.min(MAX_TIME, slot_start + boundaries(c, factor, asked, max) * resolution - now))
+  end
+  return { 0, remaining, retry, reset_after, 1 }
+end
+
+-- Two or more limits. The state counts only if it was written for these limits, which were
+-- checked then. counts[i]: limit i's count (as stored, then at stamp).
+local limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
+local state = redis.call('GET', key)
+local counts = {}
+local last = nil
+if state then
+  local stored, time, at
+  stored, time, at = string.match(state, '^([^|]*)|(%d+)()')
+  for i = 1, n do
+    if at then
+      counts[i], at = string.match(state, '^ ([^ ]+)()', at)
+    end
+  end
+  if at ~= #state + 1 then
+    stored = nil
+  end
+  if stored == limits then
+    last = tonumber(time)
+  end
+end
+if last == nil then
+  local bad = limits_error(KEYS, ARGV, n)
+  if bad then
+    return bad
+  end
+end
+now = now or server_now(unit)
+local stamp = now
+if last and last > now then
+  stamp = last
+end
+
+-- The counts decayed to stamp, and the decision.
+local asked = count
+if asked < 1 then
+  asked = 1
+end
+local allowed = true
+for i = 1, n do
+  local arg = 3 * i + 2
+  local c = 0
+  if last then
+    local resolution = tonumber(ARGV[arg + 2])
+    c = decayed(tonumber(counts[i]), tonumber(ARGV[arg + 1]) / 1000, floor(stamp / resolution) - floor(last / resolution))
+  end
+  counts[i] = c
+  if c + asked > tonumber(ARGV[arg]) then
+    allowed = false
+  end
+end
+local record = count > 0 and (allowed or mode == '1')
+
+-- Add the events and reply from the state after this call: when allowed,
+-- the limit with the fewest remaining decides; when denied, the one with
+-- the longest retry (never first); ties go to the lower index.
+local remaining, retry, reset_after, index = nil, 0, 0, 1
+for i = 1, n do
+  local arg = 3 * i + 2
+  local max, factor, resolution = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1]) / 1000, tonumber(ARGV[arg + 2])
+  local c = counts[i]
+  if record then
+    c = c + count
+    counts[i] = c
+  end
+  local slot_start = floor(stamp / resolution) * resolution
+  local left = floor(max - c)
+  if left < 0 then
+    left = 0
+  end
+  if remaining == nil or left < remaining then
+    remaining = left
+    if allowed then
+      index = i
+    end
+  end
+  if c > 0 then
+    local reset = math.max(0, math.min(MAX_TIME, slot_start + boundaries(c, factor, 0, 0) * resolution - now))
+    if reset > reset_after then
+      reset_after = reset
+    end
+  end
+  if not allowed and retry ~= -1 then
+    if asked > max then
+      retry, index = -1, i
+    elseif c + asked > max then
+      local wait = math.max(0, math.min(MAX_TIME, slot_start + boundaries(c, factor, asked, max) * resolution - now))
+      if wait > retry then
+        retry, index = wait, i
+      end
+    end
+  end
+end
+if record then
+  state = format('%s|%d' .. string.rep(' %.17g', n), limits, stamp, unpack(counts, 1, n))
+  redis.call('SET', key, state, 'PX', ttl_ms(unit, reset_after))
+end
+if allowed then
+  return { 1, remaining, 0, reset_after, index }
+end
+return { 0, remaining, retry, reset_after, index }

@@ -1,0 +1,527 @@
+-- ratelua sliding_window v5: several <max, duration, resolution> limits over
+-- time buckets, all in one hash.
+--
+-- KEYS[1]  the state key (the only key read or written)
+-- ARGV[1]  eventCount: > 0 record that many events and decide; 0 decide
+--          whether one more event would pass (records nothing, but may save
+--          the dropping of expired buckets); < 0 delete the state and reply
+--          as for a fresh key
+-- ARGV[2]  unit of now and of every duration: 's', 'ms' or 'us'
+-- ARGV[3]  now in that unit, or '' for the server clock (TIME)
+-- ARGV[4]  mode: '0' a denied call records nothing in any limit;
+--          '1' every call records its events, allowed or not
+-- ARGV[5..] 1 to 16 limits of three integers:
+--          max         events allowed in the window, 1..10^9
+--          duration    the window in the unit, 1..2^52
+--          resolution  bucket width in the unit, 1..duration;
+--                      ceil(duration / resolution) <= 10000 buckets
+-- reply    {allowed, remaining, retry_after, reset_after, limit_index}
+--
+-- Every integer is canonical decimal text: '0', or an optional '-' then a
+-- digit 1-9 then digits ('-0', '+1', '007', ' 1', '1e3' are refused). Bad
+-- input is an error reply 'ERR ratelua: ...' naming the argument, and
+-- writes nothing.
+--
+-- Bucket b holds the events at times t with floor(t / resolution) = b. At
+-- time now a limit counts the buckets b > floor((now - duration) /
+-- resolution). Events are allowed when count + eventCount <= max for every
+-- limit. Fresh means every count is 0; reset_after is the time until then.
+-- The executable specification is internal/model/sliding_window.go.
+--
+-- State: a hash. Per limit i, a ring of N = ceil(duration / resolution)
+-- buckets ends at the bucket of the last write, w = floor(time /
+-- resolution); its non-empty buckets form a chain, oldest first.
+-- Field "l" is ARGV[2] and ARGV[5..] joined by spaces, exactly as the call
+-- that created the state sent them (a call with other limits or another
+-- unit starts fresh; a call with the same ones need not check them again).
+-- Field "m" is "<time>" then " <total> <span> <lag>" per limit: time the
+-- last write in the unit, and per limit the events in its ring, w minus the
+-- oldest non-empty bucket, and the ring's end minus w ("0 0 0" for an empty
+-- ring). Two short fields keep a small hash in the server's compact
+-- encoding, where one field holding both would not. Field "<i>.<b mod N>" is "<b>:<count>:<step>" for a non-empty
+-- bucket b of limit i, step being the distance to the next non-empty bucket
+-- (0 for the newest); a field whose bucket has left the ring is stale and
+-- ignored until reused. A bucket's count is capped at max + 1 (mode 1),
+-- which changes no reply. TTL: reset_after. A now earlier than the last
+-- write is treated as the time of the last write. A call that drops more
+-- than 16 expired buckets without recording saves the advanced rings (HSET
+-- of "m" alone), so each bucket is read about once. The key must be written
+-- by this script only.
+
+-- #include _prelude.v5.lua
+
+-- read_call checks KEYS and ARGV[1..4] and counts the limits of `group`
+-- integers after them: it returns eventCount, now (false for the server
+-- clock) and the number of limits, or nil when anything is wrong (refuse
+-- then says what).
+local function read_call(KEYS, ARGV, group)
+  local count = 1
+  if ARGV[1] ~= '1' then
+    count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
+  end
+  local unit, now, mode = ARGV[2], false, ARGV[4]
+  if ARGV[3] ~= '' then
+    now = integer(ARGV[3], 0, MAX_TIME)
+  end
+  local arguments = #ARGV - 4
+  if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
+    or (mode ~= '0' and mode ~= '1') or arguments < group or arguments % group ~= 0
+    or arguments > group * MAX_LIMITS then
+    return nil
+  end
+  return count, now, arguments / group
+end
+
+-- floor_div is floor(a / b), exactly, for integers a and b > 0 below 2^53.
+local function floor_div(a, b)
+  local q = math.floor(a / b)
+  if q * b > a then
+    return q - 1
+  elseif (q + 1) * b <= a then
+    return q + 1
+  end
+  return q
+end
+
+-- bound limits a reported duration to [0, 2^52].
+local function bound(duration)
+  if duration > MAX_TIME then
+    return MAX_TIME
+  elseif duration < 0 then
+    return 0
+  end
+  return duration
+end
+
+-- limits_error checks the n limits in ARGV: the error reply for the first
+-- bad one, or nil when every limit is valid.
+local function limits_error(KEYS, ARGV, n)
+  for i = 5, 2 + 3 * n, 3 do
+    if integer(ARGV[i], 1, 1000000000) == nil then
+      return rare().refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
+    elseif integer(ARGV[i + 1], 1, MAX_TIME) == nil then
+      return rare().refuse(KEYS, ARGV, 3, i + 1, 'duration', '[1, 2^52]')
+    elseif integer(ARGV[i + 2], 1, MAX_TIME) == nil then
+      return rare().refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
+    end
+  end
+  for i = 5, 2 + 3 * n, 3 do
+    local duration, resolution = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+    if resolution > duration then
+      return redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3 .. ': resolution must be at most duration, got '
+        .. string.format('%d > %d', resolution, duration))
+    end
+    local buckets = -floor_div(-duration, resolution)
+    if buckets > 10000 then
+      return redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3
+        .. ': duration / resolution must be at most 10000 buckets, got ' .. string.format('%d', buckets))
+    end
+  end
+  return nil
+end
+
+-- #call: what follows runs on every call (in ratelua_v5, the function body)
+local tonumber, floor, format, match = tonumber, math.floor, string.format, string.match
+local count, now, n = read_call(KEYS, ARGV, 3)
+if count == nil then
+  return rare().refuse(KEYS, ARGV, 3)
+end
+local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
+if count < 0 then
+  return limits_error(KEYS, ARGV, n) or rare().fresh(KEYS, ARGV, 3)
+end
+
+-- Offsets of a limit's values in the table t (see below).
+local MAX, DURATION, RESOLUTION, BUCKETS, WHOLE, PART, TOTAL, SPAN, LAG, HEAD = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+local LOW, NEWEST, OLDEST, LEAVING, LEAVING_AT, WINDOW, NEWEST_VALUE = 11, 12, 13, 14, 15, 16, 17
+local PARTIAL_VALUE, FIELD_FORMAT, NEWEST_FIELD = 18, 19, 20
+
+-- One flat table t. Limit i owns t[o + MAX .. o + NEWEST_FIELD],
+-- o = 20 * (i - 1): MAX, DURATION, RESOLUTION; BUCKETS, N; WHOLE and PART,
+-- floor(duration / resolution) and duration mod resolution; TOTAL, SPAN and
+-- LAG, the ring's meta words; HEAD, the bucket of the decision's time; LOW,
+-- the newest bucket out of the window; NEWEST, the newest non-empty bucket
+-- w (false: empty ring); OLDEST, the oldest non-empty bucket (false: empty
+-- ring); LEAVING, the first bucket leaving the ring, and LEAVING_AT the
+-- index of its field in the read; WINDOW, the window count; NEWEST_VALUE,
+-- the read value of bucket w; PARTIAL_VALUE, that of the partly covered
+-- oldest bucket (false: not read); FIELD_FORMAT, the format of the limit's
+-- field names, '<i>.%d' (nil until needed; string.format is cheaper than
+-- concatenating numbers); NEWEST_FIELD, the field name of bucket w.
+-- After them (base = 20 * n): the fields read, then the fields written, the
+-- meta words and the fields read ahead on a chain. The constructor sizes the
+-- array part for one limit at once (growing a table rehashes it).
+local t = {
+  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+}
+
+-- The last write: its time, and per limit the ring total, span and lag,
+-- if it was written for these limits (which were checked then).
+local limits
+if n == 1 then
+  limits = unit .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7]
+else
+  limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
+end
+local stored = redis.call('HMGET', key, 'l', 'm')
+local meta = stored[2]
+local last, at = nil, nil
+if meta and stored[1] == limits then
+  last, at = match(meta, '^(%d+)()', 1)
+end
+if last == nil then
+  local bad = limits_error(KEYS, ARGV, n)
+  if bad then
+    return bad
+  end
+end
+local last_o = 20 * (n - 1)
+for o = 0, last_o, 20 do
+  local arg = 5 + 3 * o / 20
+  local duration, resolution = tonumber(ARGV[arg + 1]), tonumber(ARGV[arg + 2])
+  local q = floor_div(duration, resolution)
+  local r = duration - q * resolution
+  local buckets = q
+  if r > 0 then
+    buckets = q + 1
+  end
+  t[o + MAX], t[o + DURATION], t[o + RESOLUTION] = tonumber(ARGV[arg]), duration, resolution
+  t[o + BUCKETS], t[o + WHOLE], t[o + PART] = buckets, q, r
+  if last then
+    local total, span, lag
+    total, span, lag, at = match(meta, '^ (%d+) (%d+) (%d+)()', at)
+    if total == nil then
+      last = nil
+    else
+      t[o + TOTAL], t[o + SPAN], t[o + LAG] = tonumber(total), tonumber(span), tonumber(lag)
+    end
+  end
+end
+if last and at == #meta + 1 then
+  last = tonumber(last)
+else
+  last = nil
+end
+if (meta or stored[1]) and last == nil then
+  redis.call('DEL', key) -- written for other limits
+end
+now = now or server_now(unit)
+local stamp = now
+if last ~= nil and last > now then
+  stamp = last
+end
+
+-- Advance every ring to stamp: name the buckets leaving it, the newest
+-- written bucket and the partly covered oldest bucket, to read them at once.
+local base = 20 * n
+local m = 0
+local leaving = 0
+for o = 0, last_o, 20 do
+  local resolution, buckets = t[o + RESOLUTION], t[o + BUCKETS]
+  local head = floor_div(stamp, resolution)
+  local low = head - t[o + WHOLE]
+  if stamp - head * resolution < t[o + PART] then
+    low = low - 1
+  end
+  local written, first = false, false
+  if last ~= nil and t[o + TOTAL] > 0 then
+    local w = floor_div(last, resolution)
+    local ring_end = w + t[o + LAG]
+    if head - ring_end < buckets then
+      written, first = w, w - t[o + SPAN]
+      local name = string.format('%d.%%d', o / 20 + 1)
+      t[o + FIELD_FORMAT] = name
+      local lo = ring_end + 1 - buckets
+      if lo < first then
+        lo = first
+      end
+      t[o + LEAVING], t[o + LEAVING_AT] = lo, m + 1
+      local edge = head - buckets
+      if edge >= lo then
+        leaving = leaving + edge - lo + 1
+        for b = lo, edge do
+          m = m + 1
+          t[base + m] = string.format(name, b % buckets)
+        end
+      end
+      m = m + 1
+      t[base + m] = string.format(name, w % buckets)
+      t[o + NEWEST_FIELD] = t[base + m]
+      local partial = edge + 1
+      if low == partial and partial < w and partial >= first then
+        m = m + 1
+        t[base + m] = string.format(name, partial % buckets)
+      end
+    end
+  end
+  if not written then
+    t[o + TOTAL] = 0
+  end
+  t[o + HEAD], t[o + LOW], t[o + NEWEST], t[o + OLDEST] = head, low, written, first
+end
+-- vals[vb + j] is the value of the j-th field named.
+local vals, vb = t, base
+if m > 0 then
+  if m <= 1000 then
+    vals, vb = redis.call('HMGET', key, unpack(t, base + 1, base + m)), 0
+  else
+    for f = 1, m, 1000 do
+      local e = f + 999
+      if e > m then
+        e = m
+      end
+      local read = redis.call('HMGET', key, unpack(t, base + f, base + e))
+      for j = f, e do
+        t[base + j] = read[j - f + 1]
+      end
+    end
+  end
+end
+
+-- Drop the leaving buckets, walking the chain from its oldest bucket; count
+-- each window and decide.
+local asked = count
+if asked < 1 then
+  asked = 1
+end
+local allowed = true
+for o = 0, last_o, 20 do
+  local total, written, first = t[o + TOTAL], t[o + NEWEST], t[o + OLDEST]
+  if written then
+    local low, edge, lo, at = t[o + LOW], t[o + HEAD] - t[o + BUCKETS], t[o + LEAVING], t[o + LEAVING_AT]
+    local ahead = edge - lo + 1
+    if ahead < 0 then
+      ahead = 0
+    end
+    local wv, pv = vals[vb + at + ahead] or '', false
+    local partial = edge + 1
+    if low == partial and partial < written and partial >= first then
+      pv = vals[vb + at + ahead + 1] or ''
+    end
+    t[o + NEWEST_VALUE], t[o + PARTIAL_VALUE] = wv, pv
+    while first and first <= edge do
+      local v = vals[vb + at + first - lo]
+      local c, s = 0, 0
+      if v then
+        local b, vc, vs = string.match(v, '^(%d+):(%d+):(%d+)$')
+        if b ~= nil and tonumber(b) == first then
+          c, s = tonumber(vc), tonumber(vs)
+        end
+      end
+      total = total - c
+      if s == 0 then
+        first, written = false, false
+      else
+        first = first + s
+      end
+    end
+    t[o + TOTAL], t[o + NEWEST], t[o + OLDEST] = total, written, first
+    if low == partial and first == partial then
+      local v = pv
+      if partial == written then
+        v = wv
+      end
+      local b, vc = string.match(v, '^(%d+):(%d+):%d+$')
+      if b ~= nil and tonumber(b) == partial then
+        total = total - tonumber(vc)
+      end
+    end
+  end
+  t[o + WINDOW] = total
+  if total + asked > t[o + MAX] then
+    allowed = false
+  end
+end
+local record = count > 0 and (allowed or mode == '1')
+local save = record or leaving > 16
+
+-- Record, and reply from the state after this call: when allowed, the limit
+-- with the fewest remaining decides; when denied, the one with the longest
+-- retry (never first); ties go to the lower index.
+local k = base -- t[base + 1 .. k]: the fields written
+local mb = base + 4 * n -- t[mb + 1 .. mb + 3 * n]: the meta words
+local rb = base + 7 * n -- t[rb + 1 ..]: the fields read ahead
+local remaining, retry, reset_after, index = nil, 0, 0, 1
+for o = 0, last_o, 20 do
+  local max, duration, resolution, buckets = t[o + MAX], t[o + DURATION], t[o + RESOLUTION], t[o + BUCKETS]
+  local total, head, low, written, first, window = t[o + TOTAL], t[o + HEAD], t[o + LOW], t[o + NEWEST], t[o + OLDEST], t[o + WINDOW]
+  local i = o / 20 + 1
+  local name = t[o + FIELD_FORMAT]
+  if name == nil and (record or not allowed) then
+    name = string.format('%d.%%d', i)
+  end
+  -- The newest bucket before this call: its count and step once parsed.
+  local newest, wc, ws = written, nil, nil
+  local updated = 0
+  if record then
+    local current = 0
+    if written then
+      wc, ws = 0, 0
+      local b, vc, vs = string.match(t[o + NEWEST_VALUE], '^(%d+):(%d+):(%d+)$')
+      if b ~= nil and tonumber(b) == written then
+        wc, ws = tonumber(vc), tonumber(vs)
+      end
+      if written == head then
+        current = wc
+      else
+        -- Link the previous newest bucket to the new one.
+        ws = head - written
+        t[k + 1], t[k + 2] = t[o + NEWEST_FIELD], string.format('%d:%d:%d', written, wc, ws)
+        k = k + 2
+      end
+    end
+    updated = current + count
+    if updated > max + 1 then
+      updated = max + 1
+    end
+    total = total + updated - current
+    window = window + updated - current
+    written = head
+    if not first then
+      first = head
+    end
+    t[k + 1], t[k + 2] = string.format(name, head % buckets), string.format('%d:%d:0', head, updated)
+    k = k + 2
+  end
+
+  local r = 0
+  if asked > max then
+    r = -1
+  elseif not allowed and window + asked > max then
+    -- The time at which enough of the oldest events have left the window
+    -- for `asked` events to fit: walk the chain, reading up to 16 buckets
+    -- ahead at a time (all but those already known).
+    local excess = window + asked - max
+    local partial = head - buckets + 1
+    local b = first
+    local from, to, read, digits = 0, -1, nil, nil
+    while true do
+      local c, s = 0, 0
+      local v = false
+      if record and b == head then
+        c = updated
+      elseif b == newest then
+        if wc == nil then
+          wc, ws = 0, 0
+          local sb, vc, vs = string.match(t[o + NEWEST_VALUE], '^(%d+):(%d+):(%d+)$')
+          if sb ~= nil and tonumber(sb) == newest then
+            wc, ws = tonumber(vc), tonumber(vs)
+          end
+        end
+        c, s = wc, ws
+      else
+        if b == partial and t[o + PARTIAL_VALUE] then
+          v = t[o + PARTIAL_VALUE]
+        else
+          if b > to then
+            from, to = b, b + 15
+            if to > written then
+              to = written
+            end
+            -- The names of consecutive slots share their stem, '<i>.' and
+            -- all digits but the last (a concatenation is cheaper than
+            -- string.format).
+            digits = digits or { '0', '1', '2', '3', '4', '5', '6', '7', '8', '9' }
+            local f, stem = rb, nil
+            for x = from, to do
+              local slot = x % buckets
+              local d = slot % 10
+              if stem == nil or d == 0 then
+                if slot < 10 then
+                  stem = string.sub(name, 1, -3)
+                else
+                  stem = string.format(name, (slot - d) / 10)
+                end
+              end
+              if x ~= newest and not (record and x == head) then
+                f = f + 1
+                t[f] = stem .. digits[d + 1]
+              end
+            end
+            read = redis.call('HMGET', key, unpack(t, rb + 1, f))
+          end
+          local j = b - from + 1
+          if newest and newest >= from and newest < b then
+            j = j - 1
+          end
+          v = read[j]
+        end
+        if v then
+          local sb, vc
+          sb, vc, s = string.match(v, '^(%d+):(%d+):(%d+)$')
+          if sb ~= nil and tonumber(sb) == b then
+            c = tonumber(vc)
+          else
+            s = 0
+          end
+        end
+      end
+      if b > low then
+        excess = excess - c
+        if excess <= 0 then
+          break
+        end
+      end
+      s = tonumber(s)
+      if s == 0 then
+        -- Unreachable while the ring totals agree with the chain.
+        error('ratelua: sliding_window state of ' .. key .. ' is inconsistent')
+      end
+      b = b + s
+    end
+    r = bound(b * resolution + duration - now)
+  end
+  if window > 0 then
+    local reset = bound(written * resolution + duration - now)
+    if reset > reset_after then
+      reset_after = reset
+    end
+  end
+  local left = max - window
+  if left < 0 then
+    left = 0
+  end
+  if remaining == nil or left < remaining then
+    remaining = left
+    if allowed then
+      index = i
+    end
+  end
+  if not allowed and retry ~= -1 and (r == -1 or r > retry) then
+    retry, index = r, i
+  end
+  if save then
+    local a = mb + 3 * i
+    if first then
+      t[a - 2], t[a - 1], t[a] = total, written - first, head - written
+    else
+      t[a - 2], t[a - 1], t[a] = 0, 0, 0
+    end
+  end
+end
+
+-- Write what was recorded, or, when this call had to read many buckets
+-- leaving the rings, the advanced rings alone so that the next calls need
+-- not read them again (the key keeps its TTL).
+if save then
+  local time = last
+  if record then
+    time = stamp
+  end
+  meta = format('%d' .. string.rep(' %d %d %d', n), time, unpack(t, mb + 1, mb + 3 * n))
+  if last == nil then
+    redis.call('HSET', key, 'l', limits, 'm', meta, unpack(t, base + 1, k))
+  else
+    redis.call('HSET', key, 'm', meta, unpack(t, base + 1, k))
+  end
+  if record then
+    redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
+  end
+end
+if allowed then
+  return { 1, remaining, 0, reset_after, index }
+end
+return { 0, remaining, retry, reset_after, index }

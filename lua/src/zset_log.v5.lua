@@ -1,0 +1,245 @@
+-- ratelua zset_log v5: an exact sliding log of event times in one sorted
+-- set, checked against one or more <max, window> limits.
+--
+-- KEYS[1]  the state key (the only key read or written)
+-- ARGV[1]  eventCount: > 0 record that many events and decide; 0 decide
+--          whether one more event would pass (writes nothing); < 0 delete
+--          the state and reply as for a fresh key
+-- ARGV[2]  unit of now and of every duration: 's', 'ms' or 'us'
+-- ARGV[3]  now in that unit, or '' for the server clock (TIME)
+-- ARGV[4]  mode: '0' a denied call records nothing;
+--          '1' every call records its events, allowed or not
+-- ARGV[5..] 1 to 16 limits of two integers:
+--          max     events allowed in any window, 1..10^6
+--          window  in the unit, 1..2^52
+-- reply    {allowed, remaining, retry_after, reset_after, limit_index}
+--
+-- Every integer is canonical decimal text: '0', or an optional '-' then a
+-- digit 1-9 then digits ('-0', '+1', '007', ' 1', '1e3' are refused). Bad
+-- input is an error reply 'ERR ratelua: ...' naming the argument, and
+-- writes nothing.
+--
+-- At time now a limit counts the events at times t > now - window. Events
+-- are allowed when count + eventCount <= max for every limit, so no window
+-- of any limit ever holds more than max admitted events. Fresh means no
+-- event is in any window; reset_after is the time until then. The
+-- executable specification is internal/model/zset_log.go.
+--
+-- State: a sorted set, one member per event, scored by its time in the
+-- unit, named "<time>:<index>:<base>": index numbers the events of the key
+-- from 1 (a length letter then digits, so that names of one time sort in
+-- event order) and base is the index of the oldest member left in the set
+-- when that event was added. The newest member tells the last write's time
+-- and which indexes the set holds (so the set's size). Only the
+-- newest max+1 events (largest max) inside the widest window can change a
+-- reply; older ones are dropped by rank once they are at least half of the
+-- set. TTL: reset_after. A now earlier than the newest event is treated as
+-- the time of the newest event. The unit must not change for a key; the
+-- limits may (the events are kept whatever the limits). This is v3's
+-- layout, and v4 replies as v3 does to every call.
+--
+-- What v4 does apart from v3: the header is read inline, every integer is
+-- checked by a pattern (no string is made), and the prelude builds fewer
+-- functions per EVALSHA. The limits are checked on every call, as the set
+-- keeps no copy of them.
+
+-- #include _prelude.v5.lua
+
+-- member reads a member's time, index and base; nil if it is not a
+-- zset_log event (v4 names its members as v3 does).
+local function member(name)
+  local time, index, base = string.match(name, '^(%d+):%l(%d+):(%d+)$')
+  if time == nil then
+    return nil
+  end
+  return tonumber(time), tonumber(index), tonumber(base)
+end
+
+-- name is the member of event `index` at time `score` (text), whose base
+-- is `base`.
+local function name(score, index, base)
+  local letter = 'a'
+  if index >= 10 then
+    local digits, ten = 2, 100
+    while index >= ten do
+      digits, ten = digits + 1, ten * 10
+    end
+    letter = string.char(96 + digits)
+  end
+  return string.format('%s:%s%d:%d', score, letter, index, base)
+end
+
+-- #call: what follows runs on every call (in ratelua_v5, the function body)
+local tonumber, floor, format, match = tonumber, math.floor, string.format, string.match
+local count, now = 1, false
+if ARGV[1] ~= '1' then
+  count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
+end
+if ARGV[3] ~= '' then
+  now = integer(ARGV[3], 0, MAX_TIME)
+end
+local n = (#ARGV - 4) / 2
+if count == nil or now == nil or #KEYS ~= 1 or (ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us')
+  or (ARGV[4] ~= '0' and ARGV[4] ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
+  return rare().refuse(KEYS, ARGV, 2)
+end
+local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
+-- The limits: largest is the largest max, wide the index of the (first)
+-- widest window.
+local largest, wide, widest = 0, 1, 0
+for i = 5, 3 + 2 * n, 2 do
+  local max = integer(ARGV[i], 1, 1000000)
+  if max == nil then
+    return rare().refuse(KEYS, ARGV, 2, i, 'max', '[1, 10^6]')
+  end
+  local window = integer(ARGV[i + 1], 1, MAX_TIME)
+  if window == nil then
+    return rare().refuse(KEYS, ARGV, 2, i + 1, 'window', '[1, 2^52]')
+  end
+  if max > largest then
+    largest = max
+  end
+  if window > widest then
+    wide, widest = (i - 3) / 2, window
+  end
+end
+if count < 0 then
+  return rare().fresh(KEYS, ARGV, 2)
+end
+now = now or server_now(unit)
+
+-- The newest event: the last write's time, and the indexes in the set.
+local last, newest, base = nil, 0, 1
+local top = redis.call('ZRANGE', key, '-1', '-1')[1]
+if top then
+  last, newest, base = member(top)
+  if last == nil then
+    return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+  end
+end
+local size = newest - base + 1
+local stamp = now
+if last and last > now then
+  stamp = last
+end
+
+-- Count each window and decide. A window the newest event is not in holds
+-- none; a set of one event holds it in every window the newest is in.
+-- counts[i]: the events in limit i's window.
+local asked = count
+if asked < 1 then
+  asked = 1
+end
+local counts = {}
+local allowed = true
+for i = 1, n do
+  local max, window = tonumber(ARGV[2 * i + 3]), tonumber(ARGV[2 * i + 4])
+  local c = 0
+  if size > 0 and last > stamp - window then
+    if size == 1 then
+      c = 1
+    else
+      c = redis.call('ZCOUNT', key, format('(%d', stamp - window), '+inf')
+    end
+  end
+  counts[i] = c
+  if c + asked > max then
+    allowed = false
+  end
+end
+local record = count > 0 and (allowed or mode == '1')
+local added = 0
+local previous = last -- the newest event's time before this call
+if record then
+  -- More than largest + 1 events at once are recorded as largest + 1: no
+  -- reply can tell them apart.
+  added = count
+  if added > largest + 1 then
+    added = largest + 1
+  end
+  local keep = largest + 1 - added
+  if counts[wide] < keep then
+    keep = counts[wide]
+  end
+  local removable = size - keep
+  if removable > 0 and removable >= keep then
+    redis.call('ZREMRANGEBYRANK', key, '0', format('%d', removable - 1))
+    size = keep
+  end
+  base = newest - size + 1
+  local score = format('%d', stamp)
+  if added == 1 then
+    redis.call('ZADD', key, score, name(score, newest + 1, base))
+  else
+    local batch = {}
+    for first = 1, added, 1000 do
+      local b = 0
+      for j = first, math.min(first + 999, added) do
+        batch[b + 1], batch[b + 2] = score, name(score, newest + j, base)
+        b = b + 2
+      end
+      redis.call('ZADD', key, unpack(batch, 1, b))
+    end
+  end
+  newest, size, last = newest + added, size + added, stamp
+  for i = 1, n do
+    counts[i] = counts[i] + added
+  end
+end
+
+-- Reply from the state after this call: when allowed, the limit with the
+-- fewest remaining decides; when denied, the one with the longest retry
+-- (never first); ties go to the lower index.
+local remaining, retry, reset_after, index = nil, 0, 0, 1
+local fetched, fetched_time = -1, nil -- the last event read by rank, and its time
+for i = 1, n do
+  local max, window, c = tonumber(ARGV[2 * i + 3]), tonumber(ARGV[2 * i + 4]), counts[i]
+  local left = max - c
+  if left < 0 then
+    left = 0
+  end
+  if remaining == nil or left < remaining then
+    remaining = left
+    if allowed then
+      index = i
+    end
+  end
+  if c > 0 then
+    local reset = math.max(0, math.min(MAX_TIME, last + window - now))
+    if reset > reset_after then
+      reset_after = reset
+    end
+  end
+  if not allowed and retry ~= -1 then
+    if asked > max then
+      retry, index = -1, i
+    elseif c + asked > max then
+      -- Wait until the (max - asked + 1)-th newest event leaves the window:
+      -- one of this call's, the newest before it, or an older one.
+      local rank = max - asked
+      local time
+      if rank < added then
+        time = stamp
+      elseif rank == added then
+        time = previous
+      elseif rank == fetched then
+        time = fetched_time
+      else
+        local r = format('%d', rank)
+        time = tonumber(match(redis.call('ZRANGE', key, r, r, 'REV')[1], '^(%d+):'))
+        fetched, fetched_time = rank, time
+      end
+      local wait = math.max(0, math.min(MAX_TIME, time + window - now))
+      if wait > retry then
+        retry, index = wait, i
+      end
+    end
+  end
+end
+if record then
+  redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
+end
+if allowed then
+  return { 1, remaining, 0, reset_after, index }
+end
+return { 0, remaining, retry, reset_after, index }
