@@ -92,13 +92,13 @@ bench-clients:
 	cd goredis && $(GO) test -run '^$$' -bench '^BenchmarkAllowCanned$$' -benchtime $(BENCHTIME) .
 	cd valkeygo && $(GO) test -run '^$$' -bench '^BenchmarkAllowCanned$$' -benchtime $(BENCHTIME) .
 
-## bench-versions: the server cost of v4 against v3, script by script, in
+## bench-versions: the server cost of v5 against v4, script by script, in
 ## paired rounds on both servers (bench/ab-versions.sh; A, B and the servers
 ## can be changed: bench/ab-versions.sh valkey-server 2 4 token_bucket)
 .PHONY: bench-versions
 bench-versions: servers
-	bash bench/ab-versions.sh redis-server 3 4
-	bash bench/ab-versions.sh valkey-server 3 4
+	bash bench/ab-versions.sh redis-server 4 5
+	bash bench/ab-versions.sh valkey-server 4 5
 
 ## generate: rebuild lua/*.lua and lua/manifest.json from lua/src
 generate:

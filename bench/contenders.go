@@ -187,7 +187,7 @@ func rateluaContenders() []contender {
 		return ratelua.NewSlidingWindow(ratelua.Rueidis(c), o, sw3...)
 	}
 	rows := []row{
-		// The newest release (v4), with the targets.
+		// The newest release (v5), with the targets.
 		{"ratelua token_bucket, 1 limit", jobTokenBucket1, 3.5, 1.25, 0, tokenBucket1},
 		{"ratelua token_bucket, 3 limits", "", 0, 0, 0, tokenBucket3},
 		{"ratelua ar1, 1 limit", jobAny, 3.5, 1.25, 0, ar1One},
@@ -195,7 +195,12 @@ func rateluaContenders() []contender {
 		{"ratelua zset_log, max 100", jobZSetLog100, 4.5, 2.0, 0, zsetLog},
 		{"ratelua sliding_window, 1 limit (60 buckets)", jobSlidingWindow1, 4.5, 0, 0, window1},
 		{"ratelua sliding_window, 3 limits", jobSlidingWindow3, 6.0, 3.0, 0, window3},
-		// The released v3, v2 and v1 scripts, same limits, for the gain of v4.
+		// The released v4, v3, v2 and v1 scripts, same limits, for the gain of v5.
+		{"ratelua v4 token_bucket, 1 limit", "", 0, 0, 4, tokenBucket1},
+		{"ratelua v4 ar1, 1 limit", "", 0, 0, 4, ar1One},
+		{"ratelua v4 zset_log, max 100", "", 0, 0, 4, zsetLog},
+		{"ratelua v4 sliding_window, 1 limit (60 buckets)", "", 0, 0, 4, window1},
+		{"ratelua v4 sliding_window, 3 limits", "", 0, 0, 4, window3},
 		{"ratelua v3 token_bucket, 1 limit", "", 0, 0, 3, tokenBucket1},
 		{"ratelua v3 ar1, 1 limit", "", 0, 0, 3, ar1One},
 		{"ratelua v3 zset_log, max 100", "", 0, 0, 3, zsetLog},
