@@ -18,8 +18,8 @@ import (
 // layout, and that version; every other script keeps its own.
 var sharedStates = map[string]int{
 	"token_bucket@v4": 3, "ar1@v4": 3, "zset_log@v4": 3, "sliding_window@v4": 3,
-	"token_bucket@v5":   3,
-	"ar1@v5":            3,
+	"token_bucket@v5":   5,
+	"ar1@v5":            5,
 	"zset_log@v5":       3,
 	"sliding_window@v5": 3,
 }
