@@ -203,9 +203,10 @@ if ARGV[1] ~= '1' then
   count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
 end
 if ARGV[3] ~= '' then
-  -- Canonical: digits without a leading zero (a find makes no string).
+  -- Canonical: what '%d' writes back (in range, a number's '%d' text is
+  -- interned already when it is ARGV[3], so the compare is cheap).
   now = tonumber(ARGV[3])
-  if now == nil or now > MAX_TIME or (ARGV[3] ~= '0' and not string.find(ARGV[3], '^[1-9]%d*$')) then
+  if not (now and now >= 0 and now <= MAX_TIME and format('%d', now) == ARGV[3]) then
     now = nil
   end
 end
@@ -225,15 +226,15 @@ if n == 1 then
   local max, decay, resolution = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
   if not (max and decay and resolution and max >= 1 and max <= 1000000000
       and decay >= 1001 and decay <= 1000000000 and resolution >= 1 and resolution <= MAX_TIME
-      and string.find(ARGV[5], '^[1-9]%d*$') and string.find(ARGV[6], '^[1-9]%d*$')
-      and string.find(ARGV[7], '^[1-9]%d*$')) then
+      and format('%d', max) == ARGV[5] and format('%d', decay) == ARGV[6]
+      and format('%d', resolution) == ARGV[7]) then
     return limits_error(KEYS, ARGV, 1)
   end
-  local pattern, layout = '^(%d+) ([^ ]+)$', '%d %.17g'
+  local pattern, layout, integral = '^(%d+) ([^ ]+)$', '%d %.17g', '%d %d'
   if unit == 's' then
-    pattern, layout = '^(%d+) ([^ ]+) s$', '%d %.17g s'
+    pattern, layout, integral = '^(%d+) ([^ ]+) s$', '%d %.17g s', '%d %d s'
   elseif unit == 'us' then
-    pattern, layout = '^(%d+) ([^ ]+) us$', '%d %.17g us'
+    pattern, layout, integral = '^(%d+) ([^ ]+) us$', '%d %.17g us', '%d %d us'
   end
   local state = redis.call('GET', key)
   local last, c
@@ -275,7 +276,21 @@ if n == 1 then
     reset_after = math.max(0, math.min(MAX_TIME, slot_start + boundaries(c, factor, 0, 0) * resolution - now))
   end
   if record then
-    redis.call('SET', key, format(layout, stamp, c), 'PX', ttl_ms(unit, reset_after))
+    -- ttl_ms inline for ms (a call less).
+    local ttl = reset_after
+    if unit ~= 'ms' then
+      ttl = ttl_ms(unit, reset_after)
+    elseif ttl < 1 then
+      ttl = '1'
+    else
+      ttl = format('%d', ttl)
+    end
+    -- A whole count is written by '%d' (the same text as '%.17g' below
+    -- 10^15, and much cheaper).
+    if c % 1 == 0 and c < 1000000000000000 then
+      layout = integral
+    end
+    redis.call('SET', key, format(layout, stamp, c), 'PX', ttl)
   end
   if allowed then
     return { 1, remaining, 0, reset_after, 1 }
@@ -903,9 +918,10 @@ if ARGV[1] ~= '1' then
   count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
 end
 if ARGV[3] ~= '' then
-  -- Canonical: digits without a leading zero (a find makes no string).
+  -- Canonical: what '%d' writes back (in range, a number's '%d' text is
+  -- interned already when it is ARGV[3], so the compare is cheap).
   now = tonumber(ARGV[3])
-  if now == nil or now > MAX_TIME or (ARGV[3] ~= '0' and not string.find(ARGV[3], '^[1-9]%d*$')) then
+  if not (now and now >= 0 and now <= MAX_TIME and format('%d', now) == ARGV[3]) then
     now = nil
   end
 end
@@ -925,8 +941,8 @@ if n == 1 then
   local capacity, amount, interval = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
   if not (capacity and amount and interval and capacity >= 1 and capacity <= 1000000000
       and amount >= 1 and amount <= 1000000000 and interval >= 1 and capacity * interval <= 1125899906842624
-      and string.find(ARGV[5], '^[1-9]%d*$') and string.find(ARGV[6], '^[1-9]%d*$')
-      and string.find(ARGV[7], '^[1-9]%d*$')) then
+      and format('%d', capacity) == ARGV[5] and format('%d', amount) == ARGV[6]
+      and format('%d', interval) == ARGV[7]) then
     return limits_error(KEYS, ARGV, 1)
   end
   local pattern, layout = '^(%d+) (%d+)$', '%d %d'
@@ -991,7 +1007,16 @@ if n == 1 then
     end
   end
   if count > 0 and (allowed or mode == '1') then
-    redis.call('SET', key, format(layout, stamp, full - level), 'PX', ttl_ms(unit, reset_after))
+    -- ttl_ms inline for ms (a call less).
+    local ttl = reset_after
+    if unit ~= 'ms' then
+      ttl = ttl_ms(unit, reset_after)
+    elseif ttl < 1 then
+      ttl = '1'
+    else
+      ttl = format('%d', ttl)
+    end
+    redis.call('SET', key, format(layout, stamp, full - level), 'PX', ttl)
   end
   if allowed then
     return { 1, remaining, 0, reset_after, 1 }

@@ -90,9 +90,10 @@ if ARGV[1] ~= '1' then
   count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
 end
 if ARGV[3] ~= '' then
-  -- Canonical: digits without a leading zero (a find makes no string).
+  -- Canonical: what '%d' writes back (in range, a number's '%d' text is
+  -- interned already when it is ARGV[3], so the compare is cheap).
   now = tonumber(ARGV[3])
-  if now == nil or now > MAX_TIME or (ARGV[3] ~= '0' and not string.find(ARGV[3], '^[1-9]%d*$')) then
+  if not (now and now >= 0 and now <= MAX_TIME and format('%d', now) == ARGV[3]) then
     now = nil
   end
 end
@@ -112,8 +113,8 @@ if n == 1 then
   local capacity, amount, interval = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
   if not (capacity and amount and interval and capacity >= 1 and capacity <= 1000000000
       and amount >= 1 and amount <= 1000000000 and interval >= 1 and capacity * interval <= 1125899906842624
-      and string.find(ARGV[5], '^[1-9]%d*$') and string.find(ARGV[6], '^[1-9]%d*$')
-      and string.find(ARGV[7], '^[1-9]%d*$')) then
+      and format('%d', capacity) == ARGV[5] and format('%d', amount) == ARGV[6]
+      and format('%d', interval) == ARGV[7]) then
     return limits_error(KEYS, ARGV, 1)
   end
   local pattern, layout = '^(%d+) (%d+)$', '%d %d'
@@ -178,7 +179,16 @@ if n == 1 then
     end
   end
   if count > 0 and (allowed or mode == '1') then
-    redis.call('SET', key, format(layout, stamp, full - level), 'PX', ttl_ms(unit, reset_after))
+    -- ttl_ms inline for ms (a call less).
+    local ttl = reset_after
+    if unit ~= 'ms' then
+      ttl = ttl_ms(unit, reset_after)
+    elseif ttl < 1 then
+      ttl = '1'
+    else
+      ttl = format('%d', ttl)
+    end
+    redis.call('SET', key, format(layout, stamp, full - level), 'PX', ttl)
   end
   if allowed then
     return { 1, remaining, 0, reset_after, 1 }
