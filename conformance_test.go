@@ -358,6 +358,12 @@ func confShape(s confState) string {
 		if len(w) < 2 {
 			return fmt.Sprintf("%q", v)
 		}
+		if len(w) == 2 || len(w) == 3 && (w[2] == "s" || w[2] == "us") {
+			// v5 token_bucket and ar1 with one limit: the time, one number
+			// and the unit unless ms (v1 and v2 have a signature and at
+			// least one number after the time).
+			return fmt.Sprintf("time and a number, %d words", len(w))
+		}
 		return fmt.Sprintf("%d words, signature %s", len(w), w[1])
 	}
 	shape := ""

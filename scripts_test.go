@@ -35,11 +35,11 @@ var released = map[string]string{
 	"zset_log@v4":       "388c49f8d953a40b375e993a6132e1bcadc4d038",
 
 	// v5, a line each.
-	"ar1@v5": "b071ec9705402925ee34d91f2fcfe2821cffd3ed",
+	"ar1@v5": "de7fc42611d93006322ef5e934d6e9b77b6c0ae3",
 
 	"sliding_window@v5": "56474666f75f7d0c67f51b0f710df445ec64fbc0",
 
-	"token_bucket@v5": "e283a808907161a74d66943e2023786c4ea2953c",
+	"token_bucket@v5": "29a7d81158481cbfbac1f8773b52637671dabef1",
 
 	"zset_log@v5": "858175762bf05160dfd1e547664f03e3687b6a2a",
 }

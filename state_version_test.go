@@ -18,8 +18,8 @@ import (
 // layout, and that version; every other script keeps its own.
 var sharedStates = map[string]int{
 	"token_bucket@v4": 3, "ar1@v4": 3, "zset_log@v4": 3, "sliding_window@v4": 3,
-	"token_bucket@v5":   3,
-	"ar1@v5":            3,
+	"token_bucket@v5":   5,
+	"ar1@v5":            5,
 	"zset_log@v5":       3,
 	"sliding_window@v5": 3,
 }
@@ -109,8 +109,9 @@ func shareState(t *testing.T, name string, script, older Script, total int) {
 }
 
 // TestLimitersShareStateAcrossStateVersion: on real servers, a limiter
-// pinned to v3 and one on the default (v4) with the same prefix and limits
-// name the same state key and decide on one state; a v2 limiter does not.
+// pinned to v3 and one pinned to v4 with the same prefix and limits name the
+// same state key and decide on one state; a v2 limiter does not, nor the
+// default (v5, whose token_bucket keeps a state of its own, version 5).
 func TestLimitersShareStateAcrossStateVersion(t *testing.T) {
 	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
 		ctx := context.Background()
@@ -123,16 +124,16 @@ func TestLimitersShareStateAcrossStateVersion(t *testing.T) {
 			}
 			return l
 		}
-		v2, v3, newest := limiter(2), limiter(3), limiter(0)
-		if newest.Key("k") != v3.Key("k") || v2.Key("k") == v3.Key("k") {
-			t.Fatalf("keys: newest %s, v3 %s, v2 %s", newest.Key("k"), v3.Key("k"), v2.Key("k"))
+		v2, v3, v4, newest := limiter(2), limiter(3), limiter(4), limiter(0)
+		if v4.Key("k") != v3.Key("k") || v2.Key("k") == v3.Key("k") || newest.Key("k") == v3.Key("k") {
+			t.Fatalf("keys: newest %s, v4 %s, v3 %s, v2 %s", newest.Key("k"), v4.Key("k"), v3.Key("k"), v2.Key("k"))
 		}
-		t.Cleanup(func() { client.Do(ctx, client.B().Del().Key(v2.Key("k"), v3.Key("k")).Build()) })
+		t.Cleanup(func() { client.Do(ctx, client.B().Del().Key(v2.Key("k"), v3.Key("k"), newest.Key("k")).Build()) })
 		for i, step := range []struct {
 			l         *Limiter
 			allowed   bool
 			remaining int64
-		}{{v3, true, 2}, {newest, true, 1}, {v3, true, 0}, {newest, false, 0}, {v2, true, 2}} {
+		}{{v3, true, 2}, {v4, true, 1}, {v3, true, 0}, {v4, false, 0}, {v2, true, 2}, {newest, true, 2}} {
 			r, err := step.l.Allow(ctx, "k")
 			if err != nil {
 				t.Fatal(err)

@@ -1,4 +1,4 @@
--- ratelua ar1 v4: exponentially decaying counts (AR(1)), several limits in
+-- ratelua ar1 v5: exponentially decaying counts (AR(1)), several limits in
 -- one key.
 --
 -- KEYS[1]  the state key (the only key read or written)
@@ -31,20 +31,31 @@
 -- executable specification is internal/model/ar1.go; v4 replies as v3
 -- does to every call.
 --
--- State: a string "<limits>|<time> <c_1> ... <c_n>" where <limits> is
--- ARGV[2] and ARGV[5..] joined by spaces, exactly as the call that wrote it
--- sent them (a call with other limits or another unit starts fresh; a call
--- with the same ones need not check them again), time is the last write in
--- the unit and the counts are written as %.17g. TTL: reset_after. A now
--- earlier than the last write is treated as the time of the last write.
--- The key must be written by this script only. This is v3's layout.
+-- State with one limit (the common case): a string "<time> <count>" in
+-- unit ms, "<time> <count> s" in unit s, "<time> <count> us" in unit us,
+-- where time is the last write in the unit and count is written as %.17g.
+-- The limits are not stored: every call checks them. A call with other
+-- limits (same unit) carries the state over: the count is decayed from the
+-- stored time with the new decay and resolution and compared with the new
+-- max (events recorded stay counted; a count above the new max denies until
+-- it decays). A call in another unit, or with another number of limits,
+-- starts fresh (the layouts differ).
 --
--- What v4 does apart from v3: a call with one limit (the common case) runs
--- a path of its own, with no table but the reply: the state is matched by
--- a plain find of the limits text at its start and one anchored match of
--- the two numbers after it, and a call whose limits match the state's
--- checks only ARGV[1..4]. The header is read inline, and the prelude
--- builds fewer functions per EVALSHA.
+-- State with two or more limits: v4's, a string "<limits>|<time> <c_1> ...
+-- <c_n>" where <limits> is ARGV[2] and ARGV[5..] joined by spaces, exactly
+-- as the call that wrote it sent them (a call with other limits or another
+-- unit starts fresh; a call with the same ones need not check them again),
+-- time is the last write in the unit and the counts are written as %.17g.
+--
+-- TTL: reset_after. A now earlier than the last write is treated as the
+-- time of the last write. The key must be written by this script only.
+--
+-- What v5 does apart from v4: one limit's state is the time and the count,
+-- without the limits text (a smaller value, and no limits text to build,
+-- find and write on each call); the call checks its three limit integers
+-- inline instead (tonumber, range and one anchored find each). Two or more
+-- limits: as v4. v4's and v5's states do not mix (state version 5): either
+-- reads the other's one-limit state as absent.
 
 -- ratelua v5 prelude, shared by every v5 script (generated into each
 -- released file; do not edit there). In the Functions library ratelua_v5 it
@@ -243,9 +254,10 @@ if ARGV[1] ~= '1' then
   count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
 end
 if ARGV[3] ~= '' then
-  -- Canonical: digits without a leading zero (a find makes no string).
+  -- Canonical: what '%d' writes back (in range, a number's '%d' text is
+  -- interned already when it is ARGV[3], so the compare is cheap).
   now = tonumber(ARGV[3])
-  if now == nil or now > MAX_TIME or (ARGV[3] ~= '0' and not string.find(ARGV[3], '^[1-9]%d*$')) then
+  if not (now and now >= 0 and now <= MAX_TIME and format('%d', now) == ARGV[3]) then
     now = nil
   end
 end
@@ -260,24 +272,33 @@ if count < 0 then
 end
 
 if n == 1 then
-  -- One limit: the state is "<limits>|<time> <count>". The limits were
-  -- checked when it was written.
-  local limits = unit .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7]
+  -- One limit: the state is "<time> <count>" (plus " s" or " us" in those
+  -- units). The limits are checked on every call.
+  local max, decay, resolution = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+  if not (max and decay and resolution and max >= 1 and max <= 1000000000
+      and decay >= 1001 and decay <= 1000000000 and resolution >= 1 and resolution <= MAX_TIME
+      and format('%d', max) == ARGV[5] and format('%d', decay) == ARGV[6]
+      and format('%d', resolution) == ARGV[7]) then
+    return limits_error(KEYS, ARGV, 1)
+  end
+  local pattern, layout, integral = '^(%d+) ([^ ]+)$', '%d %.17g', '%d %d'
+  if unit == 's' then
+    pattern, layout, integral = '^(%d+) ([^ ]+) s$', '%d %.17g s', '%d %d s'
+  elseif unit == 'us' then
+    pattern, layout, integral = '^(%d+) ([^ ]+) us$', '%d %.17g us', '%d %d us'
+  end
   local state = redis.call('GET', key)
   local last, c
-  if state and string.find(state, limits, 1, true) == 1 then
-    local time, stored = string.match(state, '^|(%d+) ([^ ]+)$', #limits + 1)
+  if state then
+    local time, stored = string.match(state, pattern)
     if time then
       last, c = tonumber(time), tonumber(stored)
+      if c == nil then
+        last = nil
+      end
     end
   end
-  if last == nil then
-    local bad = limits_error(KEYS, ARGV, 1)
-    if bad then
-      return bad
-    end
-  end
-  local max, factor, resolution = tonumber(ARGV[5]), tonumber(ARGV[6]) / 1000, tonumber(ARGV[7])
+  local factor = decay / 1000
   now = now or server_now(unit)
   local stamp = now
   if last == nil then
@@ -306,7 +327,21 @@ if n == 1 then
     reset_after = math.max(0, math.min(MAX_TIME, slot_start + boundaries(c, factor, 0, 0) * resolution - now))
   end
   if record then
-    redis.call('SET', key, format('%s|%d %.17g', limits, stamp, c), 'PX', ttl_ms(unit, reset_after))
+    -- ttl_ms inline for ms (a call less).
+    local ttl = reset_after
+    if unit ~= 'ms' then
+      ttl = ttl_ms(unit, reset_after)
+    elseif ttl < 1 then
+      ttl = '1'
+    else
+      ttl = format('%d', ttl)
+    end
+    -- A whole count is written by '%d' (the same text as '%.17g' below
+    -- 10^15, and much cheaper).
+    if c % 1 == 0 and c < 1000000000000000 then
+      layout = integral
+    end
+    redis.call('SET', key, format(layout, stamp, c), 'PX', ttl)
   end
   if allowed then
     return { 1, remaining, 0, reset_after, 1 }

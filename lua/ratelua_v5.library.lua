@@ -203,9 +203,10 @@ if ARGV[1] ~= '1' then
   count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
 end
 if ARGV[3] ~= '' then
-  -- Canonical: digits without a leading zero (a find makes no string).
+  -- Canonical: what '%d' writes back (in range, a number's '%d' text is
+  -- interned already when it is ARGV[3], so the compare is cheap).
   now = tonumber(ARGV[3])
-  if now == nil or now > MAX_TIME or (ARGV[3] ~= '0' and not string.find(ARGV[3], '^[1-9]%d*$')) then
+  if not (now and now >= 0 and now <= MAX_TIME and format('%d', now) == ARGV[3]) then
     now = nil
   end
 end
@@ -220,24 +221,33 @@ if count < 0 then
 end
 
 if n == 1 then
-  -- One limit: the state is "<limits>|<time> <count>". The limits were
-  -- checked when it was written.
-  local limits = unit .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7]
+  -- One limit: the state is "<time> <count>" (plus " s" or " us" in those
+  -- units). The limits are checked on every call.
+  local max, decay, resolution = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+  if not (max and decay and resolution and max >= 1 and max <= 1000000000
+      and decay >= 1001 and decay <= 1000000000 and resolution >= 1 and resolution <= MAX_TIME
+      and format('%d', max) == ARGV[5] and format('%d', decay) == ARGV[6]
+      and format('%d', resolution) == ARGV[7]) then
+    return limits_error(KEYS, ARGV, 1)
+  end
+  local pattern, layout, integral = '^(%d+) ([^ ]+)$', '%d %.17g', '%d %d'
+  if unit == 's' then
+    pattern, layout, integral = '^(%d+) ([^ ]+) s$', '%d %.17g s', '%d %d s'
+  elseif unit == 'us' then
+    pattern, layout, integral = '^(%d+) ([^ ]+) us$', '%d %.17g us', '%d %d us'
+  end
   local state = redis.call('GET', key)
   local last, c
-  if state and string.find(state, limits, 1, true) == 1 then
-    local time, stored = string.match(state, '^|(%d+) ([^ ]+)$', #limits + 1)
+  if state then
+    local time, stored = string.match(state, pattern)
     if time then
       last, c = tonumber(time), tonumber(stored)
+      if c == nil then
+        last = nil
+      end
     end
   end
-  if last == nil then
-    local bad = limits_error(KEYS, ARGV, 1)
-    if bad then
-      return bad
-    end
-  end
-  local max, factor, resolution = tonumber(ARGV[5]), tonumber(ARGV[6]) / 1000, tonumber(ARGV[7])
+  local factor = decay / 1000
   now = now or server_now(unit)
   local stamp = now
   if last == nil then
@@ -266,7 +276,21 @@ if n == 1 then
     reset_after = math.max(0, math.min(MAX_TIME, slot_start + boundaries(c, factor, 0, 0) * resolution - now))
   end
   if record then
-    redis.call('SET', key, format('%s|%d %.17g', limits, stamp, c), 'PX', ttl_ms(unit, reset_after))
+    -- ttl_ms inline for ms (a call less).
+    local ttl = reset_after
+    if unit ~= 'ms' then
+      ttl = ttl_ms(unit, reset_after)
+    elseif ttl < 1 then
+      ttl = '1'
+    else
+      ttl = format('%d', ttl)
+    end
+    -- A whole count is written by '%d' (the same text as '%.17g' below
+    -- 10^15, and much cheaper).
+    if c % 1 == 0 and c < 1000000000000000 then
+      layout = integral
+    end
+    redis.call('SET', key, format(layout, stamp, c), 'PX', ttl)
   end
   if allowed then
     return { 1, remaining, 0, reset_after, 1 }
@@ -894,9 +918,10 @@ if ARGV[1] ~= '1' then
   count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
 end
 if ARGV[3] ~= '' then
-  -- Canonical: digits without a leading zero (a find makes no string).
+  -- Canonical: what '%d' writes back (in range, a number's '%d' text is
+  -- interned already when it is ARGV[3], so the compare is cheap).
   now = tonumber(ARGV[3])
-  if now == nil or now > MAX_TIME or (ARGV[3] ~= '0' and not string.find(ARGV[3], '^[1-9]%d*$')) then
+  if not (now and now >= 0 and now <= MAX_TIME and format('%d', now) == ARGV[3]) then
     now = nil
   end
 end
@@ -911,38 +936,43 @@ if count < 0 then
 end
 
 if n == 1 then
-  -- One bucket: the state is "<limits>|<time> <tokens>". The limits were
-  -- checked when it was written.
-  local limits = unit .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7]
-  local state = redis.call('GET', key)
-  local last, level
-  if state and string.find(state, limits, 1, true) == 1 then
-    local time, tokens = string.match(state, '^|(%d+) (%-?%d+)$', #limits + 1)
-    if time then
-      last, level = tonumber(time), tonumber(tokens)
-    end
-  end
-  if last == nil then
-    local bad = limits_error(KEYS, ARGV, 1)
-    if bad then
-      return bad
-    end
-  end
+  -- One bucket: the state is "<time> <deficit>" (plus " s" or " us" in
+  -- those units). The limits are checked on every call.
   local capacity, amount, interval = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+  if not (capacity and amount and interval and capacity >= 1 and capacity <= 1000000000
+      and amount >= 1 and amount <= 1000000000 and interval >= 1 and capacity * interval <= 1125899906842624
+      and format('%d', capacity) == ARGV[5] and format('%d', amount) == ARGV[6]
+      and format('%d', interval) == ARGV[7]) then
+    return limits_error(KEYS, ARGV, 1)
+  end
+  local pattern, layout = '^(%d+) (%d+)$', '%d %d'
+  if unit == 's' then
+    pattern, layout = '^(%d+) (%d+) s$', '%d %d s'
+  elseif unit == 'us' then
+    pattern, layout = '^(%d+) (%d+) us$', '%d %d us'
+  end
+  local state = redis.call('GET', key)
+  local full = capacity * interval
+  local last, level
+  if state then
+    local time, deficit = string.match(state, pattern)
+    if time then
+      last, level = tonumber(time), full - tonumber(deficit)
+      if level < -full then
+        level = -full
+      end
+    end
+  end
   now = now or server_now(unit)
   local stamp = now
-  local full = capacity * interval
   if last == nil then
     level = full
   else
     if last > now then
       stamp = last
     end
-    if level > full then
-      level = full
-    end
     -- Full again once (stamp - last) * amount >= full - level; a product
-    -- past 2^53 is rounded, but stays above full - level < 2^52.
+    -- past 2^53 is rounded, but stays above full - level <= 2^51.
     local refill = (stamp - last) * amount
     if refill >= full - level then
       level = full
@@ -977,7 +1007,16 @@ if n == 1 then
     end
   end
   if count > 0 and (allowed or mode == '1') then
-    redis.call('SET', key, format('%s|%d %d', limits, stamp, level), 'PX', ttl_ms(unit, reset_after))
+    -- ttl_ms inline for ms (a call less).
+    local ttl = reset_after
+    if unit ~= 'ms' then
+      ttl = ttl_ms(unit, reset_after)
+    elseif ttl < 1 then
+      ttl = '1'
+    else
+      ttl = format('%d', ttl)
+    end
+    redis.call('SET', key, format(layout, stamp, full - level), 'PX', ttl)
   end
   if allowed then
     return { 1, remaining, 0, reset_after, 1 }

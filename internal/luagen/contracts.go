@@ -156,11 +156,21 @@ func init() {
 // keeps v4's contract and state layout shares v3's state like v4.
 
 func init() {
-	contracts["token_bucket.v5"] = contracts["token_bucket.v4"]
+	e := contracts["token_bucket.v4"]
+	e.StateVersion = 5
+	e.State = "with one limit, a string '<last write time> <deficit>' in unit ms, '<last write time> <deficit> s' in unit s, '<last write time> <deficit> us' in unit us, deficit = (capacity - tokens) * refill_interval in [0, 2 * capacity * refill_interval]; the limits are not stored and every call checks them; a call with other limits in the same unit carries the state over, reading the same time and deficit under its own limits with the deficit clamped to 2 * capacity * refill_interval; another unit or another number of limits starts fresh. " +
+		"With two or more limits, v4's string '<limits>|<last write time> <tokens * refill_interval per limit>', " + v3Limits
+	e.Cost = "GET, SET per recorded decision; + TIME with the server clock; one limit's call checks its limits itself on every call (no limits text in the state)"
+	contracts["token_bucket.v5"] = e
 }
 
 func init() {
-	contracts["ar1.v5"] = contracts["ar1.v4"]
+	e := contracts["ar1.v4"]
+	e.StateVersion = 5
+	e.State = "with one limit, a string '<last write time> <count as %.17g>' in unit ms, '<last write time> <count> s' in unit s, '<last write time> <count> us' in unit us; the limits are not stored and every call checks them; a call with other limits in the same unit carries the count over, decayed from the stored time with its own decay and resolution; another unit or another number of limits starts fresh. " +
+		"With two or more limits, v4's string '<limits>|<last write time> <count per limit as %.17g>', " + v3Limits
+	e.Cost = "GET, SET per recorded decision; + TIME with the server clock; one limit's call checks its limits itself on every call (no limits text in the state)"
+	contracts["ar1.v5"] = e
 }
 
 func init() {

@@ -28,22 +28,35 @@
 -- The executable specification is internal/model/token_bucket.go; v4
 -- replies as v3 does to every call.
 --
--- State: a string "<limits>|<time> <tokens_1> ... <tokens_n>" where
--- <limits> is ARGV[2] and ARGV[5..] joined by spaces, exactly as the call
--- that wrote it sent them (a call with other limits or another unit starts
--- fresh; a call with the same ones need not check them again), time is the
--- last write in the unit and tokens_i = tokens * refill_interval (v3's
--- layout). TTL: reset_after, so the key vanishes when every bucket is full.
--- A now earlier than the last write is treated as the time of the last
--- write (a clock behind never refills). The key must be written by this
--- script only.
+-- State with one limit (the common case): a string "<time> <deficit>" in
+-- unit ms, "<time> <deficit> s" in unit s, "<time> <deficit> us" in unit
+-- us, where time is the last write in the unit and deficit = (capacity -
+-- tokens) * refill_interval, an integer in [0, 2 * capacity *
+-- refill_interval]. The limits are not stored: every call checks them. A
+-- call with other limits (same unit) carries the state over: it reads the
+-- same time and deficit under its own limits, the deficit clamped to 2 *
+-- capacity * refill_interval of the new limits (so a call that changes only
+-- the capacity keeps the missing tokens, and one that keeps refill_amount
+-- keeps the time until full, within the new bounds). A call in another unit,
+-- or with another number of limits, starts fresh (the layouts differ).
 --
--- What v4 does apart from v3: a call with one limit (the common case) runs
--- a path of its own, with no table but the reply: the state is matched by
--- a plain find of the limits text at its start and one anchored match of
--- the two numbers after it, and a call whose limits match the state's
--- checks only ARGV[1..4]. The header is read inline, and the prelude
--- builds fewer functions per EVALSHA.
+-- State with two or more limits: v4's, a string "<limits>|<time>
+-- <tokens_1> ... <tokens_n>" where <limits> is ARGV[2] and ARGV[5..] joined
+-- by spaces, exactly as the call that wrote it sent them (a call with other
+-- limits or another unit starts fresh; a call with the same ones need not
+-- check them again), time is the last write in the unit and tokens_i =
+-- tokens * refill_interval.
+--
+-- TTL: reset_after, so the key vanishes when every bucket is full. A now
+-- earlier than the last write is treated as the time of the last write (a
+-- clock behind never refills). The key must be written by this script only.
+--
+-- What v5 does apart from v4: one limit's state is the time and the
+-- deficit, without the limits text (a smaller value, and no limits text to
+-- build, find and write on each call); the call checks its three limit
+-- integers inline instead (tonumber, range and one anchored find each).
+-- Two or more limits: as v4. v4's and v5's states do not mix (state
+-- version 5): either reads the other's one-limit state as absent.
 
 -- #include _prelude.v5.lua
 
@@ -77,9 +90,10 @@ if ARGV[1] ~= '1' then
   count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
 end
 if ARGV[3] ~= '' then
-  -- Canonical: digits without a leading zero (a find makes no string).
+  -- Canonical: what '%d' writes back (in range, a number's '%d' text is
+  -- interned already when it is ARGV[3], so the compare is cheap).
   now = tonumber(ARGV[3])
-  if now == nil or now > MAX_TIME or (ARGV[3] ~= '0' and not string.find(ARGV[3], '^[1-9]%d*$')) then
+  if not (now and now >= 0 and now <= MAX_TIME and format('%d', now) == ARGV[3]) then
     now = nil
   end
 end
@@ -94,38 +108,43 @@ if count < 0 then
 end
 
 if n == 1 then
-  -- One bucket: the state is "<limits>|<time> <tokens>". The limits were
-  -- checked when it was written.
-  local limits = unit .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7]
-  local state = redis.call('GET', key)
-  local last, level
-  if state and string.find(state, limits, 1, true) == 1 then
-    local time, tokens = string.match(state, '^|(%d+) (%-?%d+)$', #limits + 1)
-    if time then
-      last, level = tonumber(time), tonumber(tokens)
-    end
-  end
-  if last == nil then
-    local bad = limits_error(KEYS, ARGV, 1)
-    if bad then
-      return bad
-    end
-  end
+  -- One bucket: the state is "<time> <deficit>" (plus " s" or " us" in
+  -- those units). The limits are checked on every call.
   local capacity, amount, interval = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+  if not (capacity and amount and interval and capacity >= 1 and capacity <= 1000000000
+      and amount >= 1 and amount <= 1000000000 and interval >= 1 and capacity * interval <= 1125899906842624
+      and format('%d', capacity) == ARGV[5] and format('%d', amount) == ARGV[6]
+      and format('%d', interval) == ARGV[7]) then
+    return limits_error(KEYS, ARGV, 1)
+  end
+  local pattern, layout = '^(%d+) (%d+)$', '%d %d'
+  if unit == 's' then
+    pattern, layout = '^(%d+) (%d+) s$', '%d %d s'
+  elseif unit == 'us' then
+    pattern, layout = '^(%d+) (%d+) us$', '%d %d us'
+  end
+  local state = redis.call('GET', key)
+  local full = capacity * interval
+  local last, level
+  if state then
+    local time, deficit = string.match(state, pattern)
+    if time then
+      last, level = tonumber(time), full - tonumber(deficit)
+      if level < -full then
+        level = -full
+      end
+    end
+  end
   now = now or server_now(unit)
   local stamp = now
-  local full = capacity * interval
   if last == nil then
     level = full
   else
     if last > now then
       stamp = last
     end
-    if level > full then
-      level = full
-    end
     -- Full again once (stamp - last) * amount >= full - level; a product
-    -- past 2^53 is rounded, but stays above full - level < 2^52.
+    -- past 2^53 is rounded, but stays above full - level <= 2^51.
     local refill = (stamp - last) * amount
     if refill >= full - level then
       level = full
@@ -160,7 +179,16 @@ if n == 1 then
     end
   end
   if count > 0 and (allowed or mode == '1') then
-    redis.call('SET', key, format('%s|%d %d', limits, stamp, level), 'PX', ttl_ms(unit, reset_after))
+    -- ttl_ms inline for ms (a call less).
+    local ttl = reset_after
+    if unit ~= 'ms' then
+      ttl = ttl_ms(unit, reset_after)
+    elseif ttl < 1 then
+      ttl = '1'
+    else
+      ttl = format('%d', ttl)
+    end
+    redis.call('SET', key, format(layout, stamp, full - level), 'PX', ttl)
   end
   if allowed then
     return { 1, remaining, 0, reset_after, 1 }
