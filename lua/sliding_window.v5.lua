@@ -275,6 +275,106 @@ if count < 0 then
   return limits_error(KEYS, ARGV, n) or rare().fresh(KEYS, ARGV, 3)
 end
 
+-- The last write: its time, and per limit the ring's total, span, lag and
+-- newest count, if it was written for these limits (checked then).
+local limits
+if n == 1 then
+  limits = unit .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7]
+else
+  limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
+end
+local stored = redis.call('HMGET', key, 'l', 'm')
+local meta = stored[2]
+
+-- One limit, the common case: the state was written for this limit, its
+-- ring has not left, no bucket leaves it now, the window needs no bucket
+-- but the newest (all in "m"), and no retry has to be found on the chain.
+-- Any other call goes on to the general code below (which reads "m" again).
+if n == 1 and meta and stored[1] == limits then
+  local time, total, span, lag, top = match(meta, '^(%d+) (%d+) (%d+) (%d+) (%d+)$')
+  if time and total ~= '0' then
+    local max, duration, resolution = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+    local last = tonumber(time)
+    now = now or server_now(unit)
+    local stamp = now
+    if last > now then
+      stamp = last
+    end
+    local q = floor_div(duration, resolution)
+    local part = duration - q * resolution
+    local buckets = q
+    if part > 0 then
+      buckets = q + 1
+    end
+    local head, w = floor_div(stamp, resolution), floor_div(last, resolution)
+    local edge = head - buckets
+    local first = w - tonumber(span)
+    local lo = w + tonumber(lag) + 1 - buckets
+    if lo < first then
+      lo = first
+    end
+    local low = head - q
+    if stamp - head * resolution < part then
+      low = low - 1
+    end
+    local partial = edge + 1
+    local asked = count
+    if asked < 1 then
+      asked = 1
+    end
+    if w > edge and edge < lo and not (low == partial and partial < w and partial >= first) then
+      total = tonumber(total)
+      local wc = tonumber(top)
+      local window = total
+      if low == partial and first == partial then
+        window = total - wc -- partial == w: the ring holds bucket w alone
+      end
+      local allowed = window + asked <= max
+      if allowed or asked > max then
+        local record = count > 0 and (allowed or mode == '1')
+        if record then
+          local current = 0
+          local spilled = nil
+          if w == head then
+            current = wc
+          else
+            -- Spill bucket w to its field, linked to head.
+            spilled = format('%d:%d:%d', w, wc, head - w)
+          end
+          local updated = current + count
+          if updated > max + 1 then
+            updated = max + 1
+          end
+          total = total + updated - current
+          window = window + updated - current
+          meta = format('%d %d %d 0 %d', stamp, total, head - first, updated)
+          if spilled then
+            redis.call('HSET', key, 'm', meta, format('1.%d', w % buckets), spilled)
+          else
+            redis.call('HSET', key, 'm', meta)
+          end
+          w = head
+        end
+        local reset_after = 0
+        if window > 0 then
+          reset_after = bound(w * resolution + duration - now)
+        end
+        if record then
+          redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
+        end
+        local left = max - window
+        if left < 0 then
+          left = 0
+        end
+        if allowed then
+          return { 1, left, 0, reset_after, 1 }
+        end
+        return { 0, left, -1, reset_after, 1 }
+      end
+    end
+  end
+end
+
 -- Offsets of a limit's values in the table t (see below).
 local MAX, DURATION, RESOLUTION, BUCKETS, WHOLE, PART, TOTAL, SPAN, LAG, HEAD = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 local LOW, NEWEST, OLDEST, LEAVING, LEAVING_AT, WINDOW, NEWEST_COUNT = 11, 12, 13, 14, 15, 16, 17
@@ -300,16 +400,6 @@ local t = {
   nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
 }
 
--- The last write: its time, and per limit the ring's total, span, lag and
--- newest count, if it was written for these limits (checked then).
-local limits
-if n == 1 then
-  limits = unit .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7]
-else
-  limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
-end
-local stored = redis.call('HMGET', key, 'l', 'm')
-local meta = stored[2]
 local last, at = nil, nil
 if meta and stored[1] == limits then
   last, at = match(meta, '^(%d+)()')
