@@ -406,16 +406,11 @@ local function read_call(KEYS, ARGV, group)
   return count, now, arguments / group
 end
 
--- floor_div is floor(a / b), exactly, for integers a and b > 0 below 2^53.
-local function floor_div(a, b)
-  local q = math.floor(a / b)
-  if q * b > a then
-    return q - 1
-  elseif (q + 1) * b <= a then
-    return q + 1
-  end
-  return q
-end
+-- Floor division without a function call: for integers 0 <= a and
+-- 0 < b with a + b <= 2^53, r = a % b (Lua: a - floor(a / b) * b, each step
+-- exact) is the remainder give or take b, as the float quotient is floor or
+-- floor + 1; after "if r < 0 then r = r + b elseif r >= b then r = r - b
+-- end", r = a mod b and (a - r) / b = floor(a / b), exactly.
 
 -- bound limits a reported duration to [0, 2^52].
 local function bound(duration)
@@ -445,7 +440,16 @@ local function limits_error(KEYS, ARGV, n)
       return redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3 .. ': resolution must be at most duration, got '
         .. string.format('%d > %d', resolution, duration))
     end
-    local buckets = -floor_div(-duration, resolution)
+    local r = duration % resolution
+    if r < 0 then
+      r = r + resolution
+    elseif r >= resolution then
+      r = r - resolution
+    end
+    local buckets = (duration - r) / resolution
+    if r > 0 then
+      buckets = buckets + 1
+    end
     if buckets > 10000 then
       return redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3
         .. ': duration / resolution must be at most 10000 buckets, got ' .. string.format('%d', buckets))
@@ -483,28 +487,47 @@ local meta = stored[2]
 if n == 1 and meta and stored[1] == limits then
   local time, total, span, lag, top = match(meta, '^(%d+) (%d+) (%d+) (%d+) (%d+)$')
   if time and total ~= '0' then
-    local max, duration, resolution = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-    local last = tonumber(time)
+    -- (text + 0 is the number of a canonical integer without a call)
+    local max, duration, resolution = ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
+    local last = time + 0
     now = now or server_now(unit)
     local stamp = now
     if last > now then
       stamp = last
     end
-    local q = floor_div(duration, resolution)
-    local part = duration - q * resolution
+    local part = duration % resolution
+    if part < 0 then
+      part = part + resolution
+    elseif part >= resolution then
+      part = part - resolution
+    end
+    local q = (duration - part) / resolution
     local buckets = q
     if part > 0 then
       buckets = q + 1
     end
-    local head, w = floor_div(stamp, resolution), floor_div(last, resolution)
+    local into = stamp % resolution
+    if into < 0 then
+      into = into + resolution
+    elseif into >= resolution then
+      into = into - resolution
+    end
+    local head = (stamp - into) / resolution
+    local w = last % resolution
+    if w < 0 then
+      w = w + resolution
+    elseif w >= resolution then
+      w = w - resolution
+    end
+    w = (last - w) / resolution
     local edge = head - buckets
-    local first = w - tonumber(span)
-    local lo = w + tonumber(lag) + 1 - buckets
+    local first = w - span
+    local lo = w + lag + 1 - buckets
     if lo < first then
       lo = first
     end
     local low = head - q
-    if stamp - head * resolution < part then
+    if into < part then
       low = low - 1
     end
     local partial = edge + 1
@@ -513,8 +536,8 @@ if n == 1 and meta and stored[1] == limits then
       asked = 1
     end
     if w > edge and edge < lo and not (low == partial and partial < w and partial >= first) then
-      total = tonumber(total)
-      local wc = tonumber(top)
+      total = total + 0
+      local wc = top + 0
       local window = total
       if low == partial and first == partial then
         window = total - wc -- partial == w: the ring holds bucket w alone
@@ -547,7 +570,12 @@ if n == 1 and meta and stored[1] == limits then
         end
         local reset_after = 0
         if window > 0 then
-          reset_after = bound(w * resolution + duration - now)
+          reset_after = w * resolution + duration - now
+          if reset_after > MAX_TIME then
+            reset_after = MAX_TIME
+          elseif reset_after < 0 then
+            reset_after = 0
+          end
         end
         if record then
           redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
@@ -603,14 +631,19 @@ end
 local last_o = 20 * (n - 1)
 for o = 0, last_o, 20 do
   local arg = 5 + o / 20 * 3
-  local duration, resolution = tonumber(ARGV[arg + 1]), tonumber(ARGV[arg + 2])
-  local q = floor_div(duration, resolution)
-  local r = duration - q * resolution
+  local duration, resolution = ARGV[arg + 1] + 0, ARGV[arg + 2] + 0
+  local r = duration % resolution
+  if r < 0 then
+    r = r + resolution
+  elseif r >= resolution then
+    r = r - resolution
+  end
+  local q = (duration - r) / resolution
   local buckets = q
   if r > 0 then
     buckets = q + 1
   end
-  t[o + MAX], t[o + DURATION], t[o + RESOLUTION] = tonumber(ARGV[arg]), duration, resolution
+  t[o + MAX], t[o + DURATION], t[o + RESOLUTION] = ARGV[arg] + 0, duration, resolution
   t[o + BUCKETS], t[o + WHOLE], t[o + PART] = buckets, q, r
   if last then
     local total, span, lag, newest
@@ -618,8 +651,7 @@ for o = 0, last_o, 20 do
     if total == nil then
       last = nil
     else
-      t[o + TOTAL], t[o + SPAN], t[o + LAG], t[o + NEWEST_COUNT] = tonumber(total), tonumber(span), tonumber(lag),
-        tonumber(newest)
+      t[o + TOTAL], t[o + SPAN], t[o + LAG], t[o + NEWEST_COUNT] = total + 0, span + 0, lag + 0, newest + 0
     end
   end
 end
@@ -645,15 +677,27 @@ local m = 0
 local leaving = 0
 for o = 0, last_o, 20 do
   local resolution, buckets = t[o + RESOLUTION], t[o + BUCKETS]
-  local head = floor_div(stamp, resolution)
+  local into = stamp % resolution
+  if into < 0 then
+    into = into + resolution
+  elseif into >= resolution then
+    into = into - resolution
+  end
+  local head = (stamp - into) / resolution
   local low = head - t[o + WHOLE]
-  if stamp - head * resolution < t[o + PART] then
+  if into < t[o + PART] then
     low = low - 1
   end
   local edge = head - buckets
   local written, first = false, false
   if last ~= nil and t[o + TOTAL] > 0 then
-    local w = floor_div(last, resolution)
+    local w = last % resolution
+    if w < 0 then
+      w = w + resolution
+    elseif w >= resolution then
+      w = w - resolution
+    end
+    w = (last - w) / resolution
     -- The whole ring, up to w, has left when w <= edge.
     if w > edge then
       written, first = w, w - t[o + SPAN]
