@@ -37,7 +37,7 @@ var released = map[string]string{
 	// v5, a line each.
 	"ar1@v5": "b071ec9705402925ee34d91f2fcfe2821cffd3ed",
 
-	"sliding_window@v5": "ea210125ccd9b68fb64b923c7c7257aace5baa47",
+	"sliding_window@v5": "8b778e6076b0dabeadf258d161479336841f2752",
 
 	"token_bucket@v5": "e283a808907161a74d66943e2023786c4ea2953c",
 

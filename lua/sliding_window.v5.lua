@@ -403,6 +403,167 @@ if n == 1 and meta and stored[1] == limits then
   end
 end
 
+-- Several limits, the same common case for every limit, in two passes over
+-- the limits with the values of limit i in f[10 * (i - 1) + 1 .. + 10]:
+-- max, duration, resolution, N, head, w, oldest, total, count of w, window.
+-- Any limit outside the common case sends the call to the general code.
+if n > 1 and meta and stored[1] == limits then
+  local time, at = match(meta, '^(%d+)()')
+  local simple = time ~= nil
+  local last = 0
+  if simple then
+    last = time + 0
+    now = now or server_now(unit)
+  end
+  local stamp = now
+  if last > now then
+    stamp = last
+  end
+  local asked = count
+  if asked < 1 then
+    asked = 1
+  end
+  local allowed, never = true, false
+  local f = {
+    nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+    nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+    nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+  }
+  local j = 0
+  for arg = 5, 2 + 3 * n, 3 do
+    if not simple then
+      break
+    end
+    local total, span, lag, top
+    total, span, lag, top, at = match(meta, '^ (%d+) (%d+) (%d+) (%d+)()', at)
+    if total == nil or total == '0' then
+      simple = false
+      break
+    end
+    local max, duration, resolution = ARGV[arg] + 0, ARGV[arg + 1] + 0, ARGV[arg + 2] + 0
+    local part = duration % resolution
+    if part < 0 then
+      part = part + resolution
+    elseif part >= resolution then
+      part = part - resolution
+    end
+    local q = (duration - part) / resolution
+    local buckets = q
+    if part > 0 then
+      buckets = q + 1
+    end
+    local into = stamp % resolution
+    if into < 0 then
+      into = into + resolution
+    elseif into >= resolution then
+      into = into - resolution
+    end
+    local head = (stamp - into) / resolution
+    local w = last % resolution
+    if w < 0 then
+      w = w + resolution
+    elseif w >= resolution then
+      w = w - resolution
+    end
+    w = (last - w) / resolution
+    local edge = head - buckets
+    local first = w - span
+    local lo = w + lag + 1 - buckets
+    if lo < first then
+      lo = first
+    end
+    local low = head - q
+    if into < part then
+      low = low - 1
+    end
+    local partial = edge + 1
+    if w <= edge or edge >= lo or (low == partial and partial < w and partial >= first) then
+      simple = false
+      break
+    end
+    total = total + 0
+    local wc = top + 0
+    local window = total
+    if low == partial and first == partial then
+      window = total - wc -- partial == w: the ring holds bucket w alone
+    end
+    if window + asked > max then
+      allowed = false
+    end
+    if asked > max then
+      never = true
+    end
+    f[j + 1], f[j + 2], f[j + 3], f[j + 4], f[j + 5] = max, duration, resolution, buckets, head
+    f[j + 6], f[j + 7], f[j + 8], f[j + 9], f[j + 10] = w, first, total, wc, window
+    j = j + 10
+  end
+  -- A denied call needs no retry walk when some limit can never admit
+  -- `asked` events: retry_after is -1 and that limit decides.
+  if simple and at == #meta + 1 and (allowed or never) then
+    local record = count > 0 and (allowed or mode == '1')
+    local written = { 'm', false } -- HSET's arguments
+    local h = 2
+    local mb = 10 * n -- f[mb + 1 .. mb + 4 * n]: the meta words
+    local remaining, retry, reset_after, index = nil, 0, 0, 1
+    for i = 1, n do
+      local o = 10 * (i - 1)
+      local max, duration, resolution, buckets, head = f[o + 1], f[o + 2], f[o + 3], f[o + 4], f[o + 5]
+      local w, first, total, wc, window = f[o + 6], f[o + 7], f[o + 8], f[o + 9], f[o + 10]
+      if record then
+        local current = 0
+        if w == head then
+          current = wc
+        else
+          -- Spill bucket w to its field, linked to head.
+          written[h + 1] = format(format('%d.%%d', i), w % buckets)
+          written[h + 2] = format('%d:%d:%d', w, wc, head - w)
+          h = h + 2
+        end
+        wc = current + count
+        if wc > max + 1 then
+          wc = max + 1
+        end
+        total = total + wc - current
+        window = window + wc - current
+        w = head
+      end
+      if window > 0 then
+        local reset = w * resolution + duration - now
+        if reset > MAX_TIME then
+          reset = MAX_TIME
+        end
+        if reset > reset_after then
+          reset_after = reset
+        end
+      end
+      local left = max - window
+      if left < 0 then
+        left = 0
+      end
+      if remaining == nil or left < remaining then
+        remaining = left
+        if allowed then
+          index = i
+        end
+      end
+      if not allowed and retry ~= -1 and asked > max then
+        retry, index = -1, i
+      end
+      local a = mb + 4 * i
+      f[a - 3], f[a - 2], f[a - 1], f[a] = total, w - first, head - w, wc
+    end
+    if record then
+      written[2] = format('%d' .. string.rep(' %d %d %d %d', n), stamp, unpack(f, mb + 1, mb + 4 * n))
+      redis.call('HSET', key, unpack(written, 1, h))
+      redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
+    end
+    if allowed then
+      return { 1, remaining, 0, reset_after, index }
+    end
+    return { 0, remaining, retry, reset_after, index }
+  end
+end
+
 -- Offsets of a limit's values in the table t (see below).
 local MAX, DURATION, RESOLUTION, BUCKETS, WHOLE, PART, TOTAL, SPAN, LAG, HEAD = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 local LOW, NEWEST, OLDEST, LEAVING, LEAVING_AT, WINDOW, NEWEST_COUNT = 11, 12, 13, 14, 15, 16, 17
