@@ -60,8 +60,14 @@
 -- field in the same HSET). Buckets leaving the ring and the partly covered
 -- oldest bucket are still read (one HMGET), a ring whose newest bucket has
 -- left is dropped without reading, and a denied reply still walks the chain
--- as v4. The state layout is new (state version 5): v5 neither reads nor
--- shares v4's state.
+-- as v4. Lua work: a call whose every limit needs no bucket field read and
+-- no retry walk (allowed, or denied by a limit whose max is below the
+-- events asked) takes a fast path, with locals only for one limit and two
+-- passes over a small table for several; the other calls run v4's general
+-- code, adapted to the layout. Floor divisions use % with an exact
+-- correction and numbers of canonical text are text + 0, so the hot paths
+-- call no function per number. The state layout is new (state version 5):
+-- v5 neither reads nor shares v4's state (a v4 "m" on the key starts fresh).
 
 -- #include _prelude.v5.lua
 
