@@ -359,8 +359,10 @@ if n == 1 and meta and stored[1] == limits then
         window = total - wc -- partial == w: the ring holds bucket w alone
       end
       local allowed = window + asked <= max
-      if allowed or asked > max then
-        local record = count > 0 and (allowed or mode == '1')
+      local record = count > 0 and (allowed or mode == '1')
+      -- A denied call that records nothing and whose ring holds bucket w
+      -- alone retries when w leaves the window (no walk).
+      if allowed or asked > max or (first == w and not record) then
         if record then
           local current = 0
           local spilled = nil
@@ -403,7 +405,16 @@ if n == 1 and meta and stored[1] == limits then
         if allowed then
           return { 1, left, 0, reset_after, 1 }
         end
-        return { 0, left, -1, reset_after, 1 }
+        if asked > max then
+          return { 0, left, -1, reset_after, 1 }
+        end
+        local retry = w * resolution + duration - now
+        if retry > MAX_TIME then
+          retry = MAX_TIME
+        elseif retry < 0 then
+          retry = 0
+        end
+        return { 0, left, retry, reset_after, 1 }
       end
     end
   end
@@ -429,7 +440,7 @@ if n > 1 and meta and stored[1] == limits then
   if asked < 1 then
     asked = 1
   end
-  local allowed, never = true, false
+  local allowed, never, walk = true, false, false
   local f = {
     nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
     nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
@@ -498,15 +509,19 @@ if n > 1 and meta and stored[1] == limits then
     end
     if asked > max then
       never = true
+    elseif window + asked > max and first ~= w then
+      walk = true -- its retry needs the chain
     end
     f[j + 1], f[j + 2], f[j + 3], f[j + 4], f[j + 5] = max, duration, resolution, buckets, head
     f[j + 6], f[j + 7], f[j + 8], f[j + 9], f[j + 10] = w, first, total, wc, window
     j = j + 10
   end
   -- A denied call needs no retry walk when some limit can never admit
-  -- `asked` events: retry_after is -1 and that limit decides.
-  if simple and at == #meta + 1 and (allowed or never) then
-    local record = count > 0 and (allowed or mode == '1')
+  -- `asked` events (retry_after is -1 and that limit decides), or when it
+  -- records nothing and every limit over its max holds bucket w alone (it
+  -- retries when w leaves the window).
+  local record = count > 0 and (allowed or mode == '1')
+  if simple and at == #meta + 1 and (allowed or never or not (walk or record)) then
     local written = { 'm', false } -- HSET's arguments
     local h = 2
     local mb = 10 * n -- f[mb + 1 .. mb + 4 * n]: the meta words
@@ -552,8 +567,18 @@ if n > 1 and meta and stored[1] == limits then
           index = i
         end
       end
-      if not allowed and retry ~= -1 and asked > max then
-        retry, index = -1, i
+      if not allowed and retry ~= -1 then
+        if asked > max then
+          retry, index = -1, i
+        elseif window + asked > max then
+          local r = w * resolution + duration - now
+          if r > MAX_TIME then
+            r = MAX_TIME
+          end
+          if r > retry then
+            retry, index = r, i
+          end
+        end
       end
       local a = mb + 4 * i
       f[a - 3], f[a - 2], f[a - 1], f[a] = total, w - first, head - w, wc
