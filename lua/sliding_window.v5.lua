@@ -61,8 +61,9 @@
 -- oldest bucket are still read (one HMGET), a ring whose newest bucket has
 -- left is dropped without reading, and a denied reply still walks the chain
 -- as v4. Lua work: a call whose every limit needs no bucket field read and
--- no retry walk (allowed, or denied by a limit whose max is below the
--- events asked) takes a fast path, with locals only for one limit and two
+-- no retry walk (allowed; denied by a limit whose max is below the events
+-- asked; or denied, recording nothing, with bucket w alone in every ring
+-- over its max) takes a fast path, with locals only for one limit and two
 -- passes over a small table for several; the other calls run v4's general
 -- code, adapted to the layout. Floor divisions use % with an exact
 -- correction and numbers of canonical text are text + 0, so the hot paths
