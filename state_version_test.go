@@ -21,7 +21,7 @@ var sharedStates = map[string]int{
 	"token_bucket@v5":   5,
 	"ar1@v5":            5,
 	"zset_log@v5":       3,
-	"sliding_window@v5": 3,
+	"sliding_window@v5": 5,
 }
 
 // TestStateVersionsInManifest: every embedded script names a state

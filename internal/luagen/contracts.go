@@ -177,6 +177,13 @@ func init() {
 	contracts["zset_log.v5"] = contracts["zset_log.v4"]
 }
 
+// sliding_window v5 keeps each limit's newest bucket in field 'm', so a
+// decision in the bucket of the last write reads 'l' and 'm' and writes 'm'
+// alone; its state layout is its own (state version 5).
 func init() {
-	contracts["sliding_window.v5"] = contracts["sliding_window.v4"]
+	e := contracts["sliding_window.v4"]
+	e.State = "a hash: field 'l' = <limits>, " + v3Limits + "; field 'm' = '<last write time>' then ' <ring total> <span to the oldest non-empty bucket> <ring end lag> <count of the newest bucket>' per limit (the newest bucket, that of the last write, lives in 'm' only); field '<i>.<b mod N>' = '<b>:<count>:<step to the next non-empty bucket>' for an older non-empty bucket b of limit i (N = ceil(duration / resolution)), written when a write moves the limit's newest bucket past b"
+	e.Cost = "HMGET, HSET of one field, PEXPIRE per recorded decision in the bucket of the last write, whatever the number of limits; one more field in the HSET per limit whose newest bucket moves; one more HMGET when buckets leave a ring or the oldest bucket is partly in the window; one more HMGET for a denied reply in the common case; reads grow with the buckets passed since the last call, not with the window; + TIME with the server clock"
+	e.StateVersion = 5
+	contracts["sliding_window.v5"] = e
 }
