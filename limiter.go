@@ -58,11 +58,13 @@ type Options struct {
 	// Version pins the script version; 0 means the newest. Every version
 	// keeps the same contract, so pinning matters only for state. The state
 	// key names the version whose state layout the script keeps
-	// (Script.StateVersion): v4 keeps v3's, so limiters on v3 and v4 share
-	// their state and a service moves between them without losing it. A
-	// move across layouts (v1, v2, v3) starts its limiters fresh under new
-	// keys; pinning the old version until every instance runs the new code
-	// keeps one state per limiter during a rolling upgrade.
+	// (Script.StateVersion): v4 keeps v3's, and so does v5's zset_log, so
+	// limiters on those versions share their state and a service moves
+	// between them without losing it. A move across layouts (v1, v2, v3,
+	// and v5's token_bucket, ar1 and sliding_window) starts its limiters
+	// fresh under new keys; pinning the old version until every instance
+	// runs the new code keeps one state per limiter during a rolling
+	// upgrade.
 	Version int
 
 	// DryRun decides and records every call exactly as an enforcing limiter

@@ -80,7 +80,7 @@ func TestLimiterArgsAndKey(t *testing.T) {
 		t.Errorf("Args = %q", got)
 	}
 	key := l.Key("203.0.113.7")
-	if !strings.HasPrefix(key, "login:{203.0.113.7}:sliding_window:v3:") || len(key) != len("login:{203.0.113.7}:sliding_window:v3:")+8 {
+	if !strings.HasPrefix(key, "login:{203.0.113.7}:sliding_window:v5:") || len(key) != len("login:{203.0.113.7}:sliding_window:v5:")+8 {
 		t.Errorf("Key = %q", key)
 	}
 	pinned, err := NewSlidingWindow(Rueidis(client), Options{Prefix: "login", Version: 1}, Window{1, 5 * time.Second, time.Second}, Window{5, time.Hour, 10 * time.Minute})

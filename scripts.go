@@ -45,8 +45,9 @@ type Script struct {
 
 	// StateVersion is the version whose state this one reads and writes:
 	// its own, or an earlier one whose layout and meaning it keeps exactly
-	// (v4 keeps v3's). The Go API's state keys name it, so limiters of the
-	// two versions share their state; 0 means Version.
+	// (v4 keeps v3's, and v5's zset_log too). The Go API's state keys name
+	// it, so limiters of the two versions share their state; 0 means
+	// Version.
 	StateVersion int
 }
 

@@ -8,14 +8,14 @@
 # rounds (paired: both halves of a round see the same machine).
 #
 #   bench/ab-versions.sh [server binary] [A] [B] [scripts...]
-#   bench/ab-versions.sh valkey-server 3 4 token_bucket ar1
+#   bench/ab-versions.sh valkey-server 4 5 token_bucket ar1
 #
-# Defaults: redis-server, 3, 4, all four scripts. ROUNDS (15) and N (100000
+# Defaults: redis-server, 4, 5, all four scripts. ROUNDS (15) and N (100000
 # calls per half round) in the environment. The server is pinned to CPU 0
 # and the load to CPU 1 when taskset exists. Needs redis-cli and
 # redis-benchmark (Debian's redis-tools, installed with redis-server).
 set -euo pipefail
-bin=${1:-redis-server} a=${2:-3} b=${3:-4}
+bin=${1:-redis-server} a=${2:-4} b=${3:-5}
 shift $(($# < 3 ? $# : 3))
 scripts=("$@")
 [ ${#scripts[@]} -gt 0 ] || scripts=(token_bucket ar1 zset_log sliding_window)
