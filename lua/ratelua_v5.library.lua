@@ -1478,7 +1478,12 @@ if ARGV[1] ~= '1' then
   count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
 end
 if ARGV[3] ~= '' then
-  now = integer(ARGV[3], 0, MAX_TIME)
+  -- Canonical: what '%d' writes back (a string equal to ARGV[3] is
+  -- interned already, so this makes no new string).
+  now = tonumber(ARGV[3])
+  if not (now and now >= 0 and now <= MAX_TIME and format('%d', now) == ARGV[3]) then
+    now = nil
+  end
 end
 local n = (#ARGV - 4) / 2
 if count == nil or now == nil or #KEYS ~= 1 or (ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us')

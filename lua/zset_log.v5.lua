@@ -42,6 +42,17 @@
 -- checked by a pattern (no string is made), and the prelude builds fewer
 -- functions per EVALSHA. The limits are checked on every call, as the set
 -- keeps no copy of them.
+--
+-- What v5 does apart from v4: one limit (the common case) takes a path
+-- with locals only; its limit is checked inline, and its window is counted
+-- by reading the oldest event inside it (ZRANGE BYSCORE LIMIT 0 1) instead
+-- of ZCOUNT: indexes are consecutive, so the count is the newest index
+-- minus that event's index plus 1. That event is also the retry event of a
+-- denied call whose window holds max - eventCount + 1 events (at
+-- saturation in mode 0, eventCount 1): such a reply reads two members
+-- instead of v4's three commands. now is checked as '%d' text. Several
+-- limits run v4's code. The state layout and member names are v4's (state
+-- version 3): v4 and v5 may run on one key.
 
 -- ratelua v5 prelude, shared by every v5 script (generated into each
 -- released file; do not edit there). In the Functions library ratelua_v5 it
@@ -181,7 +192,12 @@ if ARGV[1] ~= '1' then
   count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
 end
 if ARGV[3] ~= '' then
-  now = integer(ARGV[3], 0, MAX_TIME)
+  -- Canonical: what '%d' writes back (a string equal to ARGV[3] is
+  -- interned already, so this makes no new string).
+  now = tonumber(ARGV[3])
+  if not (now and now >= 0 and now <= MAX_TIME and format('%d', now) == ARGV[3]) then
+    now = nil
+  end
 end
 local n = (#ARGV - 4) / 2
 if count == nil or now == nil or #KEYS ~= 1 or (ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us')
