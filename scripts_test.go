@@ -41,7 +41,7 @@ var released = map[string]string{
 
 	"token_bucket@v5": "29a7d81158481cbfbac1f8773b52637671dabef1",
 
-	"zset_log@v5": "779a7afbc73aec906c88ea9caf6b252e8d5226a3",
+	"zset_log@v5": "64296a74f4fa046a2048fd911a09fbe33a5cb183",
 }
 
 // releasedLibraries pins the SHA1 of every released Functions library.

@@ -1522,18 +1522,18 @@ if n == 1 then
     if last and last > now then
       stamp = last
     end
-    -- c: the events in the window; first: the time of the oldest of them.
+    -- c: the events in the window; first: the oldest of them (its name).
     local c, first = 0, nil
     if size > 0 and last > stamp - window then
       if size == 1 then
-        c, first = 1, last
+        c, first = 1, top
       else
         local oldest = redis.call('ZRANGE', key, format('(%d', stamp - window), '+inf', 'BYSCORE', 'LIMIT', '0', '1')[1]
-        local time, index = match(oldest, '^(%d+):%l(%d+):')
-        if time == nil then
+        local index = match(oldest, '^%d+:%l(%d+):')
+        if index == nil then
           return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
         end
-        c, first = newest - index + 1, time + 0
+        c, first = newest - index + 1, oldest
       end
     end
     local asked = count
@@ -1561,7 +1561,10 @@ if n == 1 then
         size = keep
       end
       local base = newest - size + 1
-      local score = format('%d', stamp)
+      local score = ARGV[3]
+      if stamp ~= now or score == '' then
+        score = format('%d', stamp)
+      end
       -- Member names: the index after a letter for its number of digits.
       local index = newest + 1
       local digits, ten = 1, 10
@@ -1605,7 +1608,10 @@ if n == 1 then
       -- ttl_ms inline for ms (a call less); reset_after >= 1 here.
       local ttl
       if unit == 'ms' then
-        ttl = format('%d', reset_after)
+        ttl = ARGV[6]
+        if reset_after ~= window then
+          ttl = format('%d', reset_after)
+        end
       else
         ttl = ttl_ms(unit, reset_after)
       end
@@ -1627,7 +1633,7 @@ if n == 1 then
     elseif rank == added then
       time = previous
     elseif rank == c - 1 then
-      time = first
+      time = match(first, '^%d+') + 0
     else
       local r = format('%d', rank)
       time = match(redis.call('ZRANGE', key, r, r, 'REV')[1], '^(%d+):') + 0

@@ -50,7 +50,9 @@
 -- minus that event's index plus 1. That event is also the retry event of a
 -- denied call whose window holds max - eventCount + 1 events (at
 -- saturation in mode 0, eventCount 1): such a reply reads two members
--- instead of v4's three commands. now is checked as '%d' text. Several
+-- instead of v4's three commands. now is checked as '%d' text; the new
+-- member's score is the text of ARGV[3] when that is its time, and in unit
+-- ms the TTL is the text of ARGV[6] when it is the window. Several
 -- limits run v4's code. The state layout and member names are v4's (state
 -- version 3): v4 and v5 may run on one key.
 
@@ -107,18 +109,18 @@ if n == 1 then
     if last and last > now then
       stamp = last
     end
-    -- c: the events in the window; first: the time of the oldest of them.
+    -- c: the events in the window; first: the oldest of them (its name).
     local c, first = 0, nil
     if size > 0 and last > stamp - window then
       if size == 1 then
-        c, first = 1, last
+        c, first = 1, top
       else
         local oldest = redis.call('ZRANGE', key, format('(%d', stamp - window), '+inf', 'BYSCORE', 'LIMIT', '0', '1')[1]
-        local time, index = match(oldest, '^(%d+):%l(%d+):')
-        if time == nil then
+        local index = match(oldest, '^%d+:%l(%d+):')
+        if index == nil then
           return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
         end
-        c, first = newest - index + 1, time + 0
+        c, first = newest - index + 1, oldest
       end
     end
     local asked = count
@@ -146,7 +148,10 @@ if n == 1 then
         size = keep
       end
       local base = newest - size + 1
-      local score = format('%d', stamp)
+      local score = ARGV[3]
+      if stamp ~= now or score == '' then
+        score = format('%d', stamp)
+      end
       -- Member names: the index after a letter for its number of digits.
       local index = newest + 1
       local digits, ten = 1, 10
@@ -190,7 +195,10 @@ if n == 1 then
       -- ttl_ms inline for ms (a call less); reset_after >= 1 here.
       local ttl
       if unit == 'ms' then
-        ttl = format('%d', reset_after)
+        ttl = ARGV[6]
+        if reset_after ~= window then
+          ttl = format('%d', reset_after)
+        end
       else
         ttl = ttl_ms(unit, reset_after)
       end
@@ -212,7 +220,7 @@ if n == 1 then
     elseif rank == added then
       time = previous
     elseif rank == c - 1 then
-      time = first
+      time = match(first, '^%d+') + 0
     else
       local r = format('%d', rank)
       time = match(redis.call('ZRANGE', key, r, r, 'REV')[1], '^(%d+):') + 0
