@@ -41,7 +41,7 @@ var released = map[string]string{
 
 	"token_bucket@v5": "29a7d81158481cbfbac1f8773b52637671dabef1",
 
-	"zset_log@v5": "858175762bf05160dfd1e547664f03e3687b6a2a",
+	"zset_log@v5": "64296a74f4fa046a2048fd911a09fbe33a5cb183",
 }
 
 // releasedLibraries pins the SHA1 of every released Functions library.

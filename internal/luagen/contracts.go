@@ -173,8 +173,12 @@ func init() {
 	contracts["ar1.v5"] = e
 }
 
+// zset_log v5 keeps v4's state (state version 3); with one limit it counts
+// the window from its oldest event, read by score, instead of ZCOUNT.
 func init() {
-	contracts["zset_log.v5"] = contracts["zset_log.v4"]
+	e := contracts["zset_log.v4"]
+	e.Cost = "ZRANGE of the newest event, per limit at most one ZCOUNT (one limit: one ZRANGE BYSCORE LIMIT 0 1 of the oldest event in the window; none for a window the newest event is not in, or when the set holds one event), ZADD, PEXPIRE per recorded decision, an occasional ZREMRANGEBYRANK, at most one ZRANGE per denied reply (none when its event is the newest, one of the call's, or, with one limit, the oldest in the window); + TIME with the server clock"
+	contracts["zset_log.v5"] = e
 }
 
 // sliding_window v5 keeps each limit's newest bucket in field 'm', so a

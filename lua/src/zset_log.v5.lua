@@ -42,8 +42,200 @@
 -- checked by a pattern (no string is made), and the prelude builds fewer
 -- functions per EVALSHA. The limits are checked on every call, as the set
 -- keeps no copy of them.
+--
+-- What v5 does apart from v4: one limit (the common case) takes a path
+-- with locals only; its limit is checked inline, and its window is counted
+-- by reading the oldest event inside it (ZRANGE BYSCORE LIMIT 0 1) instead
+-- of ZCOUNT: indexes are consecutive, so the count is the newest index
+-- minus that event's index plus 1. That event is also the retry event of a
+-- denied call whose window holds max - eventCount + 1 events (at
+-- saturation in mode 0, eventCount 1): such a reply reads two members
+-- instead of v4's three commands. now is checked as '%d' text; the new
+-- member's score is the text of ARGV[3] when that is its time, and in unit
+-- ms the TTL is the text of ARGV[6] when it is the window. Several
+-- limits run v4's code. The state layout and member names are v4's (state
+-- version 3): v4 and v5 may run on one key.
 
 -- #include _prelude.v5.lua
+
+-- #call: what follows runs on every call (in ratelua_v5, the function body)
+local tonumber, floor, format, match = tonumber, math.floor, string.format, string.match
+local count, now = 1, false
+if ARGV[1] ~= '1' then
+  count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
+end
+if ARGV[3] ~= '' then
+  -- Canonical: what '%d' writes back (a string equal to ARGV[3] is
+  -- interned already, so this makes no new string).
+  now = tonumber(ARGV[3])
+  if not (now and now >= 0 and now <= MAX_TIME and format('%d', now) == ARGV[3]) then
+    now = nil
+  end
+end
+local n = (#ARGV - 4) / 2
+if count == nil or now == nil or #KEYS ~= 1 or (ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us')
+  or (ARGV[4] ~= '0' and ARGV[4] ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
+  return rare().refuse(KEYS, ARGV, 2)
+end
+local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
+
+-- One limit, the common case, with locals only: the limit is checked
+-- inline (its '%d' text must be ARGV's), the window is counted from the
+-- newest event and the oldest event inside the window (indexes are
+-- consecutive, so count = newest index - oldest index + 1), and a denied
+-- reply whose retry event is that oldest one (at saturation in mode 0)
+-- needs no other read. Bad limits go on to the general code, which
+-- refuses them.
+if n == 1 then
+  local max, window = tonumber(ARGV[5]), tonumber(ARGV[6])
+  if max and window and max >= 1 and max <= 1000000 and window >= 1 and window <= MAX_TIME
+    and format('%d', max) == ARGV[5] and format('%d', window) == ARGV[6] then
+    if count < 0 then
+      return rare().fresh(KEYS, ARGV, 2)
+    end
+    now = now or server_now(unit)
+    local last, newest, size = nil, 0, 0
+    local top = redis.call('ZRANGE', key, '-1', '-1')[1]
+    if top then
+      local time, index, base = match(top, '^(%d+):%l(%d+):(%d+)$')
+      if time == nil then
+        return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+      end
+      -- (text + 0 is the number of a digit string without a call)
+      last, newest = time + 0, index + 0
+      size = newest - base + 1
+    end
+    local stamp = now
+    if last and last > now then
+      stamp = last
+    end
+    -- c: the events in the window; first: the oldest of them (its name).
+    local c, first = 0, nil
+    if size > 0 and last > stamp - window then
+      if size == 1 then
+        c, first = 1, top
+      else
+        local oldest = redis.call('ZRANGE', key, format('(%d', stamp - window), '+inf', 'BYSCORE', 'LIMIT', '0', '1')[1]
+        local index = match(oldest, '^%d+:%l(%d+):')
+        if index == nil then
+          return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+        end
+        c, first = newest - index + 1, oldest
+      end
+    end
+    local asked = count
+    if asked < 1 then
+      asked = 1
+    end
+    local allowed = c + asked <= max
+    local record = count > 0 and (allowed or mode == '1')
+    local added = 0
+    local previous = last -- the newest event's time before this call
+    if record then
+      -- More than max + 1 events at once are recorded as max + 1: no reply
+      -- can tell them apart.
+      added = count
+      if added > max + 1 then
+        added = max + 1
+      end
+      local keep = max + 1 - added
+      if c < keep then
+        keep = c
+      end
+      local removable = size - keep
+      if removable > 0 and removable >= keep then
+        redis.call('ZREMRANGEBYRANK', key, '0', format('%d', removable - 1))
+        size = keep
+      end
+      local base = newest - size + 1
+      local score = ARGV[3]
+      if stamp ~= now or score == '' then
+        score = format('%d', stamp)
+      end
+      -- Member names: the index after a letter for its number of digits.
+      local index = newest + 1
+      local digits, ten = 1, 10
+      while index >= ten do
+        digits, ten = digits + 1, ten * 10
+      end
+      if added == 1 then
+        redis.call('ZADD', key, score, format('%s:%s%d:%d', score, string.char(96 + digits), index, base))
+      else
+        local batch = {}
+        local b = 0
+        for j = index, newest + added do
+          if j >= ten then
+            digits, ten = digits + 1, ten * 10
+          end
+          batch[b + 1], batch[b + 2] = score, format('%s:%s%d:%d', score, string.char(96 + digits), j, base)
+          b = b + 2
+          if b == 2000 or j == newest + added then
+            redis.call('ZADD', key, unpack(batch, 1, b))
+            b = 0
+          end
+        end
+      end
+      newest, last = newest + added, stamp
+      c = c + added
+    end
+    local left = max - c
+    if left < 0 then
+      left = 0
+    end
+    local reset_after = 0
+    if c > 0 then
+      reset_after = last + window - now
+      if reset_after > MAX_TIME then
+        reset_after = MAX_TIME
+      elseif reset_after < 0 then
+        reset_after = 0
+      end
+    end
+    if record then
+      -- ttl_ms inline for ms (a call less); reset_after >= 1 here.
+      local ttl
+      if unit == 'ms' then
+        ttl = ARGV[6]
+        if reset_after ~= window then
+          ttl = format('%d', reset_after)
+        end
+      else
+        ttl = ttl_ms(unit, reset_after)
+      end
+      redis.call('PEXPIRE', key, ttl)
+    end
+    if allowed then
+      return { 1, left, 0, reset_after, 1 }
+    end
+    if asked > max then
+      return { 0, left, -1, reset_after, 1 }
+    end
+    -- Wait until the (max - asked + 1)-th newest event leaves the window:
+    -- one of this call's, the newest before it, the oldest in the window,
+    -- or another one (read by rank).
+    local rank = max - asked
+    local time
+    if rank < added then
+      time = stamp
+    elseif rank == added then
+      time = previous
+    elseif rank == c - 1 then
+      time = match(first, '^%d+') + 0
+    else
+      local r = format('%d', rank)
+      time = match(redis.call('ZRANGE', key, r, r, 'REV')[1], '^(%d+):') + 0
+    end
+    local retry = time + window - now
+    if retry > MAX_TIME then
+      retry = MAX_TIME
+    elseif retry < 0 then
+      retry = 0
+    end
+    return { 0, left, retry, reset_after, 1 }
+  end
+end
+
+-- The general code: several limits, or a bad limit to refuse.
 
 -- member reads a member's time, index and base; nil if it is not a
 -- zset_log event (v4 names its members as v3 does).
@@ -69,21 +261,6 @@ local function name(score, index, base)
   return string.format('%s:%s%d:%d', score, letter, index, base)
 end
 
--- #call: what follows runs on every call (in ratelua_v5, the function body)
-local tonumber, floor, format, match = tonumber, math.floor, string.format, string.match
-local count, now = 1, false
-if ARGV[1] ~= '1' then
-  count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
-end
-if ARGV[3] ~= '' then
-  now = integer(ARGV[3], 0, MAX_TIME)
-end
-local n = (#ARGV - 4) / 2
-if count == nil or now == nil or #KEYS ~= 1 or (ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us')
-  or (ARGV[4] ~= '0' and ARGV[4] ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
-  return rare().refuse(KEYS, ARGV, 2)
-end
-local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
 -- The limits: largest is the largest max, wide the index of the (first)
 -- widest window.
 local largest, wide, widest = 0, 1, 0
