@@ -35,13 +35,13 @@ var released = map[string]string{
 	"zset_log@v4":       "388c49f8d953a40b375e993a6132e1bcadc4d038",
 
 	// v5, a line each.
-	"ar1@v5": "de7fc42611d93006322ef5e934d6e9b77b6c0ae3",
+	"ar1@v5": "3b0a5f13e4124b97b1c9bd13fbfbf9d4c4e60886",
 
 	"sliding_window@v5": "0d015f7c7eb2e9b8c3a661fb8ab7c2ea83fa2f33",
 
-	"token_bucket@v5": "29a7d81158481cbfbac1f8773b52637671dabef1",
+	"token_bucket@v5": "d8e8a67049b1f4563ecb34d32b307cd4d7a94d74",
 
-	"zset_log@v5": "64296a74f4fa046a2048fd911a09fbe33a5cb183",
+	"zset_log@v5": "20313d7d919b4996c3f81a69b57d43efce28cc27",
 }
 
 // releasedLibraries pins the SHA1 of every released Functions library.

@@ -28,8 +28,8 @@
 -- squaring; a boundary is estimated with a logarithm and then decided by an
 -- exact check of that same arithmetic. Fresh means every count is 0;
 -- reset_after is the time until then. remaining is floor(max - c). The
--- executable specification is internal/model/ar1.go; v4 replies as v3
--- does to every call.
+-- executable specification is internal/model/ar1.go; v5 replies as v4
+-- and v3 do to every call.
 --
 -- State with one limit (the common case): a string "<time> <count>" in
 -- unit ms, "<time> <count> s" in unit s, "<time> <count> us" in unit us,

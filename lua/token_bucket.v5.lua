@@ -25,8 +25,8 @@
 -- refill_interval, exactly (tokens are kept as integers scaled by
 -- refill_interval). Fresh means every bucket is full; reset_after is the time
 -- until then. remaining is the whole tokens left in the emptiest bucket.
--- The executable specification is internal/model/token_bucket.go; v4
--- replies as v3 does to every call.
+-- The executable specification is internal/model/token_bucket.go; v5
+-- replies as v4 and v3 do to every call.
 --
 -- State with one limit (the common case): a string "<time> <deficit>" in
 -- unit ms, "<time> <deficit> s" in unit s, "<time> <deficit> us" in unit

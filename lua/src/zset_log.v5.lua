@@ -36,7 +36,7 @@
 -- set. TTL: reset_after. A now earlier than the newest event is treated as
 -- the time of the newest event. The unit must not change for a key; the
 -- limits may (the events are kept whatever the limits). This is v3's
--- layout, and v4 replies as v3 does to every call.
+-- layout, and v5 replies as v4 and v3 do to every call.
 --
 -- What v4 does apart from v3: the header is read inline, every integer is
 -- checked by a pattern (no string is made), and the prelude builds fewer
