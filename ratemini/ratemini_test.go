@@ -10,7 +10,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/ratelua/ratelua"
-	ratemini "github.com/ratelua/ratelua/miniredis"
+	ratemini "github.com/ratelua/ratelua/ratemini"
 )
 
 func start(t *testing.T) (*miniredis.Miniredis, *ratemini.Client, *ratemini.Clock) {

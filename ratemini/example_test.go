@@ -8,7 +8,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/ratelua/ratelua"
-	ratemini "github.com/ratelua/ratelua/miniredis"
+	ratemini "github.com/ratelua/ratelua/ratemini"
 )
 
 // A unit test's view of a login limiter (1 per 5 seconds and 5 per hour)

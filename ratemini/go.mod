@@ -1,4 +1,4 @@
-module github.com/ratelua/ratelua/miniredis
+module github.com/ratelua/ratelua/ratemini
 
 go 1.25.0
 
