@@ -1,6 +1,6 @@
 module github.com/ratelua/ratelua/goredis
 
-go 1.26.0
+go 1.25.0
 
 replace (
 	github.com/ratelua/ratelua => ../
@@ -43,6 +43,6 @@ require (
 	github.com/xeipuuv/gojsonpointer v0.0.0-20190905194746-02993c407bfb // indirect
 	github.com/xeipuuv/gojsonreference v0.0.0-20180127040603-bd5ef7bd5415 // indirect
 	github.com/xeipuuv/gojsonschema v1.2.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 )
