@@ -3,6 +3,7 @@ package ratelua
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Request is one decision in a batch: N events for Key (0 peeks).
@@ -64,4 +65,52 @@ func (l *Limiter) AllowBatch(ctx context.Context, requests []Request) []Outcome 
 		out[i].Result, out[i].Err = l.finish(ctx, &pending[j])
 	}
 	return out
+}
+
+// exec sends many calls of the limiter's script (one round trip per node
+// where the client batches) and recovers the entries that met NOSCRIPT or
+// a missing function, together.
+func (l *Limiter) exec(ctx context.Context, calls []Call) ([][]int64, []error) {
+	replies := make([][]int64, len(calls))
+	flat := make([]int64, 5*len(calls))
+	for i := range replies {
+		replies[i] = flat[5*i : 5*i+5 : 5*i+5]
+	}
+	errs := runBatch(ctx, l.client, calls, replies)
+	var retry []int
+	for i, err := range errs {
+		if err != nil && l.recoverable(calls[i].Command, err) {
+			retry = append(retry, i)
+		}
+	}
+	if len(retry) == 0 {
+		return replies, errs
+	}
+	start := time.Now()
+	if l.functions {
+		err := l.loadLibrary(ctx)
+		l.loaded(ctx, start, err)
+		if err != nil {
+			for _, i := range retry {
+				errs[i] = err
+			}
+			return replies, errs
+		}
+	}
+	again := make([]Call, len(retry))
+	againReplies := make([][]int64, len(retry))
+	for j, i := range retry {
+		again[j], againReplies[j] = calls[i], replies[i]
+		if !l.functions {
+			again[j].Command, again[j].Script = "EVAL", l.script.Source
+		}
+	}
+	for j, err := range runBatch(ctx, l.client, again, againReplies) {
+		errs[retry[j]] = err
+		if !l.functions {
+			// Each EVAL loaded the script on its node.
+			l.loaded(ctx, start, err)
+		}
+	}
+	return replies, errs
 }

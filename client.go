@@ -2,9 +2,6 @@ package ratelua
 
 import (
 	"context"
-	"fmt"
-	"maps"
-	"slices"
 )
 
 // Client sends a limiter's script calls to a Redis or Valkey server or
@@ -72,66 +69,4 @@ type batcher interface {
 // nodeLister is the optional per-node capability of a Client.
 type nodeLister interface {
 	Nodes(ctx context.Context) ([]Node, error)
-}
-
-// nodes lists the client's nodes sorted by address; with masters, only
-// those whose ROLE is master.
-func nodes(ctx context.Context, client Client, masters bool) ([]Node, error) {
-	lister, ok := client.(nodeLister)
-	if !ok {
-		return nil, fmt.Errorf("%w: %T lists no nodes", ErrNotSupported, client)
-	}
-	all, err := lister.Nodes(ctx)
-	if err != nil {
-		return nil, unreachable(fmt.Errorf("ratelua: list nodes: %w", err))
-	}
-	byAddr := map[string]Node{}
-	for _, n := range all {
-		byAddr[n.Addr] = n
-	}
-	var out []Node
-	for _, addr := range slices.Sorted(maps.Keys(byAddr)) {
-		n := byAddr[addr]
-		if masters {
-			master, err := isMaster(ctx, n)
-			if err != nil {
-				return nil, fmt.Errorf("ratelua: ROLE on %s: %w", addr, err)
-			}
-			if !master {
-				continue
-			}
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-// isMaster asks a node for its ROLE.
-func isMaster(ctx context.Context, n Node) (bool, error) {
-	reply, err := n.Do(ctx, "ROLE")
-	if err != nil {
-		return false, err
-	}
-	role, ok := reply.([]any)
-	if !ok || len(role) == 0 {
-		return false, fmt.Errorf("ROLE answered %T, want an array", reply)
-	}
-	name, ok := role[0].(string)
-	if !ok {
-		return false, fmt.Errorf("ROLE answered %T as its first element, want a string", role[0])
-	}
-	return name == "master", nil
-}
-
-// runBatch sends calls through client: in one round trip per node when it
-// can batch, else one at a time.
-func runBatch(ctx context.Context, client Client, calls []Call, replies [][]int64) []error {
-	if b, ok := client.(batcher); ok {
-		return b.RunBatch(ctx, calls, replies)
-	}
-	errs := make([]error, len(calls))
-	for i, c := range calls {
-		errs[i] = client.Run(ctx, c, replies[i])
-	}
-	return errs
 }

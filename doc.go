@@ -52,6 +52,113 @@
 // RetryAfter. Options.Fallback enforces a share of the limits in memory
 // while the server cannot be reached.
 //
+// # Failing open
+//
+// Options.FailOpen admits a call when the server could not answer: the
+// connection was refused or reset, or the caller's deadline passed while
+// the call waited for the server (a deadline is the caller's bound on how
+// long a decision may take, so a server slower than that is one that did
+// not answer). The error is still returned, wrapping ErrUnavailable. The
+// caller giving up is not an outage and is never admitted: a context
+// cancelled before or during the call (an HTTP client that hung up or
+// half-closed its connection), or whose deadline had passed before the
+// call was sent, is denied with an error wrapping the context's error
+// (context.Canceled or context.DeadlineExceeded) and not ErrUnavailable;
+// the server is not asked when the context is already done. A deadline
+// that a remote client chooses (gRPC's grpc-timeout) lets that client
+// decide how long the server may take; detach it (context.WithoutCancel
+// and a timeout of the service's own) where that matters. Any answer of
+// the server (an error reply such as NOPERM, OOM, BUSY or LOADING, a
+// failed library load, a reply of the wrong shape) is never admitted. A
+// call that timed out in the client may still have been recorded by the
+// server. By default every error is denied.
+//
+// # Dry run
+//
+// Options.DryRun decides and records every call exactly as an enforcing
+// limiter would (same script, same state, same mode), but admits it:
+// Allowed is always true, and Result.DryRunDenied says when enforcement
+// would have denied (Observe sees KindDryRun). A call that meets an error
+// is admitted as well, with its error. For rolling out a new limit and
+// watching it before it bites.
+//
+// # Deny cache
+//
+// Options.DenyCache, if above 0, answers in the process, without a round
+// trip, a request (event key and number of events; Peek counts as one)
+// that the server denied with a RetryAfter, until that wait is over. It
+// holds at most DenyCache event keys, evicting the least recently used,
+// and is safe for concurrent use.
+//
+// Denied attempts are not recorded (CountDenied false; with CountDenied
+// the server would record each attempt and the option is refused with
+// ErrInvalidLimit), so until the wait is over the server would deny the
+// same request too, with the same RetryAfter, ResetAfter and Limit, unless:
+//   - the state changes behind the process's back: the event key is reset
+//     by another Limiter or process (Reset, ResetMany, ResetPrefix, a
+//     deleted key), or a failover loses the write that denied it: then the
+//     server would admit earlier;
+//   - another Limiter or process records events for the same event key and
+//     limits (a smaller request that fits): then the server's RetryAfter
+//     and ResetAfter are longer;
+//   - AllowN asks for n > 1: Remaining is the server's at the denial, and
+//     the server's grows while capacity frees (for one event it is 0 until
+//     the wait is over);
+//   - with the server's clock, the wait is measured on the process's clock
+//     from when the request was sent, one unit shorter, so a local answer
+//     never outlasts the server's (the next request after it asks the
+//     server).
+//
+// Limits are part of the state key, so a process with other limits (a new
+// deployment) or another Version never changes the answers: it uses
+// another key. Reset and ResetMany through this Limiter forget the key. A
+// denial with RetryAfter Never (more events than a limit's maximum) is not
+// cached. An evicted key costs a round trip, no more.
+//
+// # Fallback
+//
+// Options.Fallback, if above 0, is the share (0.001 to 1) of every limit
+// that this process enforces by itself while the server cannot be reached:
+// the same algorithm and limits, each maximum (and a bucket's refill rate)
+// multiplied by Fallback and rounded down, decided in memory per event key.
+// With N instances sharing the limits, 1/N keeps the total within the
+// limits. Only a call with no answer (ErrUnavailable) counts toward it,
+// never an error reply. Unavailability is followed per hash slot: calls on
+// a key whose slot went unanswered are answered from the fallback once
+// calls have gone unanswered for FallbackAfter (until then FailOpen
+// decides; 0 falls back at the first unanswered call), with a nil error;
+// one such call at a time, at most one per FallbackAfter, still asks the
+// server, and its first answer ends the fallback for every key. Unanswered
+// calls that stop for FallbackAfter while other calls are answered (a
+// blip) are forgotten. The fallback's state starts empty (the events the
+// server recorded are not known) and is kept across outages. It holds at
+// most FallbackKeys event keys, the least recently used evicted; an
+// evicted key starts afresh (its share again), so the bound should exceed
+// the keys active in an outage.
+//
+// # Observation
+//
+// Options.Observe is called with every decision (Allow, AllowN, Peek, every
+// request of AllowBatch), every script load and every switch of the
+// fallback, on the caller's goroutine after the decision, with the
+// caller's ctx. github.com/ratelua/ratelua/rateotel turns the events into
+// OpenTelemetry metrics and spans.
+//
+// # Versions
+//
+// Options.Version pins the script version; 0 means the newest. Every
+// version keeps the same contract, so pinning matters only for state. The
+// state key names the version whose state layout the script keeps
+// (Script.StateVersion; zset_log v5 keeps the layout of the development
+// version 3), so a new version that keeps a layout shares its state, and a
+// move across layouts starts its limiters fresh under new keys; pinning the
+// old version until every instance runs the new code keeps one state per
+// limiter during a rolling upgrade. Options.Functions calls the scripts as
+// Redis Functions (FCALL) from the release's Library instead of by
+// EVALSHA; the library is loaded on every master the first time a node
+// answers that the function is missing (or beforehand with LoadFunctions).
+// Functions survive failovers and restarts, where EVALSHA meets NOSCRIPT.
+//
 // # Errors
 //
 // Errors are testable with errors.Is: ErrInvalidLimit (rejected in Go,

@@ -1,7 +1,6 @@
 package ratelua
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/ratelua/ratelua/internal/manifest"
@@ -37,30 +36,3 @@ func ReleaseLibrary(version int) (Library, error) {
 
 // Function returns the function name of a script in its release's library.
 func (s Script) Function() string { return manifest.FunctionName(s.Name, s.Version) }
-
-// LoadFunctions loads the library (FUNCTION LOAD REPLACE) on every master
-// of the client; replicas receive it by replication. It reports each
-// master's address with its failure, nil when the library loaded there. The client must list its nodes (see
-// Client), else the error wraps ErrNotSupported.
-func LoadFunctions(ctx context.Context, client Client, lib Library) (map[string]error, error) {
-	if lib.Source == "" {
-		return nil, fmt.Errorf("ratelua: library %s has no source", quote(lib.Name))
-	}
-	masters, err := nodes(ctx, client, true)
-	if err != nil {
-		return nil, err
-	}
-	report := map[string]error{}
-	var first error
-	for _, n := range masters {
-		var err error
-		if _, err = n.Do(ctx, "FUNCTION", "LOAD", "REPLACE", lib.Source); err != nil {
-			err = fmt.Errorf("ratelua: load library %s on %s: %w", lib.Name, n.Addr, unreachable(err))
-			if first == nil {
-				first = err
-			}
-		}
-		report[n.Addr] = err
-	}
-	return report, first
-}

@@ -1,7 +1,6 @@
 package ratelua
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -97,38 +96,4 @@ func (r *Registry) All() []Script {
 		return a.Version - b.Version
 	})
 	return out
-}
-
-// Load puts every registered script on every node of the client (masters
-// and replicas, which need the script after a failover) by SCRIPT LOAD. It
-// reports each node's address with its first failure, nil when every
-// script loaded there; the error is the first failure. Limiters do not need it (they answer NOSCRIPT with EVAL);
-// it saves that one extra round trip per node and script. The client must
-// list its nodes (see Client), else the error wraps ErrNotSupported.
-func (r *Registry) Load(ctx context.Context, client Client) (map[string]error, error) {
-	all, err := nodes(ctx, client, false)
-	if err != nil {
-		return nil, err
-	}
-	scripts := r.All()
-	report := map[string]error{}
-	var first error
-	for _, n := range all {
-		var nodeErr error
-		for _, s := range scripts {
-			sha, err := n.Do(ctx, "SCRIPT", "LOAD", s.Source)
-			if err == nil && sha != s.SHA1 {
-				err = fmt.Errorf("loaded as %v, want %s", sha, s.SHA1)
-			}
-			if err != nil {
-				nodeErr = fmt.Errorf("ratelua: load %s on %s: %w", s, n.Addr, unreachable(err))
-				break
-			}
-		}
-		if first == nil {
-			first = nodeErr
-		}
-		report[n.Addr] = nodeErr
-	}
-	return report, first
 }

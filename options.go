@@ -1,0 +1,52 @@
+package ratelua
+
+import (
+	"context"
+	"time"
+)
+
+// Options configure a limiter. The zero value is a limiter under the key
+// prefix "ratelua" that counts only admitted events, reads the server's
+// clock and fails closed. The package documentation says more of each
+// option that works around the round trip: see "Failing open", "Dry run",
+// "Deny cache", "Fallback" and "Versions".
+type Options struct {
+	// Prefix starts every state key: <Prefix>:{<event key>}:<script>:v<N>:<limits hash>.
+	// It may not contain '{' or '}'. Empty means "ratelua".
+	Prefix string
+	// CountDenied records every attempt, allowed or not (mode 1); by
+	// default only admitted events are recorded. It is not part of the key.
+	CountDenied bool
+	// Clock, if set, gives the time of each call (the caller's clock); by
+	// default the server's clock (TIME) is used, so app servers agree.
+	Clock func() time.Time
+	// FailOpen admits a call when the server could not answer; never when
+	// it answered with an error, nor when the caller gave up.
+	FailOpen bool
+	// Registry holds the scripts the limiter may call; nil means the
+	// embedded ones.
+	Registry *Registry
+	// Functions calls the scripts by FCALL from the release's Functions
+	// library, loaded on every master when a node lacks it.
+	Functions bool
+	// Version pins the script version; 0 means the newest.
+	Version int
+
+	// DryRun decides and records every call as enforcement would, but
+	// admits it; Result.DryRunDenied says when it would have denied.
+	DryRun bool
+	// DenyCache, above 0, answers a denied request in the process until
+	// its RetryAfter, for at most DenyCache event keys.
+	DenyCache int
+	// Fallback, above 0, is the share (0.001 to 1) of every limit this
+	// process enforces in memory while the server cannot be reached.
+	Fallback float64
+	// FallbackAfter is how long calls must go unanswered before the
+	// fallback decides, and how often it then asks the server.
+	FallbackAfter time.Duration
+	// FallbackKeys bounds the event keys the fallback holds; 0 means 10,000.
+	FallbackKeys int
+	// Observe, if set, sees every decision, script load and fallback
+	// switch, on the caller's goroutine: it must be fast and concurrent-safe.
+	Observe func(ctx context.Context, e Event)
+}
