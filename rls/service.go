@@ -249,7 +249,7 @@ func (s *Service) respond(req *pb.RateLimitRequest, slots []slot, now time.Time)
 	minRemaining := uint32(math.MaxUint32)
 	var closest *pb.RateLimitResponse_DescriptorStatus
 	var closestSlot *slot
-	failed, quotaFailed, quotaTotal := 0, 0, 0
+	failed := 0
 	headers := s.opts.LimitHeader != "" || s.opts.IETFHeaders
 	for i := range slots {
 		sl := &slots[i]
@@ -267,21 +267,19 @@ func (s *Service) respond(req *pb.RateLimitRequest, slots []slot, now time.Time)
 		if headers && st.LimitRemaining < minRemaining {
 			closest, closestSlot, minRemaining = st, sl, st.LimitRemaining
 		}
-		quota := sl.rule.QuotaMode
 		if st.Code == pb.RateLimitResponse_OVER_LIMIT {
-			if quota {
-				quotaFailed++
+			if sl.rule.QuotaMode {
+				// Quota mode: the violation is reported as OK, with the
+				// limit and remaining but no reset, and never denies.
+				resp.Statuses[i] = &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, CurrentLimit: st.CurrentLimit, LimitRemaining: st.LimitRemaining}
 			} else {
 				failed++
 				closest, closestSlot, minRemaining = st, sl, 0
 			}
 		}
-		if quota {
-			quotaTotal++
-		}
 	}
 	resp.OverallCode = pb.RateLimitResponse_OK
-	if failed > 0 || quotaTotal > 0 && quotaTotal == quotaFailed {
+	if failed > 0 {
 		resp.OverallCode = pb.RateLimitResponse_OVER_LIMIT
 	}
 	if closest != nil {
