@@ -319,8 +319,6 @@ func Check(dir string, ignoreDotFiles, mergeDomains bool) (*Config, error) {
 	return c, nil
 }
 
-
-
 // offline is a Client that never sends: check builds limiters with it.
 type offline struct{}
 
