@@ -69,7 +69,7 @@ type service struct {
 // startService runs binary with the reference's settings on redisURL
 // (comma-separated for a cluster), the configuration files of configDir,
 // and extra environment variables.
-func startService(t *testing.T, name, binary, configDir, redisURL string, cluster bool, extra ...string) *service {
+func startService(t testing.TB, name, binary, configDir, redisURL string, cluster bool, extra ...string) *service {
 	t.Helper()
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "ratelimit"), 0o755); err != nil {
