@@ -69,7 +69,8 @@ require (
 	github.com/prometheus/common v0.48.0 // indirect
 	github.com/prometheus/procfs v0.12.0 // indirect
 	github.com/prometheus/statsd_exporter v0.26.1 // indirect
-	github.com/ratelua/ratelua v0.1.0
+	github.com/ratelua/ratelua v0.1.0 // indirect
+	github.com/ratelua/ratelua/testbench v0.1.0
 	github.com/sirupsen/logrus v1.9.3 // indirect
 	github.com/tilinna/clock v1.0.2 // indirect
 	go.opentelemetry.io/auto/sdk v1.1.0 // indirect
@@ -95,3 +96,5 @@ require (
 replace github.com/ratelua/ratelua => ../../
 
 replace github.com/ratelua/ratelua/rls => ../
+
+replace github.com/ratelua/ratelua/testbench => ../../testbench
