@@ -35,7 +35,7 @@ test: servers callers deps vet check-generated
 ## (from the module proxy; nothing but Go is needed)
 deps:
 	$(GO) mod download
-	@for m in $(MODULES) bench; do (cd $$m && $(GO) mod download) || exit 1; done
+	@for m in $(MODULES) bench rls rls/reference; do (cd $$m && $(GO) mod download) || exit 1; done
 
 ## test-docker: the testbench suite and the six-node cluster suite once more
 ## with every server in a Docker container of DOCKER_IMAGE (testbench's
@@ -147,3 +147,25 @@ bench:
 .PHONY: example-http
 example-http:
 	$(GO) run ./examples/http $(if $(ADDR),--addr $(ADDR))
+## test-rls: ratelua-rls (rls/): vet, its tests on a real redis-server, and
+## the comparison with envoyproxy/ratelimit (rls/reference/: builds the
+## reference's service from its pinned pseudo-version and ratelua-rls, runs
+## each on its own redis-server, single node and six-node cluster, with the
+## configurations of rls/reference/testdata/config and the same seeded
+## request streams, and compares every answer). Prints how many requests
+## agreed. A missing server skips, except under CI=true.
+.PHONY: test-rls bench-rls
+test: test-rls
+test-rls: servers
+	@rm -f .rls-report
+	cd rls && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd rls/reference && $(GO) vet . && RLS_REPORT=$(CURDIR)/.rls-report $(GO) test -count=1 -p 1 .
+	@cat .rls-report 2>/dev/null || echo "rls: no comparison report (the comparison did not run)"
+	@rm -f .rls-report
+
+## bench-rls: the same gRPC load on envoyproxy/ratelimit and ratelua-rls
+## (1, 8 and 32 concurrent clients; 1 and 5 descriptors per request over
+## 1,000 keys; RLS_BENCH_SECONDS each, default 5): requests per second and
+## p50/p99 latency of each, ratelua-rls's as ratios to the reference's.
+bench-rls: servers
+	cd rls/reference && $(GO) test -count=1 -run '^$$' -bench AgainstReference -benchtime=1x .

@@ -1,0 +1,79 @@
+// Command ratelua-rls is a rate-limit service for Envoy that reads
+// envoyproxy/ratelimit's configuration and environment variables and
+// decides with ratelua's limiters.
+//
+//	ratelua-rls                  serve (settings from the environment)
+//	ratelua-rls check CONFIG_DIR validate a configuration directory: every
+//	                             error with its file and line; exit 1 on any
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/rls"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "check":
+			return check(args[1:], getenv, stdout, stderr)
+		case "-h", "-help", "--help", "help":
+			fmt.Fprintln(stdout, "usage: ratelua-rls            serve (settings from the environment)\n       ratelua-rls check DIR  validate the configuration files under DIR")
+			return 0
+		}
+		fmt.Fprintf(stderr, "ratelua-rls: unknown command %q (want no argument, or check DIR)\n", args[0])
+		return 2
+	}
+	s, err := rls.SettingsFromEnv(getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	level := slog.LevelInfo
+	if strings.EqualFold(getenv("LOG_LEVEL"), "debug") {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	client, err := rls.NewClient(s)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	defer client.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := rls.NewServer(s, ratelua.Rueidis(client), log).Run(ctx); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func check(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintln(stderr, "usage: ratelua-rls check CONFIG_DIR")
+		return 2
+	}
+	ignoreDot := strings.EqualFold(getenv("RUNTIME_IGNOREDOTFILES"), "true")
+	merge := strings.EqualFold(getenv("MERGE_DOMAIN_CONFIG"), "true")
+	c, err := rls.Check(args[0], ignoreDot, merge)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s: %d rules, OK\n", args[0], len(c.Rules))
+	return 0
+}

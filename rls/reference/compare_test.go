@@ -1,0 +1,182 @@
+package reference
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	rlpb "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/ratelua/ratelua/testbench"
+)
+
+// descriptor is one descriptor a stream may send.
+type descriptor struct {
+	entries  string // "k=v,k=v"
+	override *rlpb.RateLimitDescriptor_RateLimitOverride
+}
+
+func d(entries string) descriptor { return descriptor{entries: entries} }
+
+// pools are the descriptors of each configuration of testdata/config: ones
+// that match a rule, one through a wildcard, ones that match none.
+var pools = map[string][]descriptor{
+	"basic": {d("generic_key=foo"), d("generic_key=bar"), d("remote_address=1.2.3.4"), d("remote_address=5.6.7.8"),
+		d("client_id=acme,path=/x"), d("client_id=acme,path=/login"), d("client_id=acme"), d("client_id=other,path=/x"),
+		d("user=u1,plan=free,method=GET"), d("user=u2,plan=free,method=POST"), d("user=u1,plan=paid,method=GET"), d("user=u1,plan=free")},
+	"hits":     {d("tenant=t1"), d("tenant=t2"), d("small=s")},
+	"replaces": {d("a=x"), d("a=y"), d("b=1"), d("c=1"), d("d=1")},
+	"shadow":   {d("s=1"), d("t=1"), d("q=1"), d("q2=1")},
+	"wildcard": {d("path=/api/a"), d("path=/api/b"), d("path=/v1/users"), d("path=/v1/orders"), d("path=/other"),
+		d("host=edge-1,path=/p"), d("host=edge-2,path=/p"), d("host=core-1,path=/p")},
+	"edge": {d("zero=1"), d("day=1"), d("week=1"), d("year=1"), d("parent=1"), d("parent=1,child=2"),
+		{entries: "ovr=1", override: &rlpb.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 2, Unit: typev3.RateLimitUnit_MINUTE}}},
+}
+
+// domains lists the pools in a fixed order (map order is random).
+var domains = []string{"basic", "hits", "replaces", "shadow", "wildcard", "edge"}
+
+func (x descriptor) proto() *rlpb.RateLimitDescriptor {
+	out := &rlpb.RateLimitDescriptor{Limit: x.override}
+	for _, kv := range strings.Split(x.entries, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		out.Entries = append(out.Entries, &rlpb.RateLimitDescriptor_Entry{Key: k, Value: v})
+	}
+	return out
+}
+
+// stream returns n requests on domain, from a seeded generator: 1 to 4
+// descriptors each, hits_addend absent, 0, 1 or more at request level and
+// at times per descriptor; now and then an unknown domain, an empty domain
+// or no descriptors.
+func stream(seed uint64, domain string, n int) []*pb.RateLimitRequest {
+	r := rand.New(rand.NewPCG(seed, 21))
+	pool := pools[domain]
+	reqs := make([]*pb.RateLimitRequest, n)
+	for i := range reqs {
+		req := &pb.RateLimitRequest{Domain: domain}
+		switch r.IntN(40) {
+		case 0:
+			req.Domain = "unknown"
+		case 1:
+			req.Domain = ""
+		}
+		if r.IntN(40) != 0 {
+			for range 1 + r.IntN(4) {
+				desc := pool[r.IntN(len(pool))].proto()
+				if r.IntN(4) == 0 {
+					desc.HitsAddend = wrapperspb.UInt64([]uint64{0, 1, 2, 5, 11}[r.IntN(5)])
+				}
+				req.Descriptors = append(req.Descriptors, desc)
+			}
+		}
+		req.HitsAddend = []uint32{0, 0, 0, 1, 2, 3, 12}[r.IntN(7)]
+		reqs[i] = req
+	}
+	return reqs
+}
+
+// compare sends every request of each domain's stream to both services,
+// each pair within one second, and fails on the first answer that differs.
+func compare(t *testing.T, ref, ours *service, seed uint64, perDomain int) int {
+	t.Helper()
+	ctx := context.Background()
+	total := 0
+	for di, domain := range domains {
+		for i, req := range stream(seed+uint64(di), domain, perDomain) {
+			var a, b string
+			ok := sameSecond(func() {
+				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
+				a = answer(ref.client.ShouldRateLimit(cctx, req))
+				b = answer(ours.client.ShouldRateLimit(cctx, req))
+			})
+			if !ok {
+				t.Fatalf("%s request %d: the two answers straddle a second; the comparison cannot hold", domain, i)
+			}
+			if a != b {
+				t.Fatalf("%s request %d differs (seed %d)\nrequest: %s\nreference:   %s\nratelua-rls: %s", domain, i, seed, prototext.Format(req), a, b)
+			}
+			total++
+		}
+	}
+	return total
+}
+
+// TestAgainstReference runs envoyproxy/ratelimit and ratelua-rls, each on
+// its own redis-server, with the configurations of testdata/config and the
+// same seeded request streams, and compares every answer: overall code,
+// statuses, limits, remaining and reset. A second pair runs with the
+// global shadow mode and the reference's response headers.
+func TestAgainstReference(t *testing.T) {
+	bins, err := binaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := []struct {
+		name string
+		env  []string
+	}{
+		{"defaults", nil},
+		{"shadow-headers", []string{"SHADOW_MODE=true", "LIMIT_RESPONSE_HEADERS_ENABLED=true"}},
+	}
+	for i, run := range runs {
+		t.Run(run.name, func(t *testing.T) {
+			refRedis := testbench.StartSingle(t, testbench.Options{Kind: testbench.Redis})
+			ourRedis := testbench.StartSingle(t, testbench.Options{Kind: testbench.Redis})
+			ref := startService(t, "reference", bins["reference"], "testdata/config", refRedis.Addr, false, run.env...)
+			ours := startService(t, "ratelua-rls", bins["ratelua-rls"], "testdata/config", ourRedis.Addr, false, run.env...)
+			n := compare(t, ref, ours, uint64(100*(i+1)), perDomain())
+			t.Logf("%d requests, every answer the same", n)
+			reportCases(fmt.Sprintf("reference comparison, single node, %s: %d requests agree", run.name, n))
+		})
+	}
+}
+
+// TestAgainstReferenceCluster does the same on two six-node clusters (3
+// masters, 3 replicas), the reference in its cluster mode.
+func TestAgainstReferenceCluster(t *testing.T) {
+	bins, err := binaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	refCluster := testbench.Start(t, testbench.Options{Kind: testbench.Redis})
+	ourCluster := testbench.Start(t, testbench.Options{Kind: testbench.Redis})
+	ref := startService(t, "reference", bins["reference"], "testdata/config", strings.Join(refCluster.Addrs(), ","), true)
+	ours := startService(t, "ratelua-rls", bins["ratelua-rls"], "testdata/config", strings.Join(ourCluster.Addrs(), ","), true)
+	n := compare(t, ref, ours, 7, perDomain())
+	t.Logf("%d requests, every answer the same", n)
+	reportCases(fmt.Sprintf("reference comparison, six-node cluster: %d requests agree", n))
+}
+
+// perDomain is the requests per configuration (RLS_COMPARE_REQUESTS, 150
+// by default).
+func perDomain() int {
+	var n int
+	if _, err := fmt.Sscan(os.Getenv("RLS_COMPARE_REQUESTS"), &n); err == nil && n > 0 {
+		return n
+	}
+	return 150
+}
+
+// reportCases appends a line to the file RLS_REPORT names, if any.
+func reportCases(line string) {
+	path := os.Getenv("RLS_REPORT")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintln(f, line)
+}

@@ -1,0 +1,181 @@
+package reference
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	rlpb "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// binaries builds, once per test binary, the reference's service and
+// ratelua-rls into one directory.
+var binaries = sync.OnceValues(func() (map[string]string, error) {
+	dir, err := os.MkdirTemp("", "rls-reference-bin-")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{
+		"reference":   filepath.Join(dir, "ratelimit"),
+		"ratelua-rls": filepath.Join(dir, "ratelua-rls"),
+	}
+	pkgs := map[string]string{
+		"reference":   "github.com/envoyproxy/ratelimit/src/service_cmd",
+		"ratelua-rls": "github.com/ratelua/ratelua/rls/cmd/ratelua-rls",
+	}
+	for name, pkg := range pkgs {
+		start := time.Now()
+		cmd := exec.Command("go", "build", "-o", out[name], pkg)
+		cmd.Env = os.Environ()
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+		}
+		fmt.Fprintf(os.Stderr, "built %s in %v\n", name, time.Since(start).Round(time.Millisecond))
+	}
+	return out, nil
+})
+
+// freePort returns a loopback port nobody listens on now.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// service is one running rate-limit service.
+type service struct {
+	name   string
+	client pb.RateLimitServiceClient
+	http   int
+	log    string
+}
+
+// startService runs binary with the reference's settings on redisURL
+// (comma-separated for a cluster), the configuration files of configDir,
+// and extra environment variables.
+func startService(t testing.TB, name, binary, configDir, redisURL string, cluster bool, extra ...string) *service {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "ratelimit"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(filepath.Join(root, "ratelimit", "config"), os.DirFS(configDir)); err != nil {
+		t.Fatal(err)
+	}
+	grpcPort, httpPort, debugPort := freePort(t), freePort(t), freePort(t)
+	redisType := "SINGLE"
+	if cluster {
+		redisType = "CLUSTER"
+	}
+	env := append(os.Environ(),
+		"RUNTIME_ROOT="+root, "RUNTIME_SUBDIRECTORY=ratelimit", "RUNTIME_WATCH_ROOT=false",
+		"REDIS_SOCKET_TYPE=tcp", "REDIS_URL="+redisURL, "REDIS_TYPE="+redisType,
+		"GRPC_HOST=127.0.0.1", "GRPC_PORT="+strconv.Itoa(grpcPort),
+		"HOST=127.0.0.1", "PORT="+strconv.Itoa(httpPort),
+		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT="+strconv.Itoa(debugPort),
+		"USE_STATSD=false", "LOG_LEVEL=warn",
+	)
+	env = append(env, extra...)
+	logPath := filepath.Join(root, name+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); logFile.Close(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	conn, err := grpc.NewClient(net.JoinHostPort("127.0.0.1", strconv.Itoa(grpcPort)), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	s := &service{name: name, client: pb.NewRateLimitServiceClient(conn), http: httpPort, log: logPath}
+	ping := &pb.RateLimitRequest{Domain: "basic", Descriptors: []*rlpb.RateLimitDescriptor{{Entries: []*rlpb.RateLimitDescriptor_Entry{{Key: "readiness", Value: "probe"}}}}}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := s.client.ShouldRateLimit(ctx, ping)
+		cancel()
+		if err == nil {
+			return s
+		}
+		select {
+		case <-done:
+			b, _ := os.ReadFile(logPath)
+			t.Fatalf("%s exited before answering: %s", name, b)
+		default:
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(logPath)
+			t.Fatalf("%s did not answer within 60 s: %v\n%s", name, err, b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// answer is a response (or error) in a form two services' can be compared in.
+func answer(resp *pb.RateLimitResponse, err error) string {
+	if err != nil {
+		return "error"
+	}
+	var b strings.Builder
+	b.WriteString(resp.GetOverallCode().String())
+	for i, s := range resp.GetStatuses() {
+		fmt.Fprintf(&b, "\n  [%d] %s", i, s.GetCode())
+		if l := s.GetCurrentLimit(); l != nil {
+			fmt.Fprintf(&b, " limit=%d/%s name=%q", l.GetRequestsPerUnit(), l.GetUnit(), l.GetName())
+		}
+		fmt.Fprintf(&b, " remaining=%d", s.GetLimitRemaining())
+		if d := s.GetDurationUntilReset(); d != nil {
+			fmt.Fprintf(&b, " reset=%ds", d.GetSeconds())
+		}
+	}
+	for _, h := range resp.GetResponseHeadersToAdd() {
+		fmt.Fprintf(&b, "\n  header %s: %s", h.GetKey(), h.GetValue())
+	}
+	return b.String()
+}
+
+// sameSecond runs f at a point where it can finish within the current
+// second: it waits for the next second when less than 200 ms are left, and
+// reports whether f started and ended in one second, so that both services
+// see one time for every window (the reference reads the process clock,
+// ratelua-rls's reference rules too).
+func sameSecond(f func()) bool {
+	if now := time.Now(); now.Nanosecond() > 800_000_000 {
+		time.Sleep(time.Duration(1_000_000_000-now.Nanosecond())*time.Nanosecond + 2*time.Millisecond)
+	}
+	start := time.Now().Unix()
+	f()
+	return time.Now().Unix() == start
+}
