@@ -121,6 +121,7 @@ fuzz:
 	for f in FuzzSlidingWindow FuzzAR1 FuzzZSetLog FuzzTokenBucket FuzzGoRefusesWhatScriptsRefuse FuzzEventKeySlot; do \
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) . || exit 1; \
 	done
+	$(GO) test -run '^$$' -fuzz '^FuzzClientKey$$' -fuzztime $(FUZZTIME) ./clientaddr
 
 ## demo: the seed's login case (1 per 5 s and 5 per hour) as a timeline, on
 ## the embedded engine; ADDR=host:port runs it against a server or cluster
