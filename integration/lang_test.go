@@ -503,3 +503,134 @@ func TestLangMiddlewares(t *testing.T) {
 	}
 	t.Logf("login case: %d requests, statuses %v, fields equal in ratehttp, ASGI and Express", len(requests), statuses)
 }
+
+// TestLangInstalled builds the wheel and the npm tarball, installs each as
+// a user would (a fresh virtualenv, an empty folder, both outside the
+// repository) and runs the login case from there against a real server;
+// the Go API then sees the state they wrote.
+func TestLangInstalled(t *testing.T) {
+	needTools(t, pythonTools, nodeTools, []string{"npm", "--version"})
+	addr := singles[testbench.Redis].Addr
+	tmp := t.TempDir()
+	id := fmt.Sprintf("%x", rand.Uint64())
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	goLogins, err := sharedLimit{"sliding_window", loginLimits, 1}.build(ratelua.Rueidis(client), ratelua.Options{Prefix: "installed" + id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(t *testing.T, out, who, home string) {
+		t.Helper()
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var got []struct {
+			Allowed    bool    `json:"allowed"`
+			RetryAfter float64 `json:"retry_after"`
+			Limit      int     `json:"limit"`
+			Module     string  `json:"module"`
+		}
+		for _, l := range lines[len(lines)-2:] {
+			var v struct {
+				Allowed    bool    `json:"allowed"`
+				RetryAfter float64 `json:"retry_after"`
+				Limit      int     `json:"limit"`
+				Module     string  `json:"module"`
+			}
+			if err := json.Unmarshal([]byte(l), &v); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			got = append(got, v)
+		}
+		if !got[0].Allowed || got[1].Allowed || got[1].Limit != 0 || got[1].RetryAfter <= 4 || got[1].RetryAfter > 5 {
+			t.Errorf("the login case from the installed package: %+v", got)
+		}
+		if module := strings.TrimPrefix(got[0].Module, "file://"); !strings.HasPrefix(module, home) || strings.HasPrefix(module, repo) {
+			t.Errorf("ratelua was loaded from %s, not from the installation in %s", module, home)
+		}
+		r, err := goLogins.Peek(context.Background(), who)
+		if err != nil || r.Allowed || r.Limit != 0 {
+			t.Errorf("Go does not see the installed package's state of %s: %+v, %v", who, r, err)
+		}
+	}
+
+	t.Run("python", func(t *testing.T) {
+		dist, venv, home := filepath.Join(tmp, "dist"), filepath.Join(tmp, "venv"), filepath.Join(tmp, "pyuser")
+		// The build writes its work folders next to pyproject.toml: build a copy.
+		src := filepath.Join(tmp, "pysrc")
+		copyTree(t, filepath.Join(repo, "python"), src, "build", "dist", "__pycache__", ".egg-info", "tests")
+		run(t, src, os.Environ(), python, "-m", "build", "--no-isolation", "--wheel", "--outdir", dist)
+		wheels, _ := filepath.Glob(filepath.Join(dist, "ratelua-*.whl"))
+		if len(wheels) != 1 {
+			t.Fatalf("want one wheel in %s, got %v", dist, wheels)
+		}
+		run(t, tmp, os.Environ(), python, "-m", "venv", "--system-site-packages", venv)
+		run(t, tmp, os.Environ(), filepath.Join(venv, "bin", "pip"), "install", "--no-index", "--no-deps", "--quiet", wheels[0])
+		copyFile(t, filepath.Join(repo, "integration", "lang", "login.py"), filepath.Join(home, "login.py"))
+		env := append(os.Environ(), "PYTHONPATH=")
+		out := run(t, home, env, filepath.Join(venv, "bin", "python"), "login.py", addr, "installed"+id, "py-"+id)
+		check(t, out, "py-"+id, venv)
+	})
+	t.Run("node", func(t *testing.T) {
+		packed, home := filepath.Join(tmp, "packed"), filepath.Join(tmp, "nodeuser")
+		if err := os.MkdirAll(packed, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		run(t, filepath.Join(repo, "node"), os.Environ(), "npm", "pack", "--silent", "--pack-destination", packed)
+		tarballs, _ := filepath.Glob(filepath.Join(packed, "ratelua-*.tgz"))
+		if len(tarballs) != 1 {
+			t.Fatalf("want one tarball in %s, got %v", packed, tarballs)
+		}
+		copyFile(t, filepath.Join(repo, "integration", "lang", "login.mjs"), filepath.Join(home, "login.mjs"))
+		if err := os.WriteFile(filepath.Join(home, "package.json"), []byte(`{"name": "user", "private": true, "type": "module"}`+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run(t, home, os.Environ(), "npm", "install", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error", tarballs[0], "ioredis@5.9.3")
+		out := run(t, home, os.Environ(), "node", "login.mjs", addr, "installed"+id, "js-"+id)
+		check(t, out, "js-"+id, home)
+	})
+}
+
+// copyFile copies one file, making the folders it needs.
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copyTree copies a folder, leaving out the entries whose name ends with
+// one of skip.
+func copyTree(t *testing.T, from, to string, skip ...string) {
+	t.Helper()
+	err := filepath.WalkDir(from, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		for _, s := range skip {
+			if path != from && strings.HasSuffix(d.Name(), s) {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+		}
+		rel, _ := filepath.Rel(from, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o755)
+		}
+		copyFile(t, path, filepath.Join(to, rel))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
