@@ -59,13 +59,13 @@ def main():
         client = redis.Redis(host=addrs[0][0], port=addrs[0][1])
     clock, limiters = Clock(), {}
 
-    def limiter(cmd, clocked, module=ratelua, c=None):
+    def limiter(cmd, clocked):
         name, limit = KINDS[cmd["script"]]
-        cache = (json.dumps([cmd["script"], cmd["limits"], cmd["prefix"], cmd.get("count_denied", False)]), clocked, module.__name__)
-        if cache not in limiters or c is not None:
-            limiters[cache] = getattr(module, name)(c or client, *[limit(m) for m in cmd["limits"]], prefix=cmd["prefix"],
-                                                     count_denied=cmd.get("count_denied", False),
-                                                     clock=clock if clocked else None)
+        cache = (json.dumps([cmd["script"], cmd["limits"], cmd["prefix"], cmd.get("count_denied", False)]), clocked)
+        if cache not in limiters:
+            limiters[cache] = getattr(ratelua, name)(client, *[limit(m) for m in cmd["limits"]], prefix=cmd["prefix"],
+                                                      count_denied=cmd.get("count_denied", False),
+                                                      clock=clock if clocked else None)
         return limiters[cache]
 
     for line in sys.stdin:
