@@ -3,27 +3,30 @@ GO ?= go
 
 .PHONY: test test-docker deps servers callers vet generate check-generated fuzz demo bench-clients
 
-# The nested modules whose tests make test runs: the client adapters, each
-# requiring its client library, and the integration suite that runs every
-# adapter on real servers. (bench/ is a module too, run by make bench; the
-# HTTP and gRPC fronts' modules run in test-services.)
-MODULES := goredis valkeygo miniredis integration
+# The nested modules whose tests make test runs after the root module's:
+# the test bench, each adapter and front (each requiring its client or
+# framework at the oldest version it supports), and integration/, every
+# real-server suite (the core package's, the command's, the middleware's)
+# through every adapter at the newest versions. bench/ is a module too, run
+# by make bench.
+MODULES := testbench goredis valkeygo ratemini rategrpc rateotel ratehttp/internal/sfvtest integration
 
 ## test: install the servers and the other languages' callers if missing,
-## download every module's dependencies, vet, then every test: the script
-## suite in luatest, the real-server tests and examples on redis-server and
-## valkey-server (a missing server skips them, except under CI=true), each
-## adapter module's tests, and the integration suite through every adapter;
-## then test-services and test-docker. Prints how many real-server cases ran
+## download every module's dependencies, vet, check the generated scripts,
+## then every test: the root module (hermetic: luatest, models, fuzz seeds,
+## properties, examples on the embedded engine; the command and the
+## middleware without servers), each nested module in MODULES on real
+## redis-server and valkey-server (a missing server skips them, except
+## under CI=true), then test-docker. Prints how many real-server cases ran
 ## per family and topology, per adapter, and on Docker.
 test: servers callers deps vet check-generated
 	@rm -f .server-cases .adapter-cases
-	RATELUA_SERVER_CASES=$(CURDIR)/.server-cases $(GO) test -count=1 ./...
+	$(GO) test -count=1 ./...
 	@for m in $(MODULES); do \
 		echo "cd $$m && $(GO) test -count=1 ./..."; \
-		(cd $$m && RATELUA_ADAPTER_CASES=$(CURDIR)/.adapter-cases $(GO) test -count=1 ./...) || exit 1; \
+		(cd $$m && RATELUA_SERVER_CASES=$(CURDIR)/.server-cases RATELUA_ADAPTER_CASES=$(CURDIR)/.adapter-cases $(GO) test -count=1 ./...) || exit 1; \
 	done
-	@cat .server-cases 2>/dev/null || echo "server cases: no report (the root package did not run)"
+	@cat .server-cases 2>/dev/null || echo "server cases: no report (integration/core did not run)"
 	@cat .adapter-cases 2>/dev/null || echo "adapter cases: no report (the integration suite did not run)"
 	@rm -f .server-cases .adapter-cases
 	@$(MAKE) --no-print-directory test-docker
@@ -32,7 +35,7 @@ test: servers callers deps vet check-generated
 ## (from the module proxy; nothing but Go is needed)
 deps:
 	$(GO) mod download
-	@for m in $(MODULES) bench rategrpc rateotel ratehttp/internal/sfvtest; do (cd $$m && $(GO) mod download) || exit 1; done
+	@for m in $(MODULES) bench; do (cd $$m && $(GO) mod download) || exit 1; done
 
 ## test-docker: the testbench suite and the six-node cluster suite once more
 ## with every server in a Docker container of DOCKER_IMAGE (testbench's
@@ -44,7 +47,7 @@ deps:
 ## it fails, as does a report that is not from Docker.
 DOCKER_IMAGE ?= ratelua/servers:local
 ## The cluster suite: its package and its tests (go test -run).
-CLUSTER_SUITE_PKG ?= .
+CLUSTER_SUITE_PKG ?= ./core
 CLUSTER_SUITE_RUN ?= ^TestCluster
 test-docker: servers
 	@if bash .ci/install-docker status; then stop=:; else stop='bash .ci/install-docker stop'; fi; \
@@ -55,10 +58,10 @@ test-docker: servers
 	fi; \
 	rm -f .server-cases-docker; \
 	export RATELUA_TESTBENCH=docker RATELUA_DOCKER_IMAGE='$(DOCKER_IMAGE)'; \
-	echo "$(GO) test -count=1 ./testbench/  # on docker $(DOCKER_IMAGE)"; \
-	$(GO) test -count=1 ./testbench/ || exit 1; \
-	echo "$(GO) test -count=1 -run '$(CLUSTER_SUITE_RUN)' $(CLUSTER_SUITE_PKG)  # on docker $(DOCKER_IMAGE)"; \
-	RATELUA_SERVER_CASES=$(CURDIR)/.server-cases-docker $(GO) test -count=1 -run '$(CLUSTER_SUITE_RUN)' $(CLUSTER_SUITE_PKG) || exit 1; \
+	echo "cd testbench && $(GO) test -count=1 ./...  # on docker $(DOCKER_IMAGE)"; \
+	(cd testbench && $(GO) test -count=1 ./...) || exit 1; \
+	echo "cd integration && $(GO) test -count=1 -run '$(CLUSTER_SUITE_RUN)' $(CLUSTER_SUITE_PKG)  # on docker $(DOCKER_IMAGE)"; \
+	(cd integration && RATELUA_SERVER_CASES=$(CURDIR)/.server-cases-docker $(GO) test -count=1 -run '$(CLUSTER_SUITE_RUN)' $(CLUSTER_SUITE_PKG)) || exit 1; \
 	awk -F ', cluster: ' 'NF == 2 { split($$1, w, " "); p = $$1; sub(/^[^(]*\(/, "", p); sub(/\)$$/, "", p); \
 		if (p !~ /^docker / || $$2 + 0 == 0) bad = 1; \
 		line = line sep w[4] " " w[5] " cluster " $$2; sep = " / "; n++ } \
@@ -88,17 +91,21 @@ vet:
 ## on each client: rueidis (native), go-redis, valkey-go
 BENCHTIME ?= 2s
 bench-clients:
-	$(GO) test -run '^$$' -bench '^BenchmarkAllowCanned$$' -benchtime $(BENCHTIME) .
+	cd integration && $(GO) test -run '^$$' -bench '^BenchmarkAllowCanned$$' -benchtime $(BENCHTIME) ./core
 	cd goredis && $(GO) test -run '^$$' -bench '^BenchmarkAllowCanned$$' -benchtime $(BENCHTIME) .
 	cd valkeygo && $(GO) test -run '^$$' -bench '^BenchmarkAllowCanned$$' -benchtime $(BENCHTIME) .
 
-## bench-versions: the server cost of v5 against v4, script by script, in
-## paired rounds on both servers (bench/ab-versions.sh; A, B and the servers
-## can be changed: bench/ab-versions.sh valkey-server 2 4 token_bucket)
+## bench-versions: the server cost of script version B against A, script
+## by script, in paired rounds on both servers (bench/ab-versions.sh; the
+## servers and scripts can be changed: bench/ab-versions.sh valkey-server 5
+## 6 token_bucket). 0.1.0 embeds v5 alone, so A = B = 5 measures the noise
+## of the method; a new version is measured against v5.
+A ?= 5
+B ?= 5
 .PHONY: bench-versions
 bench-versions: servers
-	bash bench/ab-versions.sh redis-server 4 5
-	bash bench/ab-versions.sh valkey-server 4 5
+	bash bench/ab-versions.sh redis-server $(A) $(B)
+	bash bench/ab-versions.sh valkey-server $(A) $(B)
 
 ## generate: rebuild lua/*.lua and lua/manifest.json from lua/src, then
 ## the copies of the newest scripts in python/ratelua/lua and node/lua and
@@ -138,30 +145,12 @@ demo:
 bench:
 	cd bench && $(GO) run . -out .. $(BENCHFLAGS)
 
-## test-services: the nested modules of the HTTP and gRPC fronts, on real
-## servers: rategrpc (interceptors over a loopback gRPC server) and
-## ratehttp/internal/sfvtest (every header field parsed as RFC 9651). Part
-## of make test.
-.PHONY: test-services
-test: test-services
-test-services: servers
-	cd rategrpc && $(GO) vet ./... && $(GO) test -count=1 ./...
-	cd ratehttp/internal/sfvtest && $(GO) vet ./... && $(GO) test -count=1 ./...
-
 ## example-http: the example service of examples/http (a login and an API
 ## behind ratehttp) on http://127.0.0.1:8080, its limiters on the embedded
 ## engine; ADDR=host:port runs them on a server or cluster
 .PHONY: example-http
 example-http:
 	$(GO) run ./examples/http $(if $(ADDR),--addr $(ADDR))
-
-## test-rateotel: vet and test the OpenTelemetry adapter (the nested module
-## rateotel/, so its SDK stays out of ratelua's go.mod) on real servers;
-## make test runs it.
-.PHONY: test-rateotel
-test: test-rateotel
-test-rateotel: servers
-	cd rateotel && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 ## test-lang: the Python (python/) and Node (node/) packages on real servers:
 ## their pytest and node --test suites on single nodes and six-node clusters

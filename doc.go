@@ -20,7 +20,7 @@
 // A limiter runs on a Client. Rueidis adapts a github.com/redis/rueidis
 // client (the native, fastest path); the nested modules
 // github.com/ratelua/ratelua/goredis and github.com/ratelua/ratelua/valkeygo
-// adapt go-redis and valkey-go, and github.com/ratelua/ratelua/miniredis
+// adapt go-redis and valkey-go, and github.com/ratelua/ratelua/ratemini
 // runs limiters on miniredis in unit tests:
 //
 //	logins, err := ratelua.NewSlidingWindow(ratelua.Rueidis(client), ratelua.Options{Prefix: "login"},

@@ -24,10 +24,12 @@ var (
 	// CLUSTERDOWN...). The server answered, so even a FailOpen limiter
 	// denies.
 	ErrScript = errors.New("ratelua: error reply")
-	// ErrUnavailable: the call could not be sent or got no answer
-	// (connection refused or reset, timeout, cancelled context, closed
-	// client). Only then does a FailOpen limiter answer Allowed, with this
-	// error.
+	// ErrUnavailable: the call was sent, or could not be sent, and got no
+	// answer from the server (connection refused or reset, a deadline that
+	// passed while waiting for the server, a closed client). Only then does
+	// a FailOpen limiter answer Allowed, with this error. A context the
+	// caller cancelled, or whose deadline had passed before the call, is not
+	// ErrUnavailable: the server was not at fault (see Options.FailOpen).
 	ErrUnavailable = errors.New("ratelua: server unavailable")
 	// ErrImmutable: a script version was registered again with other
 	// source.
@@ -65,10 +67,13 @@ type ServerError struct {
 	Message string
 }
 
-// Error names the script and quotes at most maxExcerpt bytes of the
-// message, escaped: a script's message may repeat the caller's input.
+// Error names the script and gives the server's message, escaped as in a
+// Go string literal. Only the caller's input that the message repeats (the
+// value a script quotes after "got '") is shortened, to maxExcerpt bytes;
+// the server's own text is kept whole up to maxServerText bytes, a bound
+// only against a misbehaving server.
 func (e *ServerError) Error() string {
-	msg := excerpt(strings.TrimPrefix(e.Message, "ERR "))
+	msg := serverText(strings.TrimPrefix(e.Message, "ERR "))
 	if e.Script == "" {
 		return "ratelua: " + msg
 	}
@@ -126,27 +131,58 @@ func unreachable(err error) error {
 }
 
 // unanswered reports a failure before any answer: a network error, a
-// deadline, a cancelled context, a connection closed under the call.
+// deadline, a connection closed under the call. A cancelled context is not
+// one: the caller gave up, the server did not fail (callerGaveUp).
 func unanswered(err error) bool {
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
 	var ne net.Error
 	return errors.As(err, &ne) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE)
 }
 
+// callerGaveUp is the error of a call whose context was done before it was
+// sent (cause is ctx.Err()): it wraps the context's error and no ratelua
+// kind, so that even a FailOpen limiter denies.
+func callerGaveUp(script string, cause error) error {
+	return fmt.Errorf("ratelua: %s: not sent, the caller's context is done: %w", script, cause)
+}
+
 // maxExcerpt is the most bytes of caller input an error quotes.
 const maxExcerpt = 64
+
+// maxServerText is the most bytes of a server's own message an error
+// repeats: far above any message of the scripts or the servers.
+const maxServerText = 1024
+
+// serverText is a server's message for an error: escaped, with the
+// caller's input it quotes (after "got '", up to the last "'") shortened
+// by excerpt, and the rest cut only past maxServerText bytes.
+func serverText(msg string) string {
+	start := strings.Index(msg, "got '")
+	end := strings.LastIndexByte(msg, '\'')
+	if start < 0 || end < start+len("got '") {
+		return escapeText(msg, maxServerText)
+	}
+	start += len("got '")
+	return escapeText(msg[:start], maxServerText) + excerpt(msg[start:end]) + escapeText(msg[end:], maxServerText)
+}
 
 // excerpt returns s for an error message: control bytes and invalid UTF-8
 // escaped as in a Go string literal, cut after maxExcerpt bytes with the
 // full length noted.
-func excerpt(s string) string {
+func excerpt(s string) string { return escapeText(s, maxExcerpt) }
+
+// escapeText is excerpt cut after most bytes.
+func escapeText(s string, most int) string {
 	cut := s
-	if len(s) > maxExcerpt {
-		cut = s[:maxExcerpt]
+	if len(s) > most {
+		cut = s[:most]
 	}
 	var b strings.Builder
 	for i := 0; i < len(cut); {

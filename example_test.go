@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/internal/limitertest"
 )
 
-// addr returns the address of your Redis or Valkey server ("127.0.0.1:6379");
-// here, a redis-server the package's tests start.
-func addr() string { return ratelua.SharedServerAddr() }
+// newClient returns the Client the examples run on. A service passes
+// ratelua.Rueidis(client) for its rueidis client (or an adapter's Client);
+// the examples run the same scripts in the embedded engine (package
+// luatest), so that they need no server. integration/core runs them on
+// redis-server.
+func newClient() ratelua.Client { return limitertest.NewEngineClient() }
 
 // fixedClock makes the examples' output reproducible; leave Options.Clock
 // nil to use the server's clock.
@@ -20,12 +22,8 @@ func fixedClock() time.Time { return time.Unix(1_700_000_000, 0) }
 
 // Limit logins per source address to 1 per 5 seconds and 5 per hour.
 func ExampleNewSlidingWindow() {
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
-	logins, err := ratelua.NewSlidingWindow(ratelua.Rueidis(client), ratelua.Options{Prefix: "ex-login", Clock: fixedClock},
+	client := newClient()
+	logins, err := ratelua.NewSlidingWindow(client, ratelua.Options{Prefix: "ex-login", Clock: fixedClock},
 		ratelua.Window{Max: 1, Duration: 5 * time.Second, Resolution: time.Second},
 		ratelua.Window{Max: 5, Duration: time.Hour, Resolution: 10 * time.Minute})
 	if err != nil {
@@ -47,12 +45,8 @@ func ExampleNewSlidingWindow() {
 // An API quota of 10 requests per second with bursts of 20, and a cost per
 // request.
 func ExampleNewTokenBucket() {
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
-	api, err := ratelua.NewTokenBucket(ratelua.Rueidis(client), ratelua.Options{Prefix: "ex-api", Clock: fixedClock}, ratelua.PerSecond(10, 20))
+	client := newClient()
+	api, err := ratelua.NewTokenBucket(client, ratelua.Options{Prefix: "ex-api", Clock: fixedClock}, ratelua.PerSecond(10, 20))
 	if err != nil {
 		panic(err)
 	}
@@ -68,12 +62,8 @@ func ExampleNewTokenBucket() {
 
 // An exact sliding log: never more than 3 password resets in any 24 hours.
 func ExampleNewZSetLog() {
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
-	resets, err := ratelua.NewZSetLog(ratelua.Rueidis(client), ratelua.Options{Prefix: "ex-reset", Clock: fixedClock},
+	client := newClient()
+	resets, err := ratelua.NewZSetLog(client, ratelua.Options{Prefix: "ex-reset", Clock: fixedClock},
 		ratelua.Log{Max: 3, Window: 24 * time.Hour})
 	if err != nil {
 		panic(err)
@@ -97,12 +87,8 @@ func ExampleNewZSetLog() {
 // A decaying count: about 100 events, a tenth forgotten every second; the
 // least memory per key.
 func ExampleNewAR1() {
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
-	crawler, err := ratelua.NewAR1(ratelua.Rueidis(client), ratelua.Options{Prefix: "ex-crawl", Clock: fixedClock, CountDenied: true},
+	client := newClient()
+	crawler, err := ratelua.NewAR1(client, ratelua.Options{Prefix: "ex-crawl", Clock: fixedClock, CountDenied: true},
 		ratelua.Decay{Max: 100, Factor: 1.1, Resolution: time.Second})
 	if err != nil {
 		panic(err)
@@ -115,12 +101,8 @@ func ExampleNewAR1() {
 
 // Decide many event keys in one round trip.
 func ExampleLimiter_AllowBatch() {
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
-	l, _ := ratelua.NewTokenBucket(ratelua.Rueidis(client), ratelua.Options{Prefix: "ex-batch", Clock: fixedClock}, ratelua.PerSecond(1, 2))
+	client := newClient()
+	l, _ := ratelua.NewTokenBucket(client, ratelua.Options{Prefix: "ex-batch", Clock: fixedClock}, ratelua.PerSecond(1, 2))
 	for _, o := range l.AllowBatch(context.Background(), []ratelua.Request{{Key: "a", N: 1}, {Key: "b", N: 2}, {Key: "c", N: 3}}) {
 		fmt.Println(o.Result.Allowed, o.Result.Remaining, o.Err)
 	}

@@ -1,19 +1,8 @@
 package ratelua
 
-import (
-	"fmt"
+// DenyCacheLen is how many event keys l's deny cache holds, for the
+// bounds tests of package ratelua_test.
+func DenyCacheLen(l *Limiter) int { return l.deny.keys.len() }
 
-	"github.com/ratelua/ratelua/testbench"
-)
-
-// SharedServerAddr returns the address of the package's shared
-// redis-server, starting it on first use, for the examples (package
-// ratelua_test). It panics when no server can start: an example cannot
-// skip.
-func SharedServerAddr() string {
-	n, err := sharedServer(testbench.Redis)
-	if err != nil {
-		panic(fmt.Sprintf("the examples need a redis-server: %v", err))
-	}
-	return n.Addr
-}
+// FallbackLen is how many event keys l's fallback holds.
+func FallbackLen(l *Limiter) int { return l.fallback.models.len() }

@@ -6,8 +6,8 @@ import (
 )
 
 func TestStateKeyShape(t *testing.T) {
-	s, _ := NewRegistry().Lookup(SlidingWindow, 1)
-	if got := stateKey("rl", "user:42", s, "abcd0123"); got != "rl:{user:42}:sliding_window:v1:abcd0123" {
+	s, _ := NewRegistry().Lookup(SlidingWindow, 5)
+	if got := stateKey("rl", "user:42", s, "abcd0123"); got != "rl:{user:42}:sliding_window:v5:abcd0123" {
 		t.Errorf("StateKey = %q", got)
 	}
 	for eventKey, tag := range map[string]string{
@@ -18,7 +18,7 @@ func TestStateKeyShape(t *testing.T) {
 		"{x}":     "%7Bx%7D",
 		"plain-1": "plain-1",
 	} {
-		if got := stateKey("p", eventKey, s, "h"); got != "p:{"+tag+"}:sliding_window:v1:h" {
+		if got := stateKey("p", eventKey, s, "h"); got != "p:{"+tag+"}:sliding_window:v5:h" {
 			t.Errorf("event key %q: %q, want tag %q", eventKey, got, tag)
 		}
 	}
@@ -30,7 +30,7 @@ func TestStateKeyShape(t *testing.T) {
 // reversible (no two event keys collide).
 func checkEventKey(t *testing.T, eventKey string) {
 	t.Helper()
-	sw, _ := NewRegistry().Lookup(SlidingWindow, 1)
+	sw, _ := NewRegistry().Lookup(SlidingWindow, 5)
 	tb, _ := NewRegistry().Lookup(TokenBucket, 1)
 	a := stateKey("ratelua", eventKey, sw, "00000000")
 	b := stateKey("ratelua", eventKey, tb, "ffffffff")

@@ -37,10 +37,21 @@ type Options struct {
 	// default the server's clock (TIME) is used, so that app servers with
 	// skewed clocks agree.
 	Clock func() time.Time
-	// FailOpen answers Allowed when the call could not be sent or got no
-	// answer: connection refused or reset, a timeout, a context that was
-	// already cancelled (then the server is not asked at all). The error is
-	// still returned, wrapping ErrUnavailable. Any answer of the server
+	// FailOpen answers Allowed when the server could not answer: the
+	// connection was refused or reset, or the caller's deadline passed
+	// while the call waited for the server (a deadline is the caller's
+	// bound on how long a decision may take, so a server slower than that
+	// is one that did not answer). The error is still returned, wrapping
+	// ErrUnavailable. The caller giving up is not an outage and is never
+	// admitted: a context cancelled before or during the call (an HTTP
+	// client that hung up or half-closed its connection), or whose
+	// deadline had passed before the call was sent, is denied with an
+	// error wrapping the context's error (context.Canceled or
+	// context.DeadlineExceeded) and not ErrUnavailable; the server is not
+	// asked when the context is already done. A deadline that a remote
+	// client chooses (gRPC's grpc-timeout) lets that client decide how long
+	// the server may take; detach it (context.WithoutCancel and a timeout
+	// of the service's own) where that matters. Any answer of the server
 	// (an error reply such as NOPERM, OOM, BUSY or LOADING, a failed
 	// library load, a reply of the wrong shape) is never admitted. A call
 	// that timed out in the client may still have been recorded by the
@@ -291,6 +302,12 @@ func newLimiter(client Client, opts Options, s spec) (*Limiter, error) {
 // Limits returns how many limits the limiter checks.
 func (l *Limiter) Limits() int { return len(l.quotas) }
 
+// DryRun reports whether the limiter was made with Options.DryRun: it
+// admits every call and only says what enforcement would have done. Fronts
+// such as ratehttp use it to keep a dry-run limit out of what a client
+// sees.
+func (l *Limiter) DryRun() bool { return l.dryRun }
+
 // Quota describes limit i (0 <= i < Limits()) as a policy for clients: at
 // most max events in window. It is a Window's Max and Duration, a Log's
 // Max and Window, a Bucket's Capacity and the time it takes to fill from
@@ -376,6 +393,15 @@ func (l *Limiter) Reset(ctx context.Context, eventKey string) error {
 // call makes one decision (n >= 0) or reset (n = -1). Without the
 // options that work around the round trip, it is ask and nothing else.
 func (l *Limiter) call(ctx context.Context, eventKey string, n int64) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		// The caller gave up before asking: not the server's failure, so
+		// not ErrUnavailable, and nothing is sent.
+		err = callerGaveUp(l.name, err)
+		if n < 0 {
+			return Result{Limit: -1}, err
+		}
+		return l.refuse(ctx, n, err)
+	}
 	if l.extras {
 		return l.around(ctx, eventKey, n)
 	}

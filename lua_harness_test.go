@@ -2,12 +2,10 @@ package ratelua
 
 import (
 	"errors"
-	"math/rand/v2"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/ratelua/ratelua/internal/model"
+	"github.com/ratelua/ratelua/internal/modeltest"
 	"github.com/ratelua/ratelua/luatest"
 )
 
@@ -42,12 +40,6 @@ func frozenEngine() *luatest.Engine {
 	return luatest.New(luatest.Options{Now: time.Unix(1_700_000_000, 0)})
 }
 
-// callArgs builds ARGV for one call.
-func callArgs(c model.Call, limits []string) []string {
-	args := []string{strconv.FormatInt(c.Count, 10), c.Unit, strconv.FormatInt(c.Now, 10), strconv.Itoa(c.Mode)}
-	return append(args, limits...)
-}
-
 // run runs src on testKey and returns its reply as integers; a strictness
 // violation fails the test at once.
 func run(t testing.TB, e *luatest.Engine, src string, args []string) ([]int64, *luatest.Result, error) {
@@ -76,31 +68,18 @@ func runOn(t testing.TB, e *luatest.Engine, src, key string, args []string) ([]i
 	return ints, res, nil
 }
 
+// The random draws shared with the tests in integration/.
+var (
+	generators = modeltest.Generators
+	scale      = modeltest.Scale
+	nLimits    = modeltest.NLimits
+	strs       = modeltest.Strs
+	randomCall = modeltest.RandomCall
+	randomKey  = modeltest.RandomKey
+	callArgs   = modeltest.CallArgs
+)
+
 func ints64(xs ...int64) []int64 { return xs }
-
-// keyBytes are the bytes random state keys are drawn from: the hash tag's
-// braces, the escape character of the Go API's tags, NUL, control and
-// non-ASCII bytes, besides plain ones.
-var keyBytes = []byte("ab:{}%\x00\x1b\n \xc3\xa9\xff09")
-
-// randomKey draws a state key of 0 to a few hundred bytes, so that a script
-// that behaves differently on long or odd keys is caught.
-func randomKey(r *rand.Rand) string {
-	var n int
-	switch p := r.IntN(10); {
-	case p == 0:
-		n = 0
-	case p < 5:
-		n = 1 + r.IntN(40)
-	default:
-		n = 41 + r.IntN(300)
-	}
-	key := make([]byte, n)
-	for i := range key {
-		key[i] = keyBytes[r.IntN(len(keyBytes))]
-	}
-	return string(key)
-}
 
 func equalInts(a, b []int64) bool {
 	if len(a) != len(b) {

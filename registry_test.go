@@ -17,7 +17,7 @@ func TestRegistryIsImmutable(t *testing.T) {
 	if _, err := r.Register("mine", 1, "return 2"); !errors.Is(err, ErrImmutable) {
 		t.Errorf("other source: %v, want ErrImmutable", err)
 	}
-	if _, err := r.Register(SlidingWindow, 1, "return 3"); !errors.Is(err, ErrImmutable) {
+	if _, err := r.Register(SlidingWindow, 5, "return 3"); !errors.Is(err, ErrImmutable) {
 		t.Errorf("replacing an embedded script: %v, want ErrImmutable", err)
 	}
 	if _, err := r.Register("Bad Name", 1, "x"); err == nil {

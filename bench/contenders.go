@@ -195,26 +195,6 @@ func rateluaContenders() []contender {
 		{"ratelua zset_log, max 100", jobZSetLog100, 4.5, 2.0, 0, zsetLog},
 		{"ratelua sliding_window, 1 limit (60 buckets)", jobSlidingWindow1, 4.5, 0, 0, window1},
 		{"ratelua sliding_window, 3 limits", jobSlidingWindow3, 6.0, 3.0, 0, window3},
-		// The released v4, v3, v2 and v1 scripts, same limits, for the gain of v5.
-		{"ratelua v4 token_bucket, 1 limit", "", 0, 0, 4, tokenBucket1},
-		{"ratelua v4 ar1, 1 limit", "", 0, 0, 4, ar1One},
-		{"ratelua v4 zset_log, max 100", "", 0, 0, 4, zsetLog},
-		{"ratelua v4 sliding_window, 1 limit (60 buckets)", "", 0, 0, 4, window1},
-		{"ratelua v4 sliding_window, 3 limits", "", 0, 0, 4, window3},
-		{"ratelua v3 token_bucket, 1 limit", "", 0, 0, 3, tokenBucket1},
-		{"ratelua v3 ar1, 1 limit", "", 0, 0, 3, ar1One},
-		{"ratelua v3 zset_log, max 100", "", 0, 0, 3, zsetLog},
-		{"ratelua v3 sliding_window, 1 limit (60 buckets)", "", 0, 0, 3, window1},
-		{"ratelua v3 sliding_window, 3 limits", "", 0, 0, 3, window3},
-		{"ratelua v2 token_bucket, 1 limit", "", 0, 0, 2, tokenBucket1},
-		{"ratelua v2 ar1, 1 limit", "", 0, 0, 2, ar1One},
-		{"ratelua v2 zset_log, max 100", "", 0, 0, 2, zsetLog},
-		{"ratelua v2 sliding_window, 1 limit (60 buckets)", "", 0, 0, 2, window1},
-		{"ratelua v2 sliding_window, 3 limits", "", 0, 0, 2, window3},
-		{"ratelua v1 token_bucket, 1 limit", "", 0, 0, 1, tokenBucket1},
-		{"ratelua v1 ar1, 1 limit", "", 0, 0, 1, ar1One},
-		{"ratelua v1 zset_log, max 100", "", 0, 0, 1, zsetLog},
-		{"ratelua v1 sliding_window, 3 limits", "", 0, 0, 1, window3},
 	}
 	var cs []contender
 	build := map[string]func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error){}

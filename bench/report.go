@@ -192,8 +192,7 @@ no peer does, against the cheapest peer or baseline of all; "—" where no peer 
 ar1 1 limit = max 100, factor 2 per minute; 3 limits = max 1 / 5 s, 5 / h, 1000 / day, factor 2; zset_log = max 100 per minute;
 sliding_window 1 limit = 100 per minute at 1 s (60 buckets); 3 limits = 1 per 5 s at 1 s, 5 per hour at 10 min, 1000 per day at 1 h.
 Every ratelua limiter goes through the Go API (` + "`Allow`" + `: EVALSHA, or FCALL with ` + "`Options.Functions`" + `) with a caller
-Clock returning real time; rows without a version run the newest release (v5), "v4", "v3", "v2" and "v1" rows pin
-` + "`Options.Version`" + `.
+Clock returning real time, on the newest release (v5); a row naming a version pins ` + "`Options.Version`" + `.
 redis_rate/v10 = GCRA, 100 per minute, burst 100, on a go-redis v9 client (its own client; same callers and keys).
 
 **Baselines**, re-implemented from the seed documents' text (each in its own file of ` + "`bench/`" + `, which says what it follows):

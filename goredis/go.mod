@@ -1,12 +1,16 @@
 module github.com/ratelua/ratelua/goredis
 
-go 1.26.0
+go 1.25.0
 
-replace github.com/ratelua/ratelua => ../
+replace (
+	github.com/ratelua/ratelua => ../
+	github.com/ratelua/ratelua/testbench => ../testbench
+)
 
 require (
 	github.com/ratelua/ratelua v0.0.0-00010101000000-000000000000
-	github.com/redis/go-redis/v9 v9.23.0
+	github.com/ratelua/ratelua/testbench v0.0.0-00010101000000-000000000000
+	github.com/redis/go-redis/v9 v9.14.0
 )
 
 require (
@@ -17,6 +21,7 @@ require (
 	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/containerd/continuity v0.4.5 // indirect
+	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
 	github.com/docker/cli v27.4.1+incompatible // indirect
 	github.com/docker/docker v27.1.1+incompatible // indirect
 	github.com/docker/go-connections v0.5.0 // indirect
@@ -34,10 +39,10 @@ require (
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/redis/rueidis v1.0.79 // indirect
 	github.com/sirupsen/logrus v1.9.3 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
 	github.com/xeipuuv/gojsonpointer v0.0.0-20190905194746-02993c407bfb // indirect
 	github.com/xeipuuv/gojsonreference v0.0.0-20180127040603-bd5ef7bd5415 // indirect
 	github.com/xeipuuv/gojsonschema v1.2.0 // indirect
-	go.uber.org/atomic v1.12.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 )

@@ -5,7 +5,8 @@ go 1.26.0
 replace (
 	github.com/ratelua/ratelua => ../
 	github.com/ratelua/ratelua/goredis => ../goredis
-	github.com/ratelua/ratelua/miniredis => ../miniredis
+	github.com/ratelua/ratelua/ratemini => ../ratemini
+	github.com/ratelua/ratelua/testbench => ../testbench
 	github.com/ratelua/ratelua/valkeygo => ../valkeygo
 )
 
@@ -13,11 +14,14 @@ require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/ratelua/ratelua v0.0.0-00010101000000-000000000000
 	github.com/ratelua/ratelua/goredis v0.0.0-00010101000000-000000000000
-	github.com/ratelua/ratelua/miniredis v0.0.0-00010101000000-000000000000
+	github.com/ratelua/ratelua/ratemini v0.0.0-00010101000000-000000000000
+	github.com/ratelua/ratelua/testbench v0.0.0-00010101000000-000000000000
 	github.com/ratelua/ratelua/valkeygo v0.0.0-00010101000000-000000000000
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.79
+	github.com/redis/rueidis/mock v1.0.78
 	github.com/valkey-io/valkey-go v1.0.79
+	go.uber.org/mock v0.6.0
 )
 
 require (

@@ -9,7 +9,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
-	ratemini "github.com/ratelua/ratelua/miniredis"
+	ratemini "github.com/ratelua/ratelua/ratemini"
 )
 
 // miniCases are sequences played on miniredis and on each family's single

@@ -3,8 +3,10 @@
 // Interceptor the Limiter of go-grpc-middleware's ratelimit interceptors.
 //
 // A call is limited by every Limit whose Methods match its full method
-// name, keyed by the peer's address (IPv6 grouped by /64), by incoming
-// metadata, by the method itself or by any KeyFunc. A denied call fails
+// name, keyed by the client's address (the peer's, or behind
+// Options.TrustedProxies the one their x-forwarded-for metadata names,
+// IPv6 grouped by /64), by incoming metadata, by the method itself or by
+// any KeyFunc. A denied call fails
 // with codes.ResourceExhausted carrying a google.rpc.RetryInfo detail (the
 // wait, rounded up to the millisecond the limiter reports) and a
 // google.rpc.QuotaFailure naming the violated policy; a call no limiter
@@ -24,7 +26,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"strconv"
 	"strings"
 
@@ -34,10 +35,12 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/protoadapt"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/clientaddr"
 	"github.com/ratelua/ratelua/internal/durfmt"
 )
 
@@ -83,9 +86,22 @@ type Limit struct {
 	Cost func(ctx context.Context, fullMethod string) int64
 }
 
-// Options configure an Interceptor.
+// Options configure an Interceptor. The zero value keys by the peer's
+// address (IPv6 by /64) and trusts no proxy.
 type Options struct {
-	// IPv4Prefix and IPv6Prefix group peer addresses into one key per
+	// TrustedProxies are the addresses ("10.0.0.1") and networks
+	// ("10.0.0.0/8", "2001:db8::/32") of the proxies in front of the
+	// server (an Envoy, a gRPC-aware load balancer). Only a call whose peer
+	// is one of them has its ProxyHeader metadata read.
+	TrustedProxies []string
+	// ProxyHeader is the metadata the trusted proxies write the client's
+	// address to: "x-forwarded-for" (the default), "forwarded" (RFC 7239,
+	// parsed strictly) or "x-real-ip". The rightmost address that is not a
+	// trusted proxy is the client; what is to its left was written by the
+	// client and proves nothing. The rules are ratehttp's, from package
+	// github.com/ratelua/ratelua/clientaddr.
+	ProxyHeader string
+	// IPv4Prefix and IPv6Prefix group client addresses into one key per
 	// network: 0 means 32 and 64.
 	IPv4Prefix, IPv6Prefix int
 	// OnError sees every error of a limiter, whether the call then went on
@@ -99,8 +115,8 @@ var ErrInvalidConfig = errors.New("rategrpc: invalid configuration")
 // Interceptor limits a server's calls. It is safe for concurrent use.
 type Interceptor struct {
 	limits  []limit
-	v4bits  int
-	v6bits  int
+	clients *clientaddr.Resolver
+	header  string // the lower-case metadata key clients reads
 	onError func(context.Context, string, error)
 }
 
@@ -115,20 +131,18 @@ func New(opts Options, limits ...Limit) (*Interceptor, error) {
 	if len(limits) == 0 {
 		return nil, fmt.Errorf("%w: no limit", ErrInvalidConfig)
 	}
-	in := &Interceptor{v4bits: opts.IPv4Prefix, v6bits: opts.IPv6Prefix, onError: opts.OnError}
-	if in.v4bits == 0 {
-		in.v4bits = 32
+	clients, err := clientaddr.New(clientaddr.Options{TrustedProxies: opts.TrustedProxies, ProxyHeader: opts.ProxyHeader,
+		IPv4Prefix: opts.IPv4Prefix, IPv6Prefix: opts.IPv6Prefix})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	if in.v6bits == 0 {
-		in.v6bits = 64
-	}
-	if in.v4bits < 1 || in.v4bits > 32 || in.v6bits < 1 || in.v6bits > 128 {
-		return nil, fmt.Errorf("%w: IPv4Prefix %d or IPv6Prefix %d out of 1..32 and 1..128", ErrInvalidConfig, opts.IPv4Prefix, opts.IPv6Prefix)
-	}
+	in := &Interceptor{clients: clients, header: strings.ToLower(clients.Header()), onError: opts.OnError}
 	for i, l := range limits {
 		switch {
 		case l.Limiter == nil:
 			return nil, fmt.Errorf("%w: limit %d has no Limiter", ErrInvalidConfig, i)
+		case l.Limiter.Limits() == 0:
+			return nil, fmt.Errorf("%w: limit %d: its Limiter was not made by a ratelua constructor", ErrInvalidConfig, i)
 		case l.Name == "":
 			return nil, fmt.Errorf("%w: limit %d has no Name", ErrInvalidConfig, i)
 		}
@@ -174,16 +188,29 @@ func (in *Interceptor) Stream() grpc.StreamServerInterceptor {
 
 // Limit decides the call of ctx (its method from grpc.Method; outside a
 // server call the method is "", which only Limits without Methods match)
-// and returns the
-// status error of a denial or nil: the Limiter interface of
-// github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/ratelimit.
-// That package's interceptors answer ResourceExhausted with their own
-// message, which quotes this error's, and drop its details: use Unary and
-// Stream for RetryInfo.
+// and returns the status error of a denial or nil: the Limiter interface
+// of github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/ratelimit.
+// That package's interceptors answer ResourceExhausted with a status of
+// their own, without details; so that the client still gets the denial's
+// RetryInfo and QuotaFailure, Limit also sets the denial's status as the
+// call's grpc-status-details-bin trailer, which gRPC sends when the
+// status it answers with has no details of its own (the client then reads
+// the denial's code, message and details).
 func (in *Interceptor) Limit(ctx context.Context) error {
 	method, _ := grpc.Method(ctx)
-	return in.decide(ctx, method)
+	err := in.decide(ctx, method)
+	if st, ok := status.FromError(err); ok && st.Code() == codes.ResourceExhausted && len(st.Details()) > 0 {
+		if raw, merr := proto.Marshal(st.Proto()); merr == nil {
+			// Outside a server call there is no trailer to set: nothing lost
+			// but the details.
+			_ = grpc.SetTrailer(ctx, metadata.Pairs(statusDetailsKey, string(raw)))
+		}
+	}
+	return err
 }
+
+// statusDetailsKey is the trailer gRPC carries a status's details in.
+const statusDetailsKey = "grpc-status-details-bin"
 
 // decide asks every limit that applies, in order; the first that denies
 // ends the call.
@@ -195,7 +222,7 @@ func (in *Interceptor) decide(ctx context.Context, method string) error {
 		}
 		key, ok := "", true
 		if l.Key == nil {
-			key = in.peerKey(ctx)
+			key = in.ClientKey(ctx)
 		} else {
 			key, ok = l.Key(ctx, method)
 		}
@@ -259,26 +286,18 @@ func denied(l *limit, res ratelua.Result, cost int64) error {
 	return st.Err()
 }
 
-// peerKey is the key of the call's peer address, grouped by the prefix
-// lengths; a peer that is not an IP address (a Unix socket, an in-memory
-// listener) is its address string.
-func (in *Interceptor) peerKey(ctx context.Context) string {
+// ClientKey returns the key of the call's client address, the default key
+// of a Limit: the peer's address, or when the peer is a trusted proxy the
+// rightmost address in its ProxyHeader metadata that is not a trusted
+// proxy, grouped by the IPv4 and IPv6 prefix lengths: "192.0.2.1",
+// "2001:db8:1:2::/64". A peer that is not an IP address (a Unix socket,
+// an in-memory listener) is its address string; a call without a peer is
+// "unknown".
+func (in *Interceptor) ClientKey(ctx context.Context) string {
 	p, ok := peer.FromContext(ctx)
 	if !ok || p.Addr == nil {
 		return "unknown"
 	}
-	s := p.Addr.String()
-	ap, err := netip.ParseAddrPort(s)
-	if err != nil {
-		return s
-	}
-	addr := ap.Addr().WithZone("").Unmap()
-	bits := in.v6bits
-	if addr.Is4() {
-		bits = in.v4bits
-	}
-	if bits == addr.BitLen() {
-		return addr.String()
-	}
-	return netip.PrefixFrom(addr, bits).Masked().String()
+	md, _ := metadata.FromIncomingContext(ctx)
+	return in.clients.Key(p.Addr.String(), md.Get(in.header))
 }

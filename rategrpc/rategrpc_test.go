@@ -286,7 +286,7 @@ func TestBadConfiguration(t *testing.T) {
 		{rategrpc.Options{}, []rategrpc.Limit{{Name: "x"}}, "limit 0 has no Limiter"},
 		{rategrpc.Options{}, []rategrpc.Limit{{Limiter: l}}, "limit 0 has no Name"},
 		{rategrpc.Options{}, []rategrpc.Limit{{Limiter: l, Name: "x", Methods: []string{"grpc.health.v1.Health/Check"}}}, `method "grpc.health.v1.Health/Check" must start with '/'`},
-		{rategrpc.Options{IPv6Prefix: 129}, []rategrpc.Limit{{Limiter: l, Name: "x"}}, "IPv6Prefix 129"},
+		{rategrpc.Options{IPv6Prefix: 129}, []rategrpc.Limit{{Limiter: l, Name: "x"}}, "IPv6Prefix must be 1 to 128 (0 means 64), got 129"},
 	} {
 		in, err := rategrpc.New(tt.opts, tt.limits...)
 		if in != nil || !errors.Is(err, rategrpc.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {

@@ -2,6 +2,8 @@ package ratehttp_test
 
 import (
 	"errors"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -83,3 +85,6 @@ func TestPolicyNames(t *testing.T) {
 		}
 	}
 }
+
+// ok is a handler that answers "ok".
+var ok = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })

@@ -39,5 +39,14 @@
 // Options.ProxyHeader) is read only when the peer is one of
 // Options.TrustedProxies, and then the rightmost address that is not a
 // trusted proxy is the client: the addresses to its left were written by the
-// client and prove nothing.
+// client and prove nothing. Forwarded is parsed strictly, a line at a time:
+// one that does not parse (a client's unbalanced quote) ends the search at
+// the proxy that wrote the lines after it. The rules are package
+// clientaddr's, shared with rategrpc.
+//
+// A limiter with ratelua.Options.DryRun is asked and records, but never
+// denies and never shows in a header field. A client that hangs up (or
+// half-closes its connection) cancels its request's context: the limiter is
+// then not asked, and even a FailOpen limiter denies (503), since the
+// server did not fail.
 package ratehttp

@@ -74,7 +74,9 @@ func (m *Middleware) setHeaders(h http.Header, rep *report, denied bool) {
 		return
 	}
 	if rep.p == nil {
-		h["Ratelimit-Policy"] = []string{m.policy}
+		if m.policy != "" { // every limit a dry run: nothing to show
+			h["Ratelimit-Policy"] = []string{m.policy}
+		}
 		return
 	}
 	values := make([]string, 3) // one allocation for the fields' slices

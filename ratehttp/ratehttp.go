@@ -5,16 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/netip"
 	"time"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/clientaddr"
 	"github.com/ratelua/ratelua/internal/durfmt"
 )
 
 // Limit is one limiter on a route.
 type Limit struct {
-	// Limiter decides; required.
+	// Limiter decides; required, made by a ratelua constructor. A
+	// limiter with ratelua.Options.DryRun decides and records every request
+	// but changes nothing a client sees: it never denies, and its policies
+	// are in no header field.
 	Limiter *ratelua.Limiter
 	// Name names the limiter's policy in the headers and in the problem
 	// body. A limiter with one limit is one policy, Name; with several,
@@ -32,8 +35,10 @@ type Limit struct {
 	// the client address (Middleware.ClientKey).
 	Key KeyFunc
 	// Cost is the number of events a request counts for (weighted
-	// requests, at most 2^52); nil means 1. A cost below 1 makes the
-	// request free under this limit.
+	// requests); nil means 1. A cost below 1 makes the request free under
+	// this limit; a cost above a policy's quota is denied as one that can
+	// never pass (429 without Retry-After), however large: costs above
+	// 2^52, the most a limiter takes, are asked as 2^52.
 	Cost func(r *http.Request) int64
 	// Exempt lists keys this limit never applies to (allow-listed clients,
 	// internal users). A client address key is written as ClientKey
@@ -74,7 +79,10 @@ type Options struct {
 	// a field it passes through untouched carries whatever the client
 	// wrote. The rightmost address that is not a trusted proxy is the
 	// client; a value that is not an address ends the search at the proxy
-	// that wrote it.
+	// that wrote it, and so does a Forwarded line that does not parse
+	// strictly (an unbalanced quote), so that what a client wrote never
+	// becomes its key. The rules are package clientaddr's, which rategrpc
+	// shares.
 	ProxyHeader string
 	// IPv4Prefix and IPv6Prefix group client addresses into one key per
 	// network: 0 means 32 (each IPv4 address) and 64 (a /64, what one
@@ -107,10 +115,7 @@ var ErrInvalidConfig = errors.New("ratehttp: invalid configuration")
 // concurrent use.
 type Middleware struct {
 	limits      []limit
-	trusted     []netip.Prefix
-	proxyHeader string
-	v4bits      int
-	v6bits      int
+	clients     *clientaddr.Resolver
 	headers     Headers
 	policy      string // the RateLimit-Policy value
 	skip        func(*http.Request) bool
@@ -123,6 +128,7 @@ type Middleware struct {
 // limit is a Limit ready to serve.
 type limit struct {
 	limiter  *ratelua.Limiter
+	dryRun   bool // decided and recorded, never shown to the client
 	key      KeyFunc
 	cost     func(*http.Request) int64
 	exempt   map[string]struct{}
@@ -148,7 +154,7 @@ func New(opts Options, limits ...Limit) (*Middleware, error) {
 	}
 	m := &Middleware{
 		headers: opts.Headers, skip: opts.Skip, denied: opts.Denied, unavailable: opts.Unavailable,
-		onError: opts.OnError, clock: opts.Clock, v4bits: opts.IPv4Prefix, v6bits: opts.IPv6Prefix,
+		onError: opts.OnError, clock: opts.Clock,
 	}
 	if m.clock == nil {
 		m.clock = time.Now
@@ -173,7 +179,9 @@ func New(opts Options, limits ...Limit) (*Middleware, error) {
 				return nil, fmt.Errorf("%w: limits %d and %d both name a policy %s", ErrInvalidConfig, j, i, quote(p.name))
 			}
 			seen[p.name] = i
-			items = append(items, policyItem(p))
+			if !built.dryRun {
+				items = append(items, policyItem(p))
+			}
 		}
 		m.limits = append(m.limits, built)
 	}
@@ -183,35 +191,12 @@ func New(opts Options, limits ...Limit) (*Middleware, error) {
 
 // setAddressing checks and keeps the client address options.
 func (m *Middleware) setAddressing(opts Options) error {
-	switch {
-	case m.v4bits == 0:
-		m.v4bits = 32
-	case m.v4bits < 0 || m.v4bits > 32:
-		return fmt.Errorf("%w: IPv4Prefix must be 1 to 32 (0 means 32), got %d", ErrInvalidConfig, m.v4bits)
+	clients, err := clientaddr.New(clientaddr.Options{TrustedProxies: opts.TrustedProxies,
+		ProxyHeader: opts.ProxyHeader, IPv4Prefix: opts.IPv4Prefix, IPv6Prefix: opts.IPv6Prefix})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	switch {
-	case m.v6bits == 0:
-		m.v6bits = 64
-	case m.v6bits < 0 || m.v6bits > 128:
-		return fmt.Errorf("%w: IPv6Prefix must be 1 to 128 (0 means 64), got %d", ErrInvalidConfig, m.v6bits)
-	}
-	for i, s := range opts.TrustedProxies {
-		p, err := parsePrefix(s)
-		if err != nil {
-			return fmt.Errorf("%w: TrustedProxies[%d] %s is neither an address nor a network: %w", ErrInvalidConfig, i, quote(s), err)
-		}
-		m.trusted = append(m.trusted, p)
-	}
-	switch http.CanonicalHeaderKey(opts.ProxyHeader) {
-	case "", "X-Forwarded-For":
-		m.proxyHeader = "X-Forwarded-For"
-	case "Forwarded":
-		m.proxyHeader = "Forwarded"
-	case "X-Real-Ip":
-		m.proxyHeader = "X-Real-Ip"
-	default:
-		return fmt.Errorf("%w: ProxyHeader %s must be X-Forwarded-For, Forwarded or X-Real-IP", ErrInvalidConfig, quote(opts.ProxyHeader))
-	}
+	m.clients = clients
 	return nil
 }
 
@@ -221,6 +206,9 @@ func buildLimit(i int, l Limit) (limit, error) {
 		return limit{}, fmt.Errorf("%w: limit %d has no Limiter", ErrInvalidConfig, i)
 	}
 	count := l.Limiter.Limits()
+	if count == 0 {
+		return limit{}, fmt.Errorf("%w: limit %d: its Limiter was not made by a ratelua constructor (NewSlidingWindow, NewTokenBucket...)", ErrInvalidConfig, i)
+	}
 	names := l.Names
 	switch {
 	case names != nil && len(names) != count:
@@ -235,7 +223,7 @@ func buildLimit(i int, l Limit) (limit, error) {
 			names = append(names, l.Name+"-"+durfmt.Short(window))
 		}
 	}
-	built := limit{limiter: l.Limiter, key: l.Key, cost: l.Cost}
+	built := limit{limiter: l.Limiter, dryRun: l.Limiter.DryRun(), key: l.Key, cost: l.Cost}
 	for j, name := range names {
 		if err := checkName(name); err != nil {
 			return limit{}, fmt.Errorf("%w: limit %d: policy name %s %w", ErrInvalidConfig, i, quote(name), err)
@@ -291,10 +279,16 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			if n = l.cost(r); n < 1 {
 				continue
 			}
+			// More than any quota either way: a denial that never passes,
+			// not a refused argument.
+			n = min(n, maxCost)
 		}
 		res, err := l.limiter.AllowN(r.Context(), key, n)
 		if err != nil && m.onError != nil {
 			m.onError(r, err)
+		}
+		if l.dryRun {
+			continue // it admits every request; the client sees none of it
 		}
 		if err != nil && !res.Allowed {
 			m.setHeaders(w.Header(), &rep, false)
@@ -314,6 +308,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	m.setHeaders(w.Header(), &rep, false)
 	next.ServeHTTP(w, r)
 }
+
+// maxCost is the most events a limiter takes in one call, 2^52.
+const maxCost = 1 << 52
 
 // report is the limit closest to running out among the Results so far.
 type report struct {

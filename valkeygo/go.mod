@@ -2,11 +2,15 @@ module github.com/ratelua/ratelua/valkeygo
 
 go 1.25.0
 
-replace github.com/ratelua/ratelua => ../
+replace (
+	github.com/ratelua/ratelua => ../
+	github.com/ratelua/ratelua/testbench => ../testbench
+)
 
 require (
 	github.com/ratelua/ratelua v0.0.0-00010101000000-000000000000
-	github.com/valkey-io/valkey-go v1.0.79
+	github.com/ratelua/ratelua/testbench v0.0.0-00010101000000-000000000000
+	github.com/valkey-io/valkey-go v1.0.53
 )
 
 require (

@@ -6,10 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/redis/rueidis"
-
-	"github.com/ratelua/ratelua/testbench"
 )
 
 var update = flag.Bool("update", false, "rewrite the demo's golden files in testdata")
@@ -80,44 +76,6 @@ func TestDemoShowsBothLimits(t *testing.T) {
 			t.Errorf("demo lacks %q:\n%s", want, r.stdout)
 		}
 	}
-}
-
-// TestDemoOnServer: against a real server (the caller's clock set to the
-// simulated time) the timeline is the engine's, line for line, but for the
-// line that says where it runs; a second run starts fresh.
-func TestDemoOnServer(t *testing.T) {
-	forEachServer(t, func(t *testing.T, srv *testbench.Node, client rueidis.Client) {
-		for script := range demos {
-			for _, countDenied := range []bool{false, true} {
-				want, err := os.ReadFile(demoGolden(script, countDenied))
-				if err != nil {
-					t.Fatal(err)
-				}
-				for range 2 {
-					r := cli(t, demoArgs(script, countDenied, "--addr", srv.Addr)...)
-					r.wantCode(t, exitOK)
-					if got, w := withoutRunsOn(r.stdout), withoutRunsOn(string(want)); got != w {
-						t.Errorf("demo %s --addr (count denied %v) differs from the engine's:\n%s", script, countDenied, r.stdout)
-					}
-					if !strings.Contains(r.stdout, "runs on "+srv.Addr+";") {
-						t.Errorf("demo --addr does not say where it runs:\n%s", r.stdout)
-					}
-				}
-			}
-		}
-		keys, err := do(t, client, "KEYS", "*").AsStrSlice()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, k := range keys {
-			if !strings.HasPrefix(k, "demo:") {
-				t.Errorf("demo wrote key %q, not under demo:", k)
-			}
-		}
-		if len(keys) == 0 {
-			t.Error("demo left no state")
-		}
-	})
 }
 
 func withoutRunsOn(out string) string {

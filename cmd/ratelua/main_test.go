@@ -2,15 +2,9 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"net"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/redis/rueidis"
-
-	"github.com/ratelua/ratelua/testbench"
 )
 
 // result is one run of the command.
@@ -87,7 +81,7 @@ func TestUsageErrors(t *testing.T) {
 		{"--json"},
 		{"scripts", "--bogus"},
 		{"scripts", "extra"},
-		{"scripts", "--json", "--source", "sliding_window@1"},
+		{"scripts", "--json", "--source", "sliding_window@5"},
 		{"scripts", "--source", "sliding_window"},
 		{"scripts", "--source", "sliding_window@"},
 		{"scripts", "--source", "sliding_window@0"},
@@ -104,14 +98,14 @@ func TestUsageErrors(t *testing.T) {
 		{"call"},
 		{"call", "--addr", "127.0.0.1:1"},
 		{"call", "nope@1", "--addr", "127.0.0.1:1", "k", "1", "-", "0", "1", "5", "1"},
-		{"call", "sliding_window@1", "--addr", "127.0.0.1:1", "k", "1", "-", "0"},
-		{"call", "sliding_window@1", "k", "1", "-", "0", "1", "5000", "1000"},
+		{"call", "sliding_window@5", "--addr", "127.0.0.1:1", "k", "1", "-", "0"},
+		{"call", "sliding_window@5", "k", "1", "-", "0", "1", "5000", "1000"},
 		{"reset", "--addr", "127.0.0.1:1"},
-		{"reset", "--addr", "127.0.0.1:1", "sliding_window@1", "k"},
-		{"reset", "--addr", "127.0.0.1:1", "--prefix", "p", "sliding_window@1", "k", "1", "5000", "1000"},
+		{"reset", "--addr", "127.0.0.1:1", "sliding_window@5", "k"},
+		{"reset", "--addr", "127.0.0.1:1", "--prefix", "p", "sliding_window@5", "k", "1", "5000", "1000"},
 		{"reset", "--addr", "127.0.0.1:1", "--prefix", ""},
 		{"reset", "--addr", "127.0.0.1:1", "--prefix", "a{b}"},
-		append([]string{"reset", "sliding_window@1", "k"}, limits...),
+		append([]string{"reset", "sliding_window@5", "k"}, limits...),
 		{"demo", "--script", "nope"},
 		{"demo", "extra"},
 		{"demo", "--count-denied=2"},
@@ -138,8 +132,8 @@ func TestUnreachable(t *testing.T) {
 	for _, args := range [][]string{
 		{"load", "--addr", addr},
 		{"load", "--addr", addr, "--functions"},
-		{"call", "sliding_window@1", "--addr", addr, "k", "1", "-", "0", "1", "5000", "1000"},
-		{"reset", "--addr", addr, "sliding_window@1", "k", "1", "5000", "1000"},
+		{"call", "sliding_window@5", "--addr", addr, "k", "1", "-", "0", "1", "5000", "1000"},
+		{"reset", "--addr", addr, "sliding_window@5", "k", "1", "5000", "1000"},
 		{"reset", "--addr", addr, "--prefix", "demo"},
 		{"demo", "--addr", addr},
 	} {
@@ -180,30 +174,6 @@ func TestInterspersedFlags(t *testing.T) {
 	}
 }
 
-// forEachServer runs f as a subtest on a fresh redis-server and a fresh
-// valkey-server (skipped when missing, except under CI=true).
-func forEachServer(t *testing.T, f func(t *testing.T, srv *testbench.Node, client rueidis.Client)) {
-	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
-		t.Run(string(kind), func(t *testing.T) {
-			srv := testbench.StartSingle(t, testbench.Options{Kind: kind})
-			client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(client.Close)
-			f(t, srv, client)
-		})
-	}
-}
-
-// do runs one command on the test client.
-func do(t *testing.T, client rueidis.Client, args ...string) rueidis.RedisResult {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return client.Do(ctx, client.B().Arbitrary(args...).Build())
-}
-
 // TestNotRedisIsUnreachable: a port that answers, but not in RESP, is no
 // server to the command: exit status 3, as for a closed port.
 func TestNotRedisIsUnreachable(t *testing.T) {
@@ -222,9 +192,27 @@ func TestNotRedisIsUnreachable(t *testing.T) {
 			conn.Close()
 		}
 	}()
-	r := cli(t, "call", "token_bucket@2", "--addr", ln.Addr().String(), "--timeout", "2s", "k", "1", "-", "0", "1", "1", "1000")
+	r := cli(t, "call", "token_bucket@5", "--addr", ln.Addr().String(), "--timeout", "2s", "k", "1", "-", "0", "1", "1", "1000")
 	r.wantCode(t, exitUnreachable)
 	if strings.ContainsAny(r.stderr, "\x00\x1b") || len(r.stderr) > 1024 {
 		t.Errorf("stderr %q", r.stderr)
+	}
+}
+
+func TestProgressBar(t *testing.T) {
+	var b strings.Builder
+	p := &progressBar{w: &b, label: "x"}
+	p.done()
+	if b.Len() != 0 {
+		t.Errorf("done without updates wrote %q", b.String())
+	}
+	for i := range 40 {
+		p.update(int64(i))
+	}
+	p.done()
+	for _, line := range strings.Split(b.String(), "\r\033[K") {
+		if line != "" && (!strings.HasPrefix(line, "x [") || strings.Count(line, "#") != 3 || !strings.Contains(line, "] ")) {
+			t.Errorf("progress line %q", line)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,7 +26,7 @@ terminal, the count to stdout.`,
 	sf := addServerFlags(fs, true)
 	unit := fs.String("unit", "ms", "the `UNIT` of the limits' durations: s, ms or us")
 	prefix := fs.String("prefix", "", "delete the state of every limiter whose prefix is `PREFIX` (instead of one key's state)")
-	dryRun := fs.Bool("dry-run", false, "with --prefix, count the keys that would be deleted and delete nothing")
+	dryRun := fs.Bool("dry-run", false, "with --prefix, count the keys that would be deleted and delete nothing (with a KEY, a usage error)")
 	pos, err := fs.parse(e, args)
 	if err != nil {
 		return err
@@ -40,6 +41,10 @@ terminal, the count to stdout.`,
 			return usagef("reset", "reset: --prefix must be non-empty without '{' or '}', got %s", quoted(*prefix))
 		}
 		return resetPrefix(ctx, e, sf, *prefix, *dryRun)
+	}
+	if *dryRun {
+		// A key's reset has no dry run: refuse rather than delete.
+		return usagef("reset", "reset: --dry-run only counts the keys of --prefix; it cannot go with NAME@VERSION KEY (nothing was reset)")
 	}
 	if len(pos) == 0 {
 		return usagef("reset", "reset: want NAME@VERSION KEY limit... or --prefix PREFIX")
@@ -86,6 +91,11 @@ func resetPrefix(ctx context.Context, e *env, sf serverFlags, prefix string, dry
 	n, err := ratelua.ResetPrefix(ctx, ratelua.Rueidis(client), prefix, dryRun, progress)
 	// Clear the progress line before anything else is printed.
 	p.done()
+	if errors.Is(err, ratelua.ErrInvalidLimit) {
+		// A prefix no limiter can have (too long): refused before any key
+		// was read.
+		return usagef("reset", "reset: --prefix %s: %v", quoted(prefix), err)
+	}
 	if err != nil {
 		return fmt.Errorf("reset --prefix %s: %w (%s %s before)", quoted(prefix), err, verb, plural(n, "key", "keys"))
 	}

@@ -52,7 +52,7 @@ func TestBuildNeedsAContract(t *testing.T) {
 	if _, err := Build(map[string][]byte{"unknown.v1.lua": []byte("return 1")}); err == nil {
 		t.Error("a script without a contract was accepted")
 	}
-	m, err := Build(map[string][]byte{"ar1.v1.lua": []byte("return 1")})
+	m, err := Build(map[string][]byte{"ar1.v5.lua": []byte("return 1")})
 	if err != nil || !strings.Contains(string(m), `"sha1": "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"`) {
 		t.Errorf("Build: %v\n%s", err, m)
 	}

@@ -2,11 +2,15 @@ module github.com/ratelua/ratelua/ratehttp/internal/sfvtest
 
 go 1.25.0
 
-replace github.com/ratelua/ratelua => ../../..
+replace (
+	github.com/ratelua/ratelua => ../../..
+	github.com/ratelua/ratelua/testbench => ../../../testbench
+)
 
 require (
 	github.com/dunglas/httpsfv v1.1.2
 	github.com/ratelua/ratelua v0.0.0-00010101000000-000000000000
+	github.com/ratelua/ratelua/testbench v0.0.0-00010101000000-000000000000
 	github.com/redis/rueidis v1.0.79
 )
 

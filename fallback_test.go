@@ -1,0 +1,63 @@
+package ratelua
+
+import (
+	"testing"
+	"time"
+)
+
+// TestFallbackEpisodes drives the fallback's state on its own clock: it
+// decides only once calls have gone unanswered for After, only for slots
+// that failed, probes once per After, and an answer on a failed slot ends
+// it; a blip followed by answers is forgotten.
+func TestFallbackEpisodes(t *testing.T) {
+	f := newFallback(2*time.Second, 0, nil)
+	t0 := time.Unix(0, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	if local, probe := f.route(1, at(0)); local || probe {
+		t.Fatal("routed before any failure")
+	}
+	if use, entered, _ := f.fail(1, false, at(0), at(100)); use || entered {
+		t.Fatal("fell back before After")
+	}
+	if use, _, _ := f.fail(2, false, at(1000), at(1900)); use {
+		t.Fatal("fell back before After")
+	}
+	use, entered, unanswered := f.fail(1, false, at(2000), at(2100))
+	if !use || !entered || unanswered != 2100*time.Millisecond {
+		t.Fatalf("after 2.1 s unanswered: use %v entered %v after %v", use, entered, unanswered)
+	}
+	if local, _ := f.route(3, at(2200)); local {
+		t.Error("a slot that never failed is answered locally")
+	}
+	if local, probe := f.route(1, at(2200)); !local || probe {
+		t.Error("a down slot asks the server before the probe is due")
+	}
+	if local, probe := f.route(2, at(4100)); local || !probe {
+		t.Fatal("no probe after After")
+	}
+	if local, probe := f.route(1, at(4200)); !local || probe {
+		t.Error("a second probe while one is in flight")
+	}
+	if use, entered, _ := f.fail(2, true, at(4100), at(4300)); !use || entered {
+		t.Error("a failed probe must keep the fallback")
+	}
+	if left, _ := f.answer(3, false, at(4400)); left {
+		t.Error("an answer on a slot that never failed ends the fallback")
+	}
+	if local, probe := f.route(1, at(6300)); local || !probe {
+		t.Fatal("no probe After after the failed one")
+	}
+	left, used := f.answer(1, true, at(6400))
+	if !left || used != 4300*time.Millisecond {
+		t.Fatalf("answer on a down slot: left %v after %v", left, used)
+	}
+	if local, probe := f.route(1, at(6500)); local || probe {
+		t.Error("still falling back after the server answered")
+	}
+	// A blip, then answers: forgotten After later.
+	f.fail(5, false, at(10000), at(10100))
+	f.answer(6, false, at(10200))
+	if use, entered, _ := f.fail(7, false, at(13000), at(13100)); use || entered {
+		t.Error("a blip 3 s ago, answered since, started the fallback")
+	}
+}

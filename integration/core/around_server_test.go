@@ -1,0 +1,486 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/internal/keyslot"
+	"github.com/ratelua/ratelua/internal/limitertest"
+	"github.com/ratelua/ratelua/testbench"
+)
+
+// TestDryRunOnServers: on both servers, call by call, a DryRun limiter
+// admits everything and reports exactly the denials of an enforcing
+// limiter on the same sequence, for every script.
+func TestDryRunOnServers(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		limitertest.DryRunAgainstEnforcement(t, ratelua.Rueidis(client), 500)
+	})
+}
+
+// scriptCalls is how many script calls (EVALSHA, EVAL, FCALL) a node ran
+// since its statistics were reset, by INFO commandstats.
+func scriptCalls(t *testing.T, n *testbench.Node) int64 {
+	t.Helper()
+	v, err := n.Do(context.Background(), "INFO", "commandstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, line := range strings.Split(fmt.Sprint(v), "\n") {
+		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval" && name != "cmdstat_fcall") {
+			continue
+		}
+		for _, field := range strings.Split(stats, ",") {
+			if v, ok := strings.CutPrefix(field, "calls="); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					t.Fatalf("%s: %v", line, err)
+				}
+				total += n
+			}
+		}
+	}
+	return total
+}
+
+// TestDenyCacheOnServers: one client hammers one event key (a call every
+// millisecond of its clock, now and then AllowN(2) or Peek) through a
+// limiter of every script without the deny cache, then with it, on a
+// node of its own. The server runs at least 90% fewer script calls with
+// the cache (INFO commandstats), and every answer is the one the server
+// gave without it.
+func TestDenyCacheOnServers(t *testing.T) {
+	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
+		t.Run(string(kind), func(t *testing.T) {
+			node := testbench.StartSingle(t, testbench.Options{Kind: kind})
+			client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{node.Addr}, DisableCache: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(client.Close)
+			countCase(string(kind) + " single")
+			const steps = 5000
+			hammer := func(name string, opts ratelua.Options) ([]ratelua.Result, []bool, int64) {
+				if _, err := node.Do(context.Background(), "CONFIG", "RESETSTAT"); err != nil {
+					t.Fatal(err)
+				}
+				clock := limitertest.NewManualClock(time.Unix(1_800_000_000, 0))
+				opts.Clock = clock.Now
+				var rec limitertest.Recorder
+				opts.Observe = rec.Observe
+				limiters, err := limitertest.Mixed(ratelua.Rueidis(client), opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				l := limiters[name]
+				results, local := make([]ratelua.Result, steps), make([]bool, steps)
+				for i := range steps {
+					clock.Advance(time.Millisecond)
+					var err error
+					switch {
+					case i%97 == 0:
+						results[i], err = l.AllowN(context.Background(), "hammer", 2)
+					case i%89 == 0:
+						results[i], err = l.Peek(context.Background(), "hammer")
+					default:
+						results[i], err = l.Allow(context.Background(), "hammer")
+					}
+					if err != nil {
+						t.Fatalf("%s call %d: %v", name, i, err)
+					}
+					events := rec.Decisions()
+					if len(events) != 1 {
+						t.Fatalf("%s call %d: %d decision events", name, i, len(events))
+					}
+					local[i] = events[0].Local
+				}
+				return results, local, scriptCalls(t, node)
+			}
+			for _, name := range []string{ratelua.SlidingWindow, ratelua.AR1, ratelua.ZSetLog, ratelua.TokenBucket} {
+				want, _, plainCalls := hammer(name, ratelua.Options{Prefix: "plain"})
+				got, local, cachedCalls := hammer(name, ratelua.Options{Prefix: "cached", DenyCache: 1000})
+				denied, answeredLocally := 0, 0
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("%s call %d: with the cache %+v (local %v), the server said %+v", name, i, got[i], local[i], want[i])
+					}
+					if !want[i].Allowed {
+						denied++
+					}
+					if local[i] {
+						answeredLocally++
+					}
+				}
+				reduction := 100 * float64(plainCalls-cachedCalls) / float64(plainCalls)
+				t.Logf("%s %-14s %d calls, %d denied: server ran %d script calls without the cache, %d with it (%.1f%% fewer); %d answered locally, all %d equal",
+					kind, name, steps, denied, plainCalls, cachedCalls, reduction, answeredLocally, steps)
+				if cachedCalls*10 > plainCalls {
+					t.Errorf("%s: %d script calls with the cache against %d without: less than 90%% fewer", name, cachedCalls, plainCalls)
+				}
+			}
+		})
+	}
+}
+
+// outageTally counts, per event key, what a limiter decided during an
+// outage, from its events.
+type outageTally struct {
+	fallback  map[string]int // decisions by the fallback
+	admitted  map[string]int // of them admitted
+	server    map[string]int // decisions by the server (bystander keys)
+	errors    int            // unanswered before the fallback began (denied)
+	serverErr int            // error replies
+	other     int            // admitted otherwise: must stay 0
+	enter     int
+	leave     int
+}
+
+func newOutageTally() *outageTally {
+	return &outageTally{fallback: map[string]int{}, admitted: map[string]int{}, server: map[string]int{}}
+}
+
+// call makes one Allow of key with a short deadline and tallies it.
+func (o *outageTally) call(t *testing.T, l *ratelua.Limiter, rec *limitertest.Recorder, key string) ratelua.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	r, err := l.Allow(ctx, key)
+	cancel()
+	var decision ratelua.Event
+	for _, e := range rec.Take() {
+		switch e.Kind {
+		case ratelua.KindFallbackEnter:
+			o.enter++
+		case ratelua.KindFallbackLeave:
+			o.leave++
+		case ratelua.KindLoad:
+		default:
+			decision = e
+		}
+	}
+	switch decision.Kind {
+	case ratelua.KindFallback:
+		o.fallback[key]++
+		if r.Allowed {
+			o.admitted[key]++
+		}
+		if err != nil {
+			t.Fatalf("a fallback decision with an error: %v", err)
+		}
+	case ratelua.KindError:
+		if !noAnswer(err) {
+			o.serverErr++
+		} else {
+			o.errors++
+		}
+		if r.Allowed {
+			o.other++
+		}
+	case ratelua.KindAllowed, ratelua.KindDenied:
+		o.server[key]++
+	default:
+		t.Fatalf("decision %+v, %+v, %v", decision, r, err)
+	}
+	return decision
+}
+
+// check requires that each key was admitted exactly min(decisions, share)
+// times by the fallback (the clock is frozen: nothing refills), and never
+// otherwise, and logs the figures.
+func (o *outageTally) check(t *testing.T, what string, keys []string, share int) {
+	t.Helper()
+	total, admitted := 0, 0
+	for _, k := range keys {
+		total += o.fallback[k]
+		admitted += o.admitted[k]
+		if want := min(o.fallback[k], share); o.admitted[k] != want {
+			t.Errorf("%s: key %s: %d admitted by the fallback in %d decisions, want %d (share %d)", what, k, o.admitted[k], o.fallback[k], want, share)
+		}
+	}
+	if o.other != 0 {
+		t.Errorf("%s: %d calls admitted without an answer outside the fallback", what, o.other)
+	}
+	if total == 0 {
+		t.Errorf("%s: the fallback decided nothing", what)
+	}
+	t.Logf("%s: %d unanswered calls denied before the fallback, %d fallback decisions on %d keys, %d admitted (share %d per key, at most %d)",
+		what, o.errors, total, len(keys), admitted, share, share*len(keys))
+}
+
+// untilServerAnswers calls every key until each is decided by the server
+// again, and requires the fallback's end in the events.
+func (o *outageTally) untilServerAnswers(t *testing.T, l *ratelua.Limiter, rec *limitertest.Recorder, keys []string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	calls := 0
+	for _, k := range keys {
+		for {
+			if time.Now().After(deadline) {
+				t.Fatalf("the server never answered for %s again", k)
+			}
+			calls++
+			if e := o.call(t, l, rec, k); (e.Kind == ratelua.KindAllowed || e.Kind == ratelua.KindDenied) && !e.Local {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if o.enter > 0 {
+		t.Logf("server back after %d calls: %d error replies meanwhile; fallback switches: %d in, %d out", calls, o.serverErr, o.enter, o.leave)
+	}
+}
+
+// fallbackLimiter is a sliding window of 40 per hour (a frozen clock:
+// nothing leaves the window), failing closed, with a quarter of it as the
+// fallback after 500 ms without answers.
+func fallbackLimiter(t *testing.T, client rueidis.Client, prefix string, rec *limitertest.Recorder) *ratelua.Limiter {
+	t.Helper()
+	at := time.Unix(1_800_000_000, 0)
+	l, err := ratelua.NewSlidingWindow(ratelua.Rueidis(client), ratelua.Options{
+		Prefix: prefix, Clock: func() time.Time { return at },
+		Fallback: 0.25, FallbackAfter: 500 * time.Millisecond, Observe: rec.Observe,
+	}, ratelua.Window{Max: 40, Duration: time.Hour, Resolution: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// duringOutage calls the keys round robin until every key has had at
+// least calls fallback decisions.
+func (o *outageTally) duringOutage(t *testing.T, l *ratelua.Limiter, rec *limitertest.Recorder, keys []string, calls int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		done := true
+		for _, k := range keys {
+			if o.fallback[k] < calls {
+				done = false
+			}
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fallback decided %v in 60 s", o.fallback)
+		}
+		for _, k := range keys {
+			o.call(t, l, rec, k)
+		}
+	}
+}
+
+// TestFallbackThroughOutages: a real single node stopped then restarted,
+// then paused then resumed: the limiter falls back after 500 ms without
+// answers, admits exactly its share per key (a quarter of 40) and nothing
+// else while the server is away, and leaves the fallback when the server
+// answers. The fallback's state spans both outages: keys that used their
+// share in the first get nothing in the second.
+func TestFallbackThroughOutages(t *testing.T) {
+	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
+		t.Run(string(kind), func(t *testing.T) {
+			node := testbench.StartSingle(t, testbench.Options{Kind: kind})
+			client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{node.Addr}, DisableCache: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(client.Close)
+			countCase(string(kind) + " single")
+			var rec limitertest.Recorder
+			l := fallbackLimiter(t, client, "outage", &rec)
+			first := []string{"a", "b", "c", "d"}
+			second := []string{"e", "f", "g", "h"}
+			warm := newOutageTally()
+			warm.untilServerAnswers(t, l, &rec, append(first, second...))
+
+			stopped := newOutageTally()
+			if err := node.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			stopped.duringOutage(t, l, &rec, first, 20)
+			stopped.check(t, "stopped", first, 10)
+			if err := node.Restart(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			stopped.untilServerAnswers(t, l, &rec, first)
+			if stopped.enter != 1 || stopped.leave != 1 {
+				t.Errorf("stopped: %d switches in, %d out; want 1 and 1", stopped.enter, stopped.leave)
+			}
+
+			paused := newOutageTally()
+			if err := node.Pause(); err != nil {
+				t.Fatal(err)
+			}
+			paused.duringOutage(t, l, &rec, append(first, second...), 12)
+			paused.check(t, "paused (new keys)", second, 10)
+			for _, k := range first {
+				if paused.admitted[k] != 0 {
+					t.Errorf("paused: key %s admitted %d more after its share in the first outage", k, paused.admitted[k])
+				}
+			}
+			if err := node.Resume(); err != nil {
+				t.Fatal(err)
+			}
+			paused.untilServerAnswers(t, l, &rec, first)
+			if paused.enter != 1 || paused.leave != 1 {
+				t.Errorf("paused: %d switches in, %d out; want 1 and 1", paused.enter, paused.leave)
+			}
+		})
+	}
+}
+
+// TestClusterFallbackThroughOutages: on a six-node cluster, a master
+// paused (until it is resumed) and then a master stopped (until it is
+// restarted): keys of that master fall back and each gets at most its
+// share, keys of the other masters are still decided by their servers
+// throughout, and the server decides again after the failover.
+func TestClusterFallbackThroughOutages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long: outages on a six-node cluster")
+	}
+	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
+		t.Run(string(kind), func(t *testing.T) {
+			// No replica takes over until the test says so, and the other
+			// masters serve while one is away: each outage lasts as long as
+			// the test needs, however slow the machine (with automatic
+			// failover after the 1 s node timeout, a loaded machine could
+			// see the replica answer before the fallback had decided).
+			c := testbench.Start(t, testbench.Options{Kind: kind, Config: []string{
+				"cluster-replica-no-failover yes",
+				"cluster-require-full-coverage no",
+				"cluster-replica-validity-factor 0",
+			}})
+			client := clusterClient(t, c)
+			ctx := context.Background()
+			countCase(string(kind) + " cluster")
+			var rec limitertest.Recorder
+			l := fallbackLimiter(t, client, "cluster-outage", &rec)
+			victim := c.Masters()[0]
+			// Keys on the victim, and bystanders on the other masters.
+			var onVictim, bystanders []string
+			for i := 0; len(onVictim) < 8 || len(bystanders) < 4; i++ {
+				k := "user-" + strconv.Itoa(i)
+				m, err := c.MasterOf(ctx, int(keyslot.Slot(l.Key(k))))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m.Addr == victim.Addr && len(onVictim) < 8 {
+					onVictim = append(onVictim, k)
+				} else if m.Addr != victim.Addr && len(bystanders) < 4 {
+					bystanders = append(bystanders, k)
+				}
+			}
+			first, second := onVictim[:4], onVictim[4:]
+			warm := newOutageTally()
+			warm.untilServerAnswers(t, l, &rec, append(onVictim, bystanders...))
+
+			paused := newOutageTally()
+			if err := victim.Pause(); err != nil {
+				t.Fatal(err)
+			}
+			paused.duringOutage(t, l, &rec, first, 20)
+			for _, k := range bystanders {
+				if e := paused.call(t, l, &rec, k); e.Kind == ratelua.KindFallback {
+					t.Errorf("bystander %s on a live master decided by the fallback", k)
+				}
+			}
+			paused.check(t, "master paused", first, 10)
+			if err := victim.Resume(); err != nil {
+				t.Fatal(err)
+			}
+			paused.untilServerAnswers(t, l, &rec, first)
+			wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+			defer cancel()
+			if err := c.WaitHealthy(wctx); err != nil {
+				t.Fatal(err)
+			}
+
+			stopped := newOutageTally()
+			master, err := c.MasterOf(ctx, int(keyslot.Slot(l.Key(second[0]))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := master.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			stopped.duringOutage(t, l, &rec, second, 20)
+			for _, k := range bystanders {
+				if e := stopped.call(t, l, &rec, k); e.Kind == ratelua.KindFallback {
+					t.Errorf("bystander %s on a live master decided by the fallback", k)
+				}
+			}
+			stopped.check(t, "master stopped", second, 10)
+			// Now the cluster fails the master over; the server decides again.
+			allowFailover(t, c)
+			stopped.untilServerAnswers(t, l, &rec, second)
+			if err := master.Restart(wctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.WaitHealthy(wctx); err != nil {
+				t.Fatal(err)
+			}
+			for name, o := range map[string]*outageTally{"paused": paused, "stopped": stopped} {
+				if o.enter == 0 || o.leave == 0 {
+					t.Errorf("%s: %d switches in, %d out", name, o.enter, o.leave)
+				}
+				for _, k := range bystanders {
+					if o.fallback[k] != 0 {
+						t.Errorf("%s: bystander %s decided by the fallback %d times", name, k, o.fallback[k])
+					}
+				}
+			}
+		})
+	}
+}
+
+// allowFailover lets every replica of c take over its master again
+// (cluster-replica-no-failover no).
+func allowFailover(t *testing.T, c *testbench.Cluster) {
+	t.Helper()
+	for _, r := range c.Replicas() {
+		if _, err := r.Do(context.Background(), "CONFIG", "SET", "cluster-replica-no-failover", "no"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestFallbackNeverForErrorReplies: error replies (here NOPERM: a user who
+// may not run scripts) never enter the fallback, however many: the server
+// answered.
+func TestFallbackNeverForErrorReplies(t *testing.T) {
+	eachServer(t, func(t *testing.T, _ rueidis.Client, s *testbench.Node) {
+		ctx := context.Background()
+		if _, err := s.Do(ctx, "ACL", "SETUSER", "noscript-fb", "on", ">pw", "~*", "+@all", "-@scripting"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Do(ctx, "ACL", "DELUSER", "noscript-fb") })
+		client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, Username: "noscript-fb", Password: "pw"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(client.Close)
+		var rec limitertest.Recorder
+		l, err := ratelua.NewTokenBucket(ratelua.Rueidis(client), ratelua.Options{Prefix: "fb-noperm", Fallback: 1, Observe: rec.Observe}, ratelua.PerSecond(100, 100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 20 {
+			r, err := l.Allow(ctx, "k")
+			if r.Allowed || !errors.Is(err, ratelua.ErrScript) {
+				t.Fatalf("call %d: %+v, %v; want denied with ErrScript", i, r, err)
+			}
+		}
+		if c := limitertest.Kinds(rec.Take()); c[ratelua.KindFallback] != 0 || c[ratelua.KindFallbackEnter] != 0 || c[ratelua.KindError] != 20 {
+			t.Errorf("events %v; want 20 errors and no fallback", c)
+		}
+	})
+}

@@ -1,0 +1,179 @@
+// Package modeltest draws random limits and calls for the scripts and
+// their reference models (package model): the property, fuzz and
+// differential tests in the root package and in integration/ share them.
+package modeltest
+
+import (
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/ratelua/ratelua/internal/model"
+)
+
+// Generator makes a random limit set and its model for one script.
+type Generator func(r *rand.Rand, unit string, limits int) (model.Model, []string, int64)
+
+// Scale returns a time scale for the unit so durations stay realistic.
+func Scale(unit string) int64 {
+	switch unit {
+	case "ms":
+		return 1000
+	case "us":
+		return 1_000_000
+	}
+	return 1
+}
+
+// NLimits draws how many limits a call takes: mostly 1, often 2 to 4,
+// sometimes 16.
+func NLimits(r *rand.Rand) int {
+	switch p := r.IntN(20); {
+	case p == 0:
+		return 16
+	case p < 10:
+		return 1
+	default:
+		return 2 + r.IntN(3)
+	}
+}
+
+// Strs formats integers as decimal text.
+func Strs(xs ...int64) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = strconv.FormatInt(x, 10)
+	}
+	return out
+}
+
+// Generators holds a Generator per script name.
+var Generators = map[string]Generator{
+	"sliding_window": func(r *rand.Rand, unit string, n int) (model.Model, []string, int64) {
+		m := &model.SlidingWindow{}
+		var args []string
+		var longest int64
+		for range n {
+			res := (1 + r.Int64N(10)) * Scale(unit) / int64(1+r.IntN(4))
+			res = max(res, 1)
+			dur := res * (1 + r.Int64N(12))
+			if r.IntN(3) == 0 {
+				dur += r.Int64N(res) // not a multiple: a partial bucket
+			}
+			l := model.SlidingWindowLimit{Max: 1 + r.Int64N(12), Duration: dur, Resolution: res}
+			m.Limits = append(m.Limits, l)
+			args = append(args, Strs(l.Max, l.Duration, l.Resolution)...)
+			longest = max(longest, dur)
+		}
+		return m, args, longest
+	},
+	"ar1": func(r *rand.Rand, unit string, n int) (model.Model, []string, int64) {
+		m := &model.AR1{}
+		var args []string
+		var longest int64
+		for range n {
+			decay := []int64{1001, 1100, 1500, 2000, 2718, 10000}[r.IntN(6)]
+			if r.IntN(4) == 0 {
+				decay = 1001 + r.Int64N(5000)
+			}
+			res := max(1, (1+r.Int64N(10))*Scale(unit)/int64(1+r.IntN(4)))
+			l := model.AR1Limit{Max: 1 + r.Int64N(12), Decay: decay, Resolution: res}
+			m.Limits = append(m.Limits, l)
+			args = append(args, Strs(l.Max, l.Decay, l.Resolution)...)
+			longest = max(longest, res*20)
+		}
+		return m, args, longest
+	},
+	"zset_log": func(r *rand.Rand, unit string, n int) (model.Model, []string, int64) {
+		m := &model.ZSetLog{}
+		var args []string
+		var longest int64
+		for range n {
+			l := model.ZSetLogLimit{Max: 1 + r.Int64N(12), Window: 1 + r.Int64N(60*Scale(unit))}
+			m.Limits = append(m.Limits, l)
+			args = append(args, Strs(l.Max, l.Window)...)
+			longest = max(longest, l.Window)
+		}
+		return m, args, longest
+	},
+	"token_bucket": func(r *rand.Rand, unit string, n int) (model.Model, []string, int64) {
+		m := &model.TokenBucket{}
+		var args []string
+		var longest int64
+		for range n {
+			l := model.TokenBucketLimit{
+				Capacity:       1 + r.Int64N(12),
+				RefillAmount:   1 + r.Int64N(5),
+				RefillInterval: 1 + r.Int64N(10*Scale(unit)),
+			}
+			m.Limits = append(m.Limits, l)
+			args = append(args, Strs(l.Capacity, l.RefillAmount, l.RefillInterval)...)
+			longest = max(longest, l.RefillInterval*l.Capacity/l.RefillAmount)
+		}
+		return m, args, longest
+	},
+}
+
+// RandomCall draws the next call: counts including 0, negative and huge;
+// time steps including zero, large jumps and steps backwards.
+func RandomCall(r *rand.Rand, now int64, unit string, longest int64) model.Call {
+	c := model.Call{Unit: unit, Mode: r.IntN(2)}
+	switch p := r.IntN(100); {
+	case p < 60:
+		c.Count = 1 + r.Int64N(3)
+	case p < 72:
+		c.Count = 0
+	case p < 76:
+		c.Count = -1 - r.Int64N(5)
+	case p < 94:
+		c.Count = 1 + r.Int64N(30)
+	case p < 97:
+		c.Count = 1 + r.Int64N(1<<40)
+	default:
+		c.Count = 1 << 52
+	}
+	var step int64
+	switch p := r.IntN(100); {
+	case p < 20:
+		step = 0
+	case p < 70:
+		step = r.Int64N(max(longest/8, 1) + 1)
+	case p < 85:
+		step = r.Int64N(longest + 1)
+	case p < 90:
+		step = longest + r.Int64N(3*longest+1) // a long idle period
+	default:
+		step = -r.Int64N(longest + 1) // the caller's clock went back
+	}
+	c.Now = min(max(now+step, 0), model.MaxTime)
+	return c
+}
+
+// keyBytes are the bytes random state keys are drawn from: the hash tag's
+// braces, the escape character of the Go API's tags, NUL, control and
+// non-ASCII bytes, besides plain ones.
+var keyBytes = []byte("ab:{}%\x00\x1b\n \xc3\xa9\xff09")
+
+// RandomKey draws a state key of 0 to a few hundred bytes, so that a script
+// that behaves differently on long or odd keys is caught.
+func RandomKey(r *rand.Rand) string {
+	var n int
+	switch p := r.IntN(10); {
+	case p == 0:
+		n = 0
+	case p < 5:
+		n = 1 + r.IntN(40)
+	default:
+		n = 41 + r.IntN(300)
+	}
+	key := make([]byte, n)
+	for i := range key {
+		key[i] = keyBytes[r.IntN(len(keyBytes))]
+	}
+	return string(key)
+}
+
+// CallArgs builds ARGV for one call.
+func CallArgs(c model.Call, limits []string) []string {
+	args := []string{strconv.FormatInt(c.Count, 10), c.Unit, strconv.FormatInt(c.Now, 10), strconv.Itoa(c.Mode)}
+	return append(args, limits...)
+}
