@@ -107,11 +107,15 @@ bench-versions: servers
 	bash bench/ab-versions.sh redis-server $(A) $(B)
 	bash bench/ab-versions.sh valkey-server $(A) $(B)
 
-## generate: rebuild lua/*.lua and lua/manifest.json from lua/src
+## generate: rebuild lua/*.lua and lua/manifest.json from lua/src, then
+## the copies of the newest scripts in python/ratelua/lua and node/lua and
+## the key vectors testdata/keyvectors.json the packages check
 generate:
 	$(GO) generate ./...
+	RATELUA_WRITE_GENERATED=1 $(GO) test -count=1 -run '^TestGenerated(Packages|KeyVectors)$$' .
 
-## check-generated: fail if lua/ is not what lua/src generates
+## check-generated: fail if lua/ is not what lua/src generates, or the
+## packages' scripts or testdata/keyvectors.json are stale
 check-generated:
 	$(GO) test -count=1 -run 'TestGenerated' .
 
@@ -170,3 +174,15 @@ test-rls: servers
 ## p50/p99 latency of each, ratelua-rls's as ratios to the reference's.
 bench-rls: servers
 	cd rls/reference && $(GO) test -count=1 -run '^$$' -bench AgainstReference -benchtime=1x .
+
+## test-lang: the Python (python/) and Node (node/) packages on real servers:
+## their pytest and node --test suites on single nodes and six-node clusters
+## of redis-server and valkey-server, Go, Python and Node instances sharing
+## one limit, the three HTTP middlewares compared on the login case, and the
+## wheel and npm tarball installed outside the repository running the login
+## case (the integration module's TestLang* tests; make test runs them with
+## the rest of the integration module). callers installs Debian's python3-*
+## packages and node/'s dev dependencies.
+.PHONY: test-lang
+test-lang: servers callers
+	cd integration && $(GO) test -count=1 -run '^TestLang' .

@@ -1,0 +1,370 @@
+package ratelua
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The Python and Node packages (python/, node/) carry copies of the newest
+// scripts, their Functions library and a manifest of them, and check their
+// key scheme against testdata/keyvectors.json, which the Go API writes.
+// make generate writes both (RATELUA_WRITE_GENERATED=1); make
+// check-generated fails when either is stale.
+
+// langPackageDirs are the folders the packages load their scripts from.
+var langPackageDirs = []string{"python/ratelua/lua", "node/lua"}
+
+// writeGenerated reports whether the test writes the files instead of
+// comparing them.
+func writeGenerated() bool { return os.Getenv("RATELUA_WRITE_GENERATED") == "1" }
+
+// compareOrWrite writes want to path under RATELUA_WRITE_GENERATED=1 and
+// otherwise fails unless the file holds exactly want.
+func compareOrWrite(t *testing.T, path string, want []byte) {
+	t.Helper()
+	if writeGenerated() {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Errorf("%s is not generated (run make generate): %v", path, err)
+		return
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s is stale: run make generate", path)
+	}
+}
+
+// packageFiles returns the files each package carries: the newest version
+// of every script, its library and a manifest listing just those.
+func packageFiles(t *testing.T) map[string][]byte {
+	t.Helper()
+	raw, err := luaFiles.ReadFile("lua/manifest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var manifest struct {
+		Comment string            `json:"comment"`
+		Scripts []json.RawMessage `json:"scripts"`
+	}
+	if err := json.Unmarshal(raw, &manifest); err != nil {
+		t.Fatal(err)
+	}
+	type entry struct {
+		Name    string `json:"name"`
+		Version int    `json:"version"`
+		File    string `json:"file"`
+		Library string `json:"library"`
+	}
+	newest := map[string]int{}
+	var entries []entry
+	for _, m := range manifest.Scripts {
+		var e entry
+		if err := json.Unmarshal(m, &e); err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, e)
+		newest[e.Name] = max(newest[e.Name], e.Version)
+	}
+	files := map[string][]byte{}
+	var kept []json.RawMessage
+	for i, e := range entries {
+		if e.Version != newest[e.Name] {
+			continue
+		}
+		kept = append(kept, manifest.Scripts[i])
+		for _, f := range []string{e.File, e.Library} {
+			if files[f] == nil {
+				if files[f], err = luaFiles.ReadFile("lua/" + f); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	manifest.Scripts = kept
+	out, err := json.MarshalIndent(manifest, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["manifest.json"] = append(out, '\n')
+	return files
+}
+
+// TestGeneratedPackages checks the scripts the packages carry.
+func TestGeneratedPackages(t *testing.T) {
+	files := packageFiles(t)
+	for _, dir := range langPackageDirs {
+		for name, want := range files {
+			compareOrWrite(t, filepath.Join(dir, name), want)
+		}
+		// No leftover of an older version.
+		have, _ := filepath.Glob(filepath.Join(dir, "*"))
+		for _, path := range have {
+			if _, ok := files[filepath.Base(path)]; !ok {
+				if writeGenerated() {
+					os.Remove(path)
+				} else {
+					t.Errorf("%s is not a file the package should carry: run make generate", path)
+				}
+			}
+		}
+	}
+}
+
+// keyVector is one limiter configuration and call, and what the Go API
+// makes of it: the state key and the ARGV it sends, or the field it
+// refuses.
+type keyVector struct {
+	Script      string           `json:"script"`
+	Limits      []map[string]any `json:"limits"`
+	Prefix      string           `json:"prefix"`
+	CountDenied bool             `json:"count_denied"`
+	EventKeyHex string           `json:"event_key_hex"`
+	NowUS       int64            `json:"now_us"`
+	N           int64            `json:"n"`
+	KeyHex      string           `json:"key_hex,omitempty"`
+	Args        []string         `json:"args,omitempty"`
+	// Error, when the Go API refuses the limits: which limit (-1 for
+	// none) and which field.
+	Error *vectorError `json:"error,omitempty"`
+}
+
+type vectorError struct {
+	Index int    `json:"index"`
+	Field string `json:"field"`
+}
+
+// vectorEventKeys are the event keys every configuration is tried with:
+// braces, '%', NUL, non-ASCII and invalid UTF-8, 0 to 400 bytes, around
+// the 128-byte bound where the digest takes over.
+func vectorEventKeys() []string {
+	keys := []string{
+		"", "a", "user:42", "{", "}", "{}", "%", "%7B", "%H", "a{b}c", "{user}:x",
+		"\x00", "a\x00b", "é", "ユーザー", "\xff\xfe", "emoji 🙂 {x}",
+		strings.Repeat("a", 127), strings.Repeat("a", 128), strings.Repeat("a", 129),
+		strings.Repeat("{", 42), strings.Repeat("{", 43), strings.Repeat("%", 42) + "ab",
+		strings.Repeat("é", 64), strings.Repeat("é", 65), strings.Repeat("x", 400),
+		strings.Repeat("}\x00", 200),
+	}
+	r := rand.New(rand.NewPCG(23, 5))
+	alphabet := []byte("ab{}%\x00\xc3\xa9:Z")
+	for range 12 {
+		b := make([]byte, r.IntN(401))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		keys = append(keys, string(b))
+	}
+	return keys
+}
+
+// vectorLimits returns count random valid limits of script, in the
+// vectors' form (durations in microseconds) and as the Go constructor's
+// arguments.
+func vectorLimits(r *rand.Rand, script string, count int, micro bool) ([]map[string]any, func(Options) (*Limiter, error)) {
+	durations := []time.Duration{time.Second, 5 * time.Second, time.Minute, time.Hour, 24 * time.Hour, 250 * time.Millisecond, 1500 * time.Millisecond}
+	dur := func() time.Duration {
+		d := durations[r.IntN(len(durations))]
+		if micro && r.IntN(2) == 0 {
+			d += 7 * time.Microsecond
+		}
+		return d
+	}
+	us := func(d time.Duration) int64 { return d.Microseconds() }
+	var out []map[string]any
+	switch script {
+	case "sliding_window":
+		var ws []Window
+		for range count {
+			d := dur()
+			w := Window{Max: 1 + r.Int64N(1000), Duration: d, Resolution: d / time.Duration(1+r.IntN(20))}
+			w.Resolution -= w.Resolution % time.Microsecond
+			ws = append(ws, w)
+			out = append(out, map[string]any{"max": w.Max, "duration_us": us(w.Duration), "resolution_us": us(w.Resolution)})
+		}
+		return out, func(o Options) (*Limiter, error) { return NewSlidingWindow(noClient{}, o, ws...) }
+	case "token_bucket":
+		var bs []Bucket
+		for range count {
+			b := Bucket{Capacity: 1 + r.Int64N(1000), RefillAmount: 1 + r.Int64N(100), RefillInterval: dur()}
+			bs = append(bs, b)
+			out = append(out, map[string]any{"capacity": b.Capacity, "refill_amount": b.RefillAmount, "refill_interval_us": us(b.RefillInterval)})
+		}
+		return out, func(o Options) (*Limiter, error) { return NewTokenBucket(noClient{}, o, bs...) }
+	case "zset_log":
+		var ls []Log
+		for range count {
+			g := Log{Max: 1 + r.Int64N(1000), Window: dur()}
+			ls = append(ls, g)
+			out = append(out, map[string]any{"max": g.Max, "window_us": us(g.Window)})
+		}
+		return out, func(o Options) (*Limiter, error) { return NewZSetLog(noClient{}, o, ls...) }
+	default: // ar1
+		factors := []float64{2, 1.5, 1.001, 1.1, 10, 3.333}
+		var ds []Decay
+		for range count {
+			d := Decay{Max: 1 + r.Int64N(1000), Factor: factors[r.IntN(len(factors))], Resolution: dur()}
+			ds = append(ds, d)
+			out = append(out, map[string]any{"max": d.Max, "factor": d.Factor, "resolution_us": us(d.Resolution)})
+		}
+		return out, func(o Options) (*Limiter, error) { return NewAR1(noClient{}, o, ds...) }
+	}
+}
+
+// invalidVectors are limits the Go API refuses, with the field it names.
+func invalidVectors() []keyVector {
+	v := func(script string, limits ...map[string]any) keyVector {
+		return keyVector{Script: script, Limits: limits, Prefix: "ratelua", N: 1}
+	}
+	return []keyVector{
+		v("sliding_window", map[string]any{"max": 0, "duration_us": 1_000_000, "resolution_us": 100_000}),
+		v("sliding_window", map[string]any{"max": 1_000_000_001, "duration_us": 1_000_000, "resolution_us": 100_000}),
+		v("sliding_window", map[string]any{"max": 5, "duration_us": 1_000_000, "resolution_us": 2_000_000}),
+		v("sliding_window", map[string]any{"max": 5, "duration_us": 1_000_000, "resolution_us": 99}),
+		v("sliding_window", map[string]any{"max": 5, "duration_us": 0, "resolution_us": 0}),
+		v("sliding_window", map[string]any{"max": 5, "duration_us": 1_000_000, "resolution_us": 100_000}, map[string]any{"max": -1, "duration_us": 1_000_000, "resolution_us": 100_000}),
+		v("token_bucket", map[string]any{"capacity": 10, "refill_amount": 0, "refill_interval_us": 1_000_000}),
+		v("token_bucket", map[string]any{"capacity": 1_000_000_000, "refill_amount": 1, "refill_interval_us": 86_400_000_000}),
+		v("zset_log", map[string]any{"max": 1_000_001, "window_us": 1_000_000}),
+		v("ar1", map[string]any{"max": 5, "factor": 1.0, "resolution_us": 1_000_000}),
+		v("ar1", map[string]any{"max": 5, "factor": 1.0005, "resolution_us": 1_000_000}),
+	}
+}
+
+// build constructs the limiter of an invalid vector.
+func (v keyVector) build(o Options) (*Limiter, error) {
+	d := func(m map[string]any, k string) time.Duration {
+		return time.Duration(toInt(m[k])) * time.Microsecond
+	}
+	switch v.Script {
+	case "sliding_window":
+		var ws []Window
+		for _, m := range v.Limits {
+			ws = append(ws, Window{Max: toInt(m["max"]), Duration: d(m, "duration_us"), Resolution: d(m, "resolution_us")})
+		}
+		return NewSlidingWindow(noClient{}, o, ws...)
+	case "token_bucket":
+		var bs []Bucket
+		for _, m := range v.Limits {
+			bs = append(bs, Bucket{Capacity: toInt(m["capacity"]), RefillAmount: toInt(m["refill_amount"]), RefillInterval: d(m, "refill_interval_us")})
+		}
+		return NewTokenBucket(noClient{}, o, bs...)
+	case "zset_log":
+		var ls []Log
+		for _, m := range v.Limits {
+			ls = append(ls, Log{Max: toInt(m["max"]), Window: d(m, "window_us")})
+		}
+		return NewZSetLog(noClient{}, o, ls...)
+	}
+	var ds []Decay
+	for _, m := range v.Limits {
+		ds = append(ds, Decay{Max: toInt(m["max"]), Factor: m["factor"].(float64), Resolution: d(m, "resolution_us")})
+	}
+	return NewAR1(noClient{}, o, ds...)
+}
+
+func toInt(v any) int64 {
+	switch n := v.(type) {
+	case int:
+		return int64(n)
+	case int64:
+		return n
+	case float64:
+		return int64(n)
+	}
+	return 0
+}
+
+// keyVectors builds every vector from the Go API.
+func keyVectors(t *testing.T) []keyVector {
+	t.Helper()
+	r := rand.New(rand.NewPCG(23, 16))
+	prefixes := []string{"ratelua", "app:login", "x"}
+	eventKeys := vectorEventKeys()
+	var out []keyVector
+	for _, script := range []string{"sliding_window", "token_bucket", "zset_log", "ar1"} {
+		for _, count := range []int{1, 2, 3, 5, 16} {
+			for _, micro := range []bool{false, true} {
+				limits, newLimiter := vectorLimits(r, script, count, micro)
+				now := time.UnixMicro(1_700_000_000_000_000 + r.Int64N(1e12))
+				for i, eventKey := range eventKeys {
+					// Every event key with one configuration, a few per
+					// other configuration.
+					if !(count == 2 && !micro) && i%7 != count%7 {
+						continue
+					}
+					prefix := prefixes[r.IntN(len(prefixes))]
+					countDenied := r.IntN(3) == 0
+					n := []int64{1, 0, -1, 3, 1 << 40}[r.IntN(5)]
+					l, err := newLimiter(Options{Prefix: prefix, CountDenied: countDenied, Clock: func() time.Time { return now }})
+					if err != nil {
+						t.Fatalf("%s %v: %v", script, limits, err)
+					}
+					out = append(out, keyVector{
+						Script: script, Limits: limits, Prefix: prefix, CountDenied: countDenied,
+						EventKeyHex: hex.EncodeToString([]byte(eventKey)), NowUS: now.UnixMicro(), N: n,
+						KeyHex: hex.EncodeToString([]byte(l.Key(eventKey))), Args: l.Args(n),
+					})
+				}
+			}
+		}
+	}
+	for _, v := range invalidVectors() {
+		_, err := v.build(Options{Prefix: v.Prefix})
+		var le *LimitError
+		if !errors.As(err, &le) {
+			t.Fatalf("%s %v: want a LimitError, got %v", v.Script, v.Limits, err)
+		}
+		v.Error = &vectorError{Index: le.Index, Field: le.Field}
+		out = append(out, v)
+	}
+	return out
+}
+
+// TestGeneratedKeyVectors checks testdata/keyvectors.json, the state keys
+// and ARGV of the Go API that the Python and Node packages must reproduce.
+func TestGeneratedKeyVectors(t *testing.T) {
+	vectors := keyVectors(t)
+	// What the vectors must cover.
+	var long, withDigest, sixteen int
+	scripts := map[string]bool{}
+	for _, v := range vectors {
+		scripts[v.Script] = true
+		if len(v.EventKeyHex) >= 800 {
+			long++
+		}
+		if strings.Contains(v.KeyHex, hex.EncodeToString([]byte("{%H"))) {
+			withDigest++
+		}
+		if len(v.Limits) == 16 {
+			sixteen++
+		}
+	}
+	if len(scripts) != 4 || long == 0 || withDigest == 0 || sixteen == 0 {
+		t.Fatalf("the vectors miss a case: scripts %v, 400-byte keys %d, digests %d, 16 limits %d", slices.Sorted(maps.Keys(scripts)), long, withDigest, sixteen)
+	}
+	out, err := json.MarshalIndent(map[string]any{
+		"comment": "Generated by TestGeneratedKeyVectors from the Go API (make generate): for each limiter configuration and call, the state key and the ARGV the Go API sends, or the limit and field it refuses. Durations in microseconds; keys as hex bytes.",
+		"vectors": vectors,
+	}, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareOrWrite(t, "testdata/keyvectors.json", append(out, '\n'))
+}

@@ -1,0 +1,39 @@
+// Types of ratelua/express.
+import type { Limiter, RateluaError } from "./index.js";
+import type { IncomingMessage, ServerResponse } from "node:http";
+
+export interface Limit {
+  limiter: Limiter;
+  /** The policy name; a limiter of several limits names limit i "<name>-<its window>". */
+  name?: string;
+  /** One policy name per limit, instead of name. */
+  names?: string[];
+  /** The event key; null or undefined: the limit does not apply. Default: the client's address. */
+  key?: (req: IncomingMessage) => string | null | undefined;
+  /** The events a request counts for; below 1: free. */
+  cost?: (req: IncomingMessage) => number;
+  /** Keys the limit never applies to. */
+  exempt?: string[];
+}
+
+export interface Options {
+  limits: Limit[];
+  trustedProxies?: string[];
+  proxyHeader?: "X-Forwarded-For" | "Forwarded" | "X-Real-IP";
+  ipv4Prefix?: number;
+  ipv6Prefix?: number;
+  headers?: "ietf" | "ietf+legacy" | "none";
+  skip?: (req: IncomingMessage) => boolean;
+  onError?: (req: IncomingMessage, err: Error) => void;
+  clock?: () => number;
+}
+
+export interface Middleware {
+  (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void): Promise<void>;
+  /** The key of the request's client address: "192.0.2.1", "2001:db8:1:2::/64". */
+  clientKey(req: IncomingMessage): string;
+}
+
+export function rateLimit(options: Options): Middleware;
+export function short(ms: number): string;
+export class ConfigError extends RateluaError {}

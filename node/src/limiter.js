@@ -1,0 +1,132 @@
+// The limiters: one script each, the Go API's keys and arguments.
+import { LimitError, classify, isReply } from "./errors.js";
+import { adapt } from "./client.js";
+import { checkPrefix, limitsHash, stateKey } from "./keys.js";
+import { MAX_SCRIPT_INT, UNIT_US, render } from "./limits.js";
+import { openResult, resultOf } from "./result.js";
+import { SCRIPTS } from "./scripts.js";
+
+/** Limiter decides events against a set of limits with one script; use
+ * SlidingWindow, TokenBucket, ZSetLog or AR1. */
+export class Limiter {
+  constructor(scriptName, client, limits, options = {}) {
+    if (client == null) throw new LimitError(-1, "client", "is missing");
+    const { prefix = "ratelua", countDenied = false, clock = null, failOpen = false, functions = false } = options;
+    const { unit, args, quotas } = render(scriptName, limits);
+    checkPrefix(prefix);
+    this.client = client;
+    this.script = SCRIPTS.get(scriptName);
+    Object.assign(this, { unit, prefix, clock, failOpen, functions });
+    this._args = args;
+    this._quotas = quotas;
+    this._mode = countDenied ? "1" : "0";
+    this._hash = limitsHash(this.script.name, this.script.stateVersion, unit, args);
+    this._client = adapt(client);
+  }
+
+  /** limits is how many limits the limiter checks. */
+  get limits() { return this._quotas.length; }
+
+  /** quota(i) is limit i as a policy: {max, window} (window in ms). */
+  quota(i) {
+    const q = this._quotas[i];
+    return q ? { max: q[0], window: q[1] / 1000 } : { max: 0, window: 0 };
+  }
+
+  /** key returns the state key of eventKey (a Buffer), the Go API's byte for byte. */
+  key(eventKey) {
+    return stateKey(this.prefix, eventKey, this.script.name, this.script.stateVersion, this._hash);
+  }
+
+  /** now is the clock's reading in the unit; "" for the server's clock. */
+  now() {
+    if (!this.clock) return "";
+    const t = this.clock();
+    const ms = t instanceof Date ? t.getTime() : Number(t);
+    const n = this.unit === "ms" ? Math.floor(ms) : Math.floor(ms * 1000);
+    if (!Number.isFinite(n) || n < 0 || n > MAX_SCRIPT_INT) {
+      throw new LimitError(-1, "Clock", `must read between 1970 and 2^52 ${this.unit} after it, got ${String(t)}`);
+    }
+    return String(n);
+  }
+
+  /** args(n) is the ARGV of a call with eventCount n, as the Go API sends it. */
+  args(n, now = this.now()) {
+    return [String(n), this.unit, now, this._mode, ...this._args];
+  }
+
+  /** allow records one event for eventKey and decides it. */
+  allow(eventKey) { return this.allowN(eventKey, 1); }
+
+  /** allowN records n events (n >= 1) for eventKey and decides them together. */
+  async allowN(eventKey, n) {
+    if (!Number.isSafeInteger(n) || n < 1 || n > MAX_SCRIPT_INT) {
+      throw new LimitError(-1, "n", `must be in [1, 2^52], got ${String(n)}`);
+    }
+    return this._call(eventKey, n);
+  }
+
+  /** peek decides whether one more event would be admitted, recording nothing. */
+  peek(eventKey) { return this._call(eventKey, 0); }
+
+  /** reset deletes the state of eventKey: its next event starts fresh. */
+  async reset(eventKey) {
+    const r = await this._call(eventKey, -1);
+    if (r.error) throw r.error;
+  }
+
+  /** loadFunctions loads the release's library on every master (FUNCTION LOAD REPLACE). */
+  loadFunctions() { return this._client.loadLibrary(this.script); }
+
+  async _call(eventKey, n) {
+    const key = this.key(eventKey);
+    const args = this.args(n);
+    const name = String(this.script);
+    try {
+      return resultOf(await this._run(key, args), UNIT_US[this.unit], name);
+    } catch (err) {
+      const e = classify(name, err);
+      if (this.failOpen && e.name === "UnavailableError") return openResult(e);
+      throw e;
+    }
+  }
+
+  async _run(key, args) {
+    const c = this._client, s = this.script;
+    if (this.functions) {
+      try {
+        return await c.call("FCALL", s.function, key, args);
+      } catch (err) {
+        if (!isReply(err) || !/function not found/i.test(err.message)) throw err;
+      }
+      await c.loadLibrary(s);
+      return c.call("FCALL", s.function, key, args);
+    }
+    try {
+      return await c.call("EVALSHA", s.sha1, key, args);
+    } catch (err) {
+      if (!isReply(err) || !String(err.message).startsWith("NOSCRIPT")) throw err;
+    }
+    return c.call("EVAL", s.source, key, args);
+  }
+}
+
+/** SlidingWindow checks every {max, duration, resolution} window at once (script sliding_window). */
+export class SlidingWindow extends Limiter {
+  constructor(client, windows, options) { super("sliding_window", client, windows, options); }
+}
+
+/** TokenBucket: {capacity, refillAmount, refillInterval} buckets (script token_bucket). */
+export class TokenBucket extends Limiter {
+  constructor(client, buckets, options) { super("token_bucket", client, buckets, options); }
+}
+
+/** ZSetLog: exact {max, window} sliding logs (script zset_log). */
+export class ZSetLog extends Limiter {
+  constructor(client, logs, options) { super("zset_log", client, logs, options); }
+}
+
+/** AR1: {max, factor, resolution} decaying counts (script ar1). */
+export class AR1 extends Limiter {
+  constructor(client, decays, options) { super("ar1", client, decays, options); }
+}

@@ -1,0 +1,26 @@
+"""ratelua: rate limiters that run atomically in Redis and Valkey as the
+versioned Lua scripts of github.com/ratelua/ratelua, with the same state
+keys as its Go API, so that Go, Python and Node services share one limit.
+
+    import redis, ratelua
+    logins = ratelua.SlidingWindow(redis.Redis(), ratelua.Window(1, 5, 1),
+                                   ratelua.Window(5, 3600, 600), prefix="login")
+    r = logins.allow("203.0.113.7")
+    if not r.allowed: ...  # r.retry_after seconds, r.retry_after_timedelta
+
+ratelua.aio has the same limiters for redis.asyncio clients; ratelua.asgi
+the ASGI middleware.
+"""
+
+from .errors import LimitError, RateluaError, ScriptError, UnavailableError
+from .keys import escape_tag
+from .limiter import AR1, Limiter, SlidingWindow, TokenBucket, ZSetLog
+from .limits import Bucket, Decay, Log, Window
+from .result import NEVER, Result
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AR1", "Bucket", "Decay", "LimitError", "Limiter", "Log", "NEVER", "RateluaError", "Result",
+    "ScriptError", "SlidingWindow", "TokenBucket", "UnavailableError", "Window", "ZSetLog", "escape_tag",
+]

@@ -1,0 +1,176 @@
+"""The limits of each script, their checks and their arguments, exactly as
+the Go API renders them (so that both build the same state keys)."""
+
+import math
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import List, Optional, Sequence, Tuple, Union
+
+from .errors import LimitError
+
+Duration = Union[timedelta, int, float]
+
+#: Bound of now, durations and replies in the scripts: 2^52.
+MAX_SCRIPT_INT = 1 << 52
+#: The most limits one call takes.
+MAX_LIMITS = 16
+
+_UNITS = {"ms": 1_000, "us": 1}
+
+
+def micros(d: Duration) -> int:
+    """d in whole microseconds: a timedelta, or seconds as a number."""
+    if isinstance(d, timedelta):
+        return d // timedelta(microseconds=1)
+    if isinstance(d, bool) or not isinstance(d, (int, float)):
+        raise TypeError(f"ratelua: a duration is a timedelta or seconds, got {d!r}")
+    return timedelta(seconds=d) // timedelta(microseconds=1)
+
+
+def pick_unit(durations_us: Sequence[int]) -> str:
+    """Milliseconds, or microseconds when a duration is not a whole number of
+    milliseconds (as the Go API picks)."""
+    return "ms" if all(d % 1000 == 0 for d in durations_us) else "us"
+
+
+class _Check:
+    """The validation of one limit's fields; the first failure wins."""
+
+    def __init__(self, index: int, unit: str):
+        self.index, self.unit, self.error = index, unit, None
+
+    def fail(self, field: str, reason: str) -> None:
+        if self.error is None:
+            self.error = LimitError(self.index, field, reason)
+
+    def count(self, field: str, v: int, lo: int, hi: int) -> str:
+        if not isinstance(v, int) or isinstance(v, bool):
+            self.fail(field, f"must be an integer, got {v!r}")
+            return "0"
+        if v < lo or v > hi:
+            self.fail(field, f"must be in [{lo}, {hi}], got {v}")
+        return str(v)
+
+    def duration(self, field: str, us: int) -> str:
+        n = us // _UNITS[self.unit]
+        if us <= 0 or n > MAX_SCRIPT_INT:
+            self.fail(field, f"must be positive and at most 2^52 {self.unit}, got {_show(us)}")
+        return str(n)
+
+
+def _show(us: int) -> str:
+    return f"{us / 1_000_000:g}s"
+
+
+@dataclass(frozen=True)
+class Window:
+    """At most max events in any duration, counted in buckets of resolution
+    (sliding_window). resolution None means a tenth of duration."""
+
+    max: int
+    duration: Duration
+    resolution: Optional[Duration] = None
+
+    def _durations(self) -> List[int]:
+        d = micros(self.duration)
+        r = d // 10 if self.resolution is None else micros(self.resolution)
+        return [d, r]
+
+    def _args(self, c: _Check) -> List[str]:
+        d, r = self._durations()
+        args = [c.count("Max", self.max, 1, 10**9), c.duration("Duration", d), c.duration("Resolution", r)]
+        if c.error is None and r > d:
+            c.fail("Resolution", f"must be at most Duration, got {_show(r)} > {_show(d)}")
+        if c.error is None and -(-d // r) > 10000:
+            c.fail("Resolution", f"makes more than 10000 buckets in {_show(d)}")
+        return args
+
+    def _quota(self) -> Tuple[int, int]:
+        return self.max, self._durations()[0]
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """Up to capacity tokens, refilled by refill_amount every refill_interval,
+    continuously (token_bucket). A new bucket is full."""
+
+    capacity: int
+    refill_amount: int
+    refill_interval: Duration
+
+    def _durations(self) -> List[int]:
+        return [micros(self.refill_interval)]
+
+    def _args(self, c: _Check) -> List[str]:
+        (i,) = self._durations()
+        args = [c.count("Capacity", self.capacity, 1, 10**9), c.count("RefillAmount", self.refill_amount, 1, 10**9),
+                c.duration("RefillInterval", i)]
+        if c.error is None and self.capacity * (i // _UNITS[c.unit]) > 1 << 50:
+            c.fail("RefillInterval", f"times Capacity must be at most 2^50 {c.unit}, got {self.capacity} * {_show(i)}")
+        return args
+
+    def _quota(self) -> Tuple[int, int]:
+        # The time the bucket takes to fill from empty.
+        (i,) = self._durations()
+        return self.capacity, math.ceil(i * self.capacity / max(self.refill_amount, 1))
+
+
+@dataclass(frozen=True)
+class Log:
+    """At most max events in any window, exactly (zset_log)."""
+
+    max: int
+    window: Duration
+
+    def _durations(self) -> List[int]:
+        return [micros(self.window)]
+
+    def _args(self, c: _Check) -> List[str]:
+        return [c.count("Max", self.max, 1, 10**6), c.duration("Window", self._durations()[0])]
+
+    def _quota(self) -> Tuple[int, int]:
+        return self.max, self._durations()[0]
+
+
+@dataclass(frozen=True)
+class Decay:
+    """An exponentially decaying count (ar1): at every multiple of resolution
+    the count is divided by factor (> 1, at most three decimals)."""
+
+    max: int
+    factor: float
+    resolution: Duration
+
+    def _durations(self) -> List[int]:
+        return [micros(self.resolution)]
+
+    def _args(self, c: _Check) -> List[str]:
+        f = float(self.factor)
+        permille = math.floor(f * 1000 + 0.5) if not math.isnan(f) else float("nan")
+        if math.isnan(f) or permille < 1001 or permille > 1e9 or abs(f * 1000 - permille) > 1e-6:
+            c.fail("Factor", f"must be in [1.001, 10^6] with at most 3 decimals, got {self.factor}")
+            permille = 0
+        return [c.count("Max", self.max, 1, 10**9), str(int(permille)), c.duration("Resolution", self._durations()[0])]
+
+    def _quota(self) -> Tuple[int, int]:
+        (r,) = self._durations()
+        return self.max, math.ceil(r * self.factor / (self.factor - 1))
+
+
+def render(limits: Sequence, kind: type) -> Tuple[str, List[str], List[Tuple[int, int]]]:
+    """The unit, the limit arguments and the quotas (max, window in µs) of
+    limits, all of type kind; raises LimitError like the Go API."""
+    if not 1 <= len(limits) <= MAX_LIMITS:
+        raise LimitError(-1, "limits", f"must be 1 to {MAX_LIMITS}, got {len(limits)}")
+    for i, l in enumerate(limits):
+        if not isinstance(l, kind):
+            raise LimitError(i, kind.__name__, f"expected a ratelua.{kind.__name__}, got {type(l).__name__}")
+    unit = pick_unit([d for l in limits for d in l._durations()])
+    args: List[str] = []
+    for i, l in enumerate(limits):
+        c = _Check(i, unit)
+        rendered = l._args(c)
+        if c.error is not None:
+            raise c.error
+        args.extend(rendered)
+    return unit, args, [l._quota() for l in limits]

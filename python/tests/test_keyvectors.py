@@ -1,0 +1,68 @@
+"""Every key vector of the Go API (testdata/keyvectors.json): the same state
+key and ARGV, or the same refused limit and field. No server needed."""
+
+import functools
+import json
+import os
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+import ratelua
+
+VECTORS = os.environ.get("RATELUA_KEYVECTORS") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "testdata", "keyvectors.json")
+
+KINDS = {
+    "sliding_window": (ratelua.SlidingWindow, lambda m: ratelua.Window(m["max"], us(m["duration_us"]), us(m["resolution_us"]))),
+    "token_bucket": (ratelua.TokenBucket, lambda m: ratelua.Bucket(m["capacity"], m["refill_amount"], us(m["refill_interval_us"]))),
+    "zset_log": (ratelua.ZSetLog, lambda m: ratelua.Log(m["max"], us(m["window_us"]))),
+    "ar1": (ratelua.AR1, lambda m: ratelua.Decay(m["max"], m["factor"], us(m["resolution_us"]))),
+}
+
+
+def us(n):
+    return timedelta(microseconds=n)
+
+
+@functools.lru_cache(maxsize=None)
+def load():
+    with open(VECTORS, encoding="utf-8") as f:
+        return json.load(f)["vectors"]
+
+
+class NoClient:
+    """Never called: the vectors need no server."""
+
+
+def build(v):
+    cls, limit = KINDS[v["script"]]
+    now = datetime(1970, 1, 1, tzinfo=timezone.utc) + us(v["now_us"])
+    return cls(NoClient(), *[limit(m) for m in v["limits"]], prefix=v["prefix"],
+               count_denied=v["count_denied"], clock=lambda: now)
+
+
+def test_vectors_cover_every_script():
+    vectors = load()
+    assert {v["script"] for v in vectors} == set(KINDS)
+    assert max(len(v["limits"]) for v in vectors) == 16
+    assert max(len(v["event_key_hex"]) // 2 for v in vectors) >= 400
+
+
+@pytest.mark.parametrize("i", range(len(load())))
+def test_vector(i):
+    v = load()[i]
+    if v.get("error"):
+        with pytest.raises(ratelua.LimitError) as info:
+            build(v)
+        assert (info.value.index, info.value.field) == (v["error"]["index"], v["error"]["field"]), str(info.value)
+        return
+    limiter = build(v)
+    event_key = bytes.fromhex(v["event_key_hex"])
+    assert limiter.key(event_key).hex() == v["key_hex"]
+    assert limiter.args(v["n"]) == v["args"]
+    try:
+        as_text = event_key.decode("utf-8")
+    except UnicodeDecodeError:
+        return
+    assert limiter.key(as_text).hex() == v["key_hex"], "a str event key is its UTF-8 bytes"
