@@ -237,3 +237,20 @@ func TestRuntimeDoesNotImportTheGenerator(t *testing.T) {
 		t.Errorf("the runtime's dependencies: %v", deps)
 	}
 }
+
+// TestReadmeIsShort: the README is a page a newcomer reads in five
+// minutes; history, the wire contract and how to test live elsewhere.
+func TestReadmeIsShort(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(readme, []byte("\n")); n > 300 {
+		t.Errorf("README.md has %d lines, want at most 300", n)
+	}
+	for _, doc := range []string{"CHANGELOG.md", "CONTRIBUTING.md", "lua/README.md"} {
+		if _, err := os.Stat(doc); err != nil {
+			t.Errorf("%s: %v", doc, err)
+		}
+	}
+}
