@@ -9,8 +9,8 @@ replace (
 
 require (
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4
-	github.com/ratelua/ratelua v0.0.0-00010101000000-000000000000
-	github.com/ratelua/ratelua/testbench v0.0.0-00010101000000-000000000000
+	github.com/ratelua/ratelua v0.1.0
+	github.com/ratelua/ratelua/testbench v0.1.0
 	github.com/redis/rueidis v1.0.79
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261026165753-2ffab32bce7e
 	google.golang.org/grpc v1.85.0

@@ -6,7 +6,7 @@ replace github.com/ratelua/ratelua => ../
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
-	github.com/ratelua/ratelua v0.0.0-00010101000000-000000000000
+	github.com/ratelua/ratelua v0.1.0
 	github.com/redis/rueidis v1.0.79
 )
 

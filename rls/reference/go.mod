@@ -1,3 +1,4 @@
+// ratelua: not released (tests only)
 module github.com/ratelua/ratelua/rls/reference
 
 go 1.25.6

@@ -1,3 +1,4 @@
+// ratelua: not released (tests only)
 module github.com/ratelua/ratelua/ratehttp/internal/sfvtest
 
 go 1.25.0
@@ -9,8 +10,8 @@ replace (
 
 require (
 	github.com/dunglas/httpsfv v1.1.2
-	github.com/ratelua/ratelua v0.0.0-00010101000000-000000000000
-	github.com/ratelua/ratelua/testbench v0.0.0-00010101000000-000000000000
+	github.com/ratelua/ratelua v0.1.0
+	github.com/ratelua/ratelua/testbench v0.1.0
 	github.com/redis/rueidis v1.0.79
 )
 
