@@ -76,15 +76,6 @@ func newestLibrary(t testing.TB) ratelua.Library {
 	return lib
 }
 
-// sharedServerAddr is the address of the shared redis-server, for the
-// examples; it panics when none can start (an example cannot skip).
-func sharedServerAddr() string {
-	n, err := sharedServer("redis")
-	if err != nil {
-		panic("the examples need a redis-server: " + err.Error())
-	}
-	return n.Addr
-}
 
 // repoRoot is the repository's root, from this package's folder.
 var repoRoot = filepath.Join("..", "..")
