@@ -33,12 +33,17 @@ func equalInts(a, b []int64) bool {
 	return true
 }
 
-// resultInSeconds is the Result the Go API makes of a reply in seconds.
+// resultInSeconds is the Result the Go API makes of a reply in seconds:
+// a retry_after of -1 is Never.
 func resultInSeconds(ints []int64) ratelua.Result {
+	retry := time.Duration(ints[2]) * time.Second
+	if ints[2] < 0 {
+		retry = ratelua.Never
+	}
 	return ratelua.Result{
 		Allowed:    ints[0] == 1,
 		Remaining:  ints[1],
-		RetryAfter: time.Duration(ints[2]) * time.Second,
+		RetryAfter: retry,
 		ResetAfter: time.Duration(ints[3]) * time.Second,
 		Limit:      int(ints[4]) - 1,
 	}
