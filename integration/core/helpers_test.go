@@ -81,6 +81,5 @@ func newestLibrary(t testing.TB) ratelua.Library {
 	return lib
 }
 
-
 // repoRoot is the repository's root, from this package's folder.
 var repoRoot = filepath.Join("..", "..")
