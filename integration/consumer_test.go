@@ -81,8 +81,8 @@ func TestConsumerInstallsTheRelease(t *testing.T) {
 	for _, m := range released {
 		paths = append(paths, m.Path)
 	}
-	t.Logf("installed %s of %d modules (%s) from the proxy with an empty module cache in %s",
-		e.Version, len(released), strings.Join(paths, ", "), time.Since(start).Round(time.Millisecond))
+	t.Logf("installed %s of %d modules (%s) from the proxy with an empty module cache in %s:\n%s",
+		e.Version, len(released), strings.Join(paths, ", "), time.Since(start).Round(time.Millisecond), commands(log))
 }
 
 // TestConsumerFailsOnAVersionTheProxyLacks shows that the consumer test
@@ -184,6 +184,17 @@ func copyTree(src, dst string) error {
 		}
 		return os.WriteFile(target, data, 0o644)
 	})
+}
+
+// commands is the consumer log's command lines, each with its duration.
+func commands(log string) string {
+	var lines []string
+	for _, line := range strings.Split(log, "\n") {
+		if strings.HasPrefix(line, "$ ") {
+			lines = append(lines, line)
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // lineWith is the first line of s that holds sub, or "".
