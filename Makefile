@@ -114,11 +114,12 @@ bench-versions: servers
 ## "// ratelua: not released"). Checks: generated files current; every
 ## nested module requires the tree's modules at that version with a
 ## replace to their folder; gofmt; every module tidy (go mod tidy -diff)
-## and vetted; and a user outside the repository can install the release
+## and vetted; nothing left uncommitted (RELEASEFLAGS=-uncommitted while
+## preparing); and a user outside the repository can install the release
 ## from a module proxy written from the tree (integration/cmd/release).
 .PHONY: release
 release: check-generated
-	cd integration && $(GO) run ./cmd/release -root ..
+	cd integration && $(GO) run ./cmd/release -root .. $(RELEASEFLAGS)
 
 ## generate: rebuild lua/*.lua and lua/manifest.json from lua/src, then
 ## the copies of the newest scripts in python/ratelua/lua and node/lua and

@@ -37,3 +37,18 @@ func gofmt(ctx context.Context, root string) error {
 	}
 	return nil
 }
+
+// committed fails when the git work tree at root has changes that are not
+// committed, or is no git work tree.
+func committed(ctx context.Context, root string) error {
+	cmd := exec.CommandContext(ctx, "git", "status", "--porcelain")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("git status: %w\n%s", err, out)
+	}
+	if changes := strings.TrimRight(string(out), "\n"); changes != "" {
+		return fmt.Errorf("changes not committed (the tags would not point at them):\n%s", changes)
+	}
+	return nil
+}

@@ -10,6 +10,8 @@
 //     version, with a replace to their folder, and a released module
 //     requires no unreleased one (release.CheckVersions);
 //   - gofmt: no file of the tree needs formatting;
+//   - committed: git has no change that is not committed (-uncommitted
+//     lifts this while preparing), so the tags point at what was checked;
 //   - every module is tidy (go mod tidy -diff) and vets clean (go vet ./...);
 //   - a user can install the release: the consumer build from a proxy
 //     written from the tree, with an empty module cache (-consumer=false
@@ -31,17 +33,26 @@ import (
 
 func main() {
 	root := flag.String("root", "..", "the repository's root folder")
-	consumer := flag.Bool("consumer", true, "also install the release from a proxy written from the tree, as a user would")
-	verbose := flag.Bool("v", false, "print every command the consumer runs and its output")
+	var o options
+	flag.BoolVar(&o.consumer, "consumer", true, "also install the release from a proxy written from the tree, as a user would")
+	flag.BoolVar(&o.uncommitted, "uncommitted", false, "do not fail on changes not committed (the tags would not point at what was checked)")
+	flag.BoolVar(&o.verbose, "v", false, "print every command the consumer runs and its output")
 	flag.Parse()
-	if err := run(context.Background(), os.Stdout, *root, *consumer, *verbose); err != nil {
+	if err := run(context.Background(), os.Stdout, *root, o); err != nil {
 		fmt.Fprintln(os.Stderr, "release:", err)
 		os.Exit(1)
 	}
 }
 
+// options are the command's flags.
+type options struct {
+	consumer    bool // run the consumer
+	uncommitted bool // allow changes not committed
+	verbose     bool // print the consumer's commands and output
+}
+
 // run checks the tree at root and prints the tags to create.
-func run(ctx context.Context, out io.Writer, root string, consumer, verbose bool) error {
+func run(ctx context.Context, out io.Writer, root string, o options) error {
 	mods, err := release.Find(root)
 	if err != nil {
 		return err
@@ -62,13 +73,16 @@ func run(ctx context.Context, out io.Writer, root string, consumer, verbose bool
 		{"versions", func() error { return release.CheckVersions(mods, e.Version) }},
 		{"gofmt", func() error { return gofmt(ctx, root) }},
 	}
+	if !o.uncommitted {
+		checks = append(checks, check{"committed", func() error { return committed(ctx, root) }})
+	}
 	for _, m := range mods {
 		checks = append(checks,
 			check{"tidy " + m.Rel, func() error { return goIn(ctx, m.Dir, "mod", "tidy", "-diff") }},
 			check{"vet " + m.Rel, func() error { return goIn(ctx, m.Dir, "vet", "./...") }})
 	}
-	if consumer {
-		checks = append(checks, check{"consumer", func() error { return consume(ctx, out, mods, e, verbose) }})
+	if o.consumer {
+		checks = append(checks, check{"consumer", func() error { return consume(ctx, out, mods, e, o.verbose) }})
 	}
 	var failed []string
 	for _, c := range checks {

@@ -37,7 +37,7 @@ func tree(t *testing.T, gomod string) string {
 
 func TestRunPrintsTheTagsOfAReadyTree(t *testing.T) {
 	var out strings.Builder
-	if err := run(context.Background(), &out, tree(t, ""), true, false); err != nil {
+	if err := run(context.Background(), &out, tree(t, ""), options{consumer: true, uncommitted: true}); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	for _, want := range []string{"release v0.1.0 (2026-11-25)", "ok   versions", "ok   tidy ad", "ok   vet .", "ok   consumer", "git tag v0.1.0\n", "git tag ad/v0.1.0\n"} {
@@ -53,11 +53,11 @@ func TestRunReportsEveryFailureAndNoTags(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	err := run(context.Background(), &out, root, false, false)
-	if err == nil || !strings.Contains(err.Error(), "versions, gofmt failed") {
-		t.Errorf("run = %v, want the versions and gofmt checks failed", err)
+	err := run(context.Background(), &out, root, options{})
+	if err == nil || !strings.Contains(err.Error(), "versions, gofmt, committed failed") {
+		t.Errorf("run = %v, want the versions, gofmt and committed checks failed", err)
 	}
-	for _, want := range []string{"ad/go.mod: requires example.com/r v0.0.9, want v0.1.0", "gofmt needed:\n    bad.go"} {
+	for _, want := range []string{"ad/go.mod: requires example.com/r v0.0.9, want v0.1.0", "gofmt needed:\n    bad.go", "FAIL committed"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out.String())
 		}
