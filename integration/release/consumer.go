@@ -18,9 +18,10 @@ import (
 type Consumer struct {
 	// Proxy is the folder WriteProxy wrote.
 	Proxy string
-	// Work is an empty folder outside the repository. The consumer module
-	// goes in Work/consumer, its module cache and GOPATH in Work/gopath,
-	// so every module is downloaded afresh.
+	// Work is an empty folder outside the repository. The modules go in
+	// Work/get1... and Work/consumer, the binaries in Work/bin, and the
+	// module cache and GOPATH in Work/gopath, so every module is
+	// downloaded afresh.
 	Work string
 	// Modules are the tree's modules; the released ones are installed.
 	Modules []Module
@@ -36,12 +37,13 @@ type Consumer struct {
 // it alone at Version in a new module; then, in one more module, a
 // program importing every package of the release (Packages), go get of
 // every released module at Version, go mod tidy, go build of the program
-// and of the commands, go vet, and a run of the program. GOPROXY is the proxy followed by the
-// machine's GOPROXY (go env GOPROXY), so the other dependencies come from
-// where they always do; GONOSUMDB names the root module's path, since
-// our zips are not in the checksum database (GOPRIVATE would bypass the
-// proxy). The first command that fails ends the run with an error
-// holding its output.
+// and of the commands, go vet, and a run of the program.
+//
+// GOPROXY is the proxy followed by the machine's GOPROXY (go env
+// GOPROXY), so the other dependencies come from where they always do;
+// GONOSUMDB names the root module's path, since our zips are not in the
+// checksum database (GOPRIVATE would bypass the proxy). The first command
+// that fails ends the run with an error holding its output.
 func (c Consumer) Run(ctx context.Context) error {
 	if len(c.Modules) == 0 {
 		return errors.New("consumer: no modules")
