@@ -43,8 +43,15 @@ func consume(t *testing.T, root string, mods []release.Module, e release.Entry) 
 		t.Fatal(err)
 	}
 	var log strings.Builder
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	// A cold build cache compiles every dependency (gRPC, OpenTelemetry,
+	// Docker's client): minutes on a loaded machine. The run may take
+	// what is left of the test binary's time, less a margin to report.
+	ctx := t.Context()
+	if d, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-30*time.Second))
+		defer cancel()
+	}
 	c := release.Consumer{Proxy: proxy, Work: work, Modules: mods, Version: e.Version, Log: &log}
 	err := c.Run(ctx)
 	return log.String(), err
