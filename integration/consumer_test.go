@@ -105,7 +105,7 @@ func TestConsumerFailsOnAVersionTheProxyLacks(t *testing.T) {
 	for _, missing := range []string{"v0.0.9", "v0.1.1"} {
 		t.Run(missing, func(t *testing.T) {
 			copyRoot := filepath.Join(outside(t, root), "tree")
-			if err := copyTree(root, copyRoot); err != nil {
+			if err := copyRepo(root, copyRoot); err != nil {
 				t.Fatal(err)
 			}
 			mods, err := release.Find(copyRoot)
@@ -161,9 +161,9 @@ func requireRootAt(t *testing.T, mods []release.Module, version string) string {
 	return ""
 }
 
-// copyTree copies the regular files of the tree at src to dst, leaving
+// copyRepo copies the regular files of the tree at src to dst, leaving
 // out .git.
-func copyTree(src, dst string) error {
+func copyRepo(src, dst string) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
