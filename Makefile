@@ -107,6 +107,20 @@ bench-versions: servers
 	bash bench/ab-versions.sh redis-server $(A) $(B)
 	bash bench/ab-versions.sh valkey-server $(A) $(B)
 
+## release: check that the tree is ready to release the version of
+## CHANGELOG.md's newest entry ("## 0.1.0 (2026-11-25)") and print the tags
+## to create (v0.1.0, goredis/v0.1.0, ...); it creates none. The modules
+## are found from the tree (every go.mod; released unless the go.mod says
+## "// ratelua: not released"). Checks: generated files current; every
+## nested module requires the tree's modules at that version with a
+## replace to their folder; gofmt; every module tidy (go mod tidy -diff)
+## and vetted; nothing left uncommitted (RELEASEFLAGS=-uncommitted while
+## preparing); and a user outside the repository can install the release
+## from a module proxy written from the tree (integration/cmd/release).
+.PHONY: release
+release: check-generated
+	cd integration && $(GO) run ./cmd/release -root .. $(RELEASEFLAGS)
+
 ## generate: rebuild lua/*.lua and lua/manifest.json from lua/src, then
 ## the copies of the newest scripts in python/ratelua/lua and node/lua and
 ## the key vectors testdata/keyvectors.json the packages check
