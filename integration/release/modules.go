@@ -20,6 +20,13 @@ import (
 // with it is left out of the proxy, the tags and the consumer build.
 const NotReleased = "// ratelua: not released"
 
+// NotBuilt is the comment line that marks a released module whose
+// packages the consumer fetches (go get, alone and with the others) but
+// does not import and build: a test tool whose dependency tree (Docker's
+// client, for testbench) would cost CI minutes to compile from an empty
+// cache, and that no program of a user links.
+const NotBuilt = "// ratelua: not built by the consumer test"
+
 // Module is one go.mod of the tree.
 type Module struct {
 	// Path is the module path, e.g. github.com/ratelua/ratelua/goredis.
@@ -31,6 +38,10 @@ type Module struct {
 	Rel string
 	// Released is false when the go.mod carries the NotReleased line.
 	Released bool
+	// Built is false when the go.mod carries the NotBuilt line (or the
+	// module is not released): the consumer fetches it but builds none of
+	// its packages.
+	Built bool
 	// File is the parsed go.mod.
 	File *modfile.File
 }
@@ -116,14 +127,14 @@ func readModule(root, dir string) (Module, error) {
 	if f.Module == nil {
 		return Module{}, fmt.Errorf("%s: no module line", name)
 	}
-	return Module{Path: f.Module.Mod.Path, Dir: dir, Rel: rel, Released: !marked(data), File: f}, nil
+	return Module{Path: f.Module.Mod.Path, Dir: dir, Rel: rel, Released: !marked(data, NotReleased), Built: !marked(data, NotReleased) && !marked(data, NotBuilt), File: f}, nil
 }
 
-// marked reports whether a go.mod holds the NotReleased line.
-func marked(gomod []byte) bool {
+// marked reports whether a go.mod holds a line starting with marker.
+func marked(gomod []byte, marker string) bool {
 	s := bufio.NewScanner(bytes.NewReader(gomod))
 	for s.Scan() {
-		if strings.HasPrefix(strings.TrimSpace(s.Text()), NotReleased) {
+		if strings.HasPrefix(strings.TrimSpace(s.Text()), marker) {
 			return true
 		}
 	}

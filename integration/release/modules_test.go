@@ -47,3 +47,27 @@ func TestTagsNameEveryReleasedModule(t *testing.T) {
 		t.Errorf("Tags = %s, want v0.1.0 ad/v0.1.0", got)
 	}
 }
+
+// TestNotBuiltModulesAreReleasedButNotImported: a module marked NotBuilt
+// is released (tagged, in the proxy, fetched) but none of its packages is
+// in the consumer program.
+func TestNotBuiltModulesAreReleasedButNotImported(t *testing.T) {
+	files := sample()
+	files["ad/go.mod"] = NotBuilt + " (a test tool)\n" + files["ad/go.mod"]
+	_, mods := findSample(t, files)
+	if r := Released(mods); len(r) != 2 || r[1].Rel != "ad" || r[1].Built || !r[0].Built {
+		t.Fatalf("Released = %+v, want the root (built) and ad (released, not built)", r)
+	}
+	pkgs, err := Packages(mods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pkgs {
+		if strings.HasPrefix(p.ImportPath, "example.com/r/ad") {
+			t.Errorf("package %s of a NotBuilt module is in the consumer program", p.ImportPath)
+		}
+	}
+	if len(pkgs) == 0 {
+		t.Error("no package of the root")
+	}
+}

@@ -35,13 +35,16 @@ type Package struct {
 }
 
 // Packages returns the packages of the released modules that a user would
-// use: every folder with Go files for this platform, except internal
+// use (modules marked NotBuilt aside): every folder with Go files for this platform, except internal
 // ones, nested modules, testdata, and main packages that are not under a
 // cmd/ folder (examples). The list follows the modules found, so a new
 // module or package is covered without a hand-kept list.
 func Packages(mods []Module) ([]Package, error) {
 	var pkgs []Package
 	for _, m := range Released(mods) {
+		if !m.Built {
+			continue
+		}
 		err := filepath.WalkDir(m.Dir, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || !d.IsDir() {
 				return err
