@@ -24,7 +24,7 @@ test: servers callers deps vet check-generated
 	$(GO) test -count=1 ./...
 	@for m in $(MODULES); do \
 		echo "cd $$m && $(GO) test -count=1 ./..."; \
-		(cd $$m && RATELUA_SERVER_CASES=$(CURDIR)/.server-cases RATELUA_ADAPTER_CASES=$(CURDIR)/.adapter-cases $(GO) test -count=1 ./...) || exit 1; \
+		(cd $$m && RATELUA_SERVER_CASES=$(CURDIR)/.server-cases RATELUA_ADAPTER_CASES=$(CURDIR)/.adapter-cases $(GO) test -count=1 -timeout 20m ./...) || exit 1; \
 	done
 	@cat .server-cases 2>/dev/null || echo "server cases: no report (integration/core did not run)"
 	@cat .adapter-cases 2>/dev/null || echo "adapter cases: no report (the integration suite did not run)"
