@@ -200,3 +200,15 @@ bench-rls: servers
 .PHONY: test-lang
 test-lang: servers callers
 	cd integration && $(GO) test -count=1 -run '^TestLang' .
+
+## test-newest: each adapter with the newest release of its client or
+## framework (.ci/test-newest), while its go.mod keeps the oldest its tests
+## pass with, which make test runs. make test runs it for rategrpc and
+## rateotel: integration/ already runs goredis, valkeygo and ratemini on
+## the newest go-redis, valkey-go and miniredis (its go.mod requires them).
+## NEWEST=goredis valkeygo ratemini rategrpc rateotel runs them all.
+NEWEST ?= rategrpc rateotel
+.PHONY: test-newest
+test: test-newest
+test-newest: servers
+	bash .ci/test-newest $(NEWEST)
