@@ -135,8 +135,9 @@ func TestAgainstReference(t *testing.T) {
 			ref := startService(t, "reference", bins["reference"], "testdata/config", refRedis.Addr, false, run.env...)
 			ours := startService(t, "ratelua-rls", bins["ratelua-rls"], "testdata/config", ourRedis.Addr, false, run.env...)
 			n := compare(t, ref, ours, uint64(100*(i+1)), perDomain())
-			t.Logf("%d requests, every answer the same", n)
-			reportCases(fmt.Sprintf("reference comparison, single node, %s: %d requests agree", run.name, n))
+			rules := compareStats(t, ref, ours)
+			t.Logf("%d requests, every answer the same; the statistics of %d rules the same", n, rules)
+			reportCases(fmt.Sprintf("reference comparison, single node, %s: %d requests agree, statistics of %d rules agree", run.name, n, rules))
 		})
 	}
 }
@@ -153,8 +154,9 @@ func TestAgainstReferenceCluster(t *testing.T) {
 	ref := startService(t, "reference", bins["reference"], "testdata/config", strings.Join(refCluster.Addrs(), ","), true)
 	ours := startService(t, "ratelua-rls", bins["ratelua-rls"], "testdata/config", strings.Join(ourCluster.Addrs(), ","), true)
 	n := compare(t, ref, ours, 7, perDomain())
-	t.Logf("%d requests, every answer the same", n)
-	reportCases(fmt.Sprintf("reference comparison, six-node cluster: %d requests agree", n))
+	rules := compareStats(t, ref, ours)
+	t.Logf("%d requests, every answer the same; the statistics of %d rules the same", n, rules)
+	reportCases(fmt.Sprintf("reference comparison, six-node cluster: %d requests agree, statistics of %d rules agree", n, rules))
 }
 
 // perDomain is the requests per configuration (RLS_COMPARE_REQUESTS, 150
