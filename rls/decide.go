@@ -132,6 +132,7 @@ type job struct {
 	key   string // the event key
 	n     uint64 // hits
 	limit uint32 // a reference rule's requests_per_unit
+	kept  uint64 // hits the deny cache answered before, sent with these
 	out   decision
 	err   error
 
@@ -141,12 +142,12 @@ type job struct {
 	local, open, fallback bool
 }
 
-// scriptN is the eventCount sent for n hits.
+// scriptN is the eventCount sent for the job's hits and those kept.
 func (j *job) scriptN() int64 {
-	if j.n > uint64(j.d.maxN) {
+	if n := j.n + j.kept; n < j.n || n > uint64(j.d.maxN) {
 		return j.d.maxN
 	}
-	return int64(j.n)
+	return int64(j.n + j.kept)
 }
 
 // counts are a reference job's count of its window before and after the
@@ -161,7 +162,7 @@ func (j *job) counts(share float64) (before, after, limit uint64) {
 	}
 	after = uint64(top - min(max(j.out.remaining, 0), top))
 	if sent := uint64(j.scriptN()); after >= sent {
-		before = after - sent
+		before = after - sent + min(j.kept, sent)
 	}
 	return before, after, limit
 }
@@ -231,7 +232,7 @@ func decideGathered(ctx context.Context, client ratelua.Client, jobs []*job, now
 	}
 	var wg sync.WaitGroup
 	for i, j := range jobs {
-		r := &jobRun{trip: t}
+		r := &jobRun{trip: t, index: i}
 		if j.d.reference {
 			r.now = now
 		}
@@ -282,6 +283,7 @@ type jobKey struct{}
 // and whether the server answered its last call.
 type jobRun struct {
 	trip     *trip
+	index    int       // the job's place in the request
 	now      time.Time // zero: the limiter's own
 	answered bool
 }
@@ -306,7 +308,7 @@ func (g gathering) Run(ctx context.Context, call ratelua.Call, reply []int64) er
 	}
 	var err error
 	if r.trip != nil {
-		err = r.trip.run(call, reply)
+		err = r.trip.run(r.index, call, reply)
 	} else {
 		err = g.client.Run(ctx, call, reply)
 	}
@@ -327,16 +329,17 @@ type trip struct {
 
 // queued is one call waiting for its round trip.
 type queued struct {
+	index int // the job's place in the request
 	call  ratelua.Call
 	reply []int64
 	done  chan error
 }
 
-// run queues a call and waits for its answer.
-func (t *trip) run(call ratelua.Call, reply []int64) error {
+// run queues the call of the job at index and waits for its answer.
+func (t *trip) run(index int, call ratelua.Call, reply []int64) error {
 	done := make(chan error, 1)
 	t.mu.Lock()
-	t.queue = append(t.queue, queued{call: call, reply: reply, done: done})
+	t.queue = append(t.queue, queued{index: index, call: call, reply: reply, done: done})
 	ready := t.take()
 	t.mu.Unlock()
 	t.send(ready)
@@ -362,11 +365,14 @@ func (t *trip) take() []queued {
 	return q
 }
 
-// send makes one round trip per node of the calls q.
+// send makes one round trip per node of the calls q, in the order of the
+// request's descriptors (as the reference sends them, which decides what
+// two descriptors of one count see).
 func (t *trip) send(q []queued) {
 	if len(q) == 0 {
 		return
 	}
+	slices.SortFunc(q, func(a, b queued) int { return a.index - b.index })
 	calls := make([]ratelua.Call, len(q))
 	replies := make([][]int64, len(q))
 	for i, c := range q {

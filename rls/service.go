@@ -213,14 +213,14 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	} else {
 		decideBatch(ctx, s.opts.Client, jobs, now)
 	}
-	for _, j := range jobs {
-		if j.err != nil {
-			return nil, status.Errorf(codes.Unavailable, "rate limit backend: %v", j.err)
-		}
-	}
 	if s.deny != nil {
 		for _, j := range jobs {
 			s.remember(j, now)
+		}
+	}
+	for _, j := range jobs {
+		if j.err != nil {
+			return nil, status.Errorf(codes.Unavailable, "rate limit backend: %v", j.err)
 		}
 	}
 	return s.respond(ctx, req, slots, now), nil
@@ -233,25 +233,37 @@ func window(j *job, now time.Time) int64 {
 }
 
 // answerLocally answers a reference job from the deny cache, if it knows
-// the descriptor over the job's limit in this window.
+// the descriptor over the job's limit in this window; otherwise the job
+// takes the hits the cache kept for the descriptor, to send them.
 func (s *Service) answerLocally(j *job, now time.Time) bool {
-	count, ok := s.deny.over(j.d.limiter.Key(j.key), window(j, now), uint64(j.limit))
+	key, w := j.d.limiter.Key(j.key), window(j, now)
+	before, ok := s.deny.answer(key, w, uint64(j.limit), j.n)
 	if !ok {
+		j.kept = s.deny.take(key, w)
 		return false
 	}
 	j.local = true
-	j.out = decision{remaining: refMax - int64(min(count, refMax))}
+	after := min(before+j.n, refMax)
+	j.out = decision{remaining: refMax - int64(after)}
 	return true
 }
 
-// remember puts a reference job the server answered over its limit in the
-// deny cache.
+// remember tells the deny cache what the server answered a reference job:
+// the count after it, when over the job's limit; hits kept and not sent
+// go back.
 func (s *Service) remember(j *job, now time.Time) {
-	if !j.d.reference || j.local || j.open || j.fallback {
+	if !j.d.reference || j.local {
+		return
+	}
+	key, w := j.d.limiter.Key(j.key), window(j, now)
+	if j.err != nil || j.open || j.fallback {
+		if j.kept > 0 {
+			s.deny.giveBack(key, w, j.kept)
+		}
 		return
 	}
 	if _, after, limit := j.counts(s.opts.Fallback); after > limit {
-		s.deny.put(j.d.limiter.Key(j.key), window(j, now), after)
+		s.deny.put(key, w, after)
 	}
 }
 
