@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +22,7 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // binaries builds, once per test binary, the reference's service and
@@ -244,6 +246,30 @@ func compareStats(t *testing.T, ref, ours *service) int {
 		t.Error("no statistics to compare")
 	}
 	return n
+}
+
+// postJSON sends body to a service's /json endpoint and returns the HTTP
+// status and, when the body is a response, the response as answer shows
+// it.
+func (s *service) postJSON(t testing.TB, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post("http://127.0.0.1:"+strconv.Itoa(s.http)+"/json", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		return resp.StatusCode, "not JSON: " + ct
+	}
+	var r pb.RateLimitResponse
+	if err := protojson.Unmarshal(b, &r); err != nil {
+		return resp.StatusCode, "not a response: " + err.Error()
+	}
+	return resp.StatusCode, answer(&r, nil)
 }
 
 // answer is a response (or error) in a form two services' can be compared in.
