@@ -82,8 +82,8 @@ func describe(resp *pb.RateLimitResponse, err error) string {
 }
 
 // TestDenyCacheIsExact: a service with the deny cache and one without,
-// each on its own server, answer a seeded stream (with pauses that move
-// the per-second rule to new windows) request by request the same, and
+// each on its own server, answer a seeded stream (with a pause that moves
+// the per-second rule to a new window) request by request the same, and
 // count the same statistics, while the cached service asks its server
 // less.
 func TestDenyCacheIsExact(t *testing.T) {
@@ -95,7 +95,7 @@ func TestDenyCacheIsExact(t *testing.T) {
 		ctx := context.Background()
 		avoidBoundary(time.Hour)
 		for i, req := range denyStream(uint64(len(kind)), 300) {
-			if i%100 == 99 {
+			if i == 150 {
 				time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 			}
 			var x, y string

@@ -100,7 +100,7 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		r.fail("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "true", "not built in ratelua-rls: use an extension rule (algorithm), which counts admitted hits only")
 	}
 	if n := r.int("LOCAL_CACHE_SIZE_IN_BYTES", 0); n != 0 {
-		r.fail("LOCAL_CACHE_SIZE_IN_BYTES", strconv.Itoa(n), "not built in ratelua-rls: use RATELUA_DENY_CACHE (entries) for extension rules")
+		r.fail("LOCAL_CACHE_SIZE_IN_BYTES", strconv.Itoa(n), "not built in ratelua-rls: use RATELUA_DENY_CACHE (a number of descriptors), which gives the answers the server would")
 	}
 	switch s.MetricsExporter {
 	case "none", "otlp":
