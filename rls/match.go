@@ -35,13 +35,14 @@ func (c *Config) lookup(domain string, entries []*rlpb.RateLimitDescriptor_Entry
 		return match{}
 	}
 	m := match{known: true}
-	var detailed, byValue strings.Builder
-	detailed.WriteString(domain)
-	byValue.WriteString(domain)
+	// The value_to_metric name, built only when some level may ask for a
+	// value (without, it is the rule's key).
+	var byValue strings.Builder
+	if c.valueToMetric {
+		byValue.WriteString(domain)
+	}
 	for i, e := range entries {
 		kv := e.GetKey() + "_" + e.GetValue()
-		detailed.WriteByte('.')
-		detailed.WriteString(kv)
 		next := level.children[kv]
 		wildKey := ""
 		if next == nil {
@@ -56,8 +57,10 @@ func (c *Config) lookup(domain string, entries []*rlpb.RateLimitDescriptor_Entry
 		if next == nil {
 			next = level.children[e.GetKey()]
 		}
-		byValue.WriteByte('.')
-		byValue.WriteString(e.GetKey())
+		if c.valueToMetric {
+			byValue.WriteByte('.')
+			byValue.WriteString(e.GetKey())
+		}
 		if next == nil {
 			break
 		}
@@ -67,23 +70,23 @@ func (c *Config) lookup(domain string, entries []*rlpb.RateLimitDescriptor_Entry
 			}
 			m.shared[i] = strings.TrimPrefix(next.pattern, e.GetKey()+"_")
 		}
-		// The value the value_to_metric name holds for this level.
-		var v string
-		switch {
-		case wildKey != "" && m.shared != nil && m.shared[i] != "":
-			v = m.shared[i]
-		case wildKey != "" && next.valueToMetric:
-			v = e.GetValue()
-		case wildKey != "":
-			v = strings.TrimPrefix(wildKey, e.GetKey()+"_")
-		case byExactValue:
-			v = e.GetValue()
-		case next.valueToMetric:
-			v = e.GetValue()
-		}
-		if v != "" {
-			byValue.WriteByte('_')
-			byValue.WriteString(v)
+		if c.valueToMetric {
+			// The value this level's part of the name holds.
+			var v string
+			switch {
+			case wildKey != "" && m.shared != nil && m.shared[i] != "":
+				v = m.shared[i]
+			case wildKey != "" && next.valueToMetric:
+				v = e.GetValue()
+			case wildKey != "":
+				v = strings.TrimPrefix(wildKey, e.GetKey()+"_")
+			case byExactValue || next.valueToMetric:
+				v = e.GetValue()
+			}
+			if v != "" {
+				byValue.WriteByte('_')
+				byValue.WriteString(v)
+			}
 		}
 		if next.rule != nil && i == len(entries)-1 {
 			m.rule = next.rule
@@ -93,26 +96,29 @@ func (c *Config) lookup(domain string, entries []*rlpb.RateLimitDescriptor_Entry
 		}
 		level = next
 	}
-	if m.rule != nil {
-		m.statKey = m.rule.Key
-		switch {
-		case m.rule.DetailedMetric && m.shared != nil:
-			var b strings.Builder
-			b.WriteString(domain)
-			for i, e := range entries {
-				b.WriteByte('.')
-				b.WriteString(e.GetKey())
-				if v := cmp.Or(m.shared[i], e.GetValue()); v != "" {
-					b.WriteByte('_')
-					b.WriteString(v)
-				}
+	switch {
+	case m.rule == nil:
+	case m.rule.DetailedMetric:
+		// Every entry, as key_value (with share_threshold the wildcard
+		// for the entries it matched, and a bare key for an empty value).
+		var b strings.Builder
+		b.WriteString(domain)
+		for i, e := range entries {
+			b.WriteByte('.')
+			b.WriteString(e.GetKey())
+			if m.shared == nil {
+				b.WriteByte('_')
+				b.WriteString(e.GetValue())
+			} else if v := cmp.Or(m.shared[i], e.GetValue()); v != "" {
+				b.WriteByte('_')
+				b.WriteString(v)
 			}
-			m.statKey = b.String()
-		case m.rule.DetailedMetric:
-			m.statKey = detailed.String()
-		default:
-			m.statKey = byValue.String()
 		}
+		m.statKey = b.String()
+	case c.valueToMetric:
+		m.statKey = byValue.String()
+	default:
+		m.statKey = m.rule.Key
 	}
 	return m
 }

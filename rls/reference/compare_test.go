@@ -36,7 +36,8 @@ var pools = map[string][]descriptor{
 	"replaces": {d("a=x"), d("a=y"), d("b=1"), d("c=1"), d("d=1")},
 	"shadow":   {d("s=1"), d("t=1"), d("q=1"), d("q2=1")},
 	"wildcard": {d("path=/api/a"), d("path=/api/b"), d("path=/v1/users"), d("path=/v1/orders"), d("path=/other"),
-		d("host=edge-1,path=/p"), d("host=edge-2,path=/p"), d("host=core-1,path=/p")},
+		d("host=edge-1,path=/p"), d("host=edge-2,path=/p"), d("host=core-1,path=/p"),
+		d("tenant=t-1"), d("tenant=t-2"), d("region=eu-1,path=/p"), d("region=eu-2,path=/q")},
 	"edge": {d("zero=1"), d("day=1"), d("week=1"), d("year=1"), d("parent=1"), d("parent=1,child=2"),
 		{entries: "ovr=1", override: &rlpb.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 2, Unit: typev3.RateLimitUnit_MINUTE}}},
 }
