@@ -212,7 +212,9 @@ func TestFailOpen(t *testing.T) {
 	if err != nil || resp.OverallCode != pb.RateLimitResponse_OK {
 		t.Fatalf("fail open: %v, %v; want OK", resp, err)
 	}
-	if got := stats.Snapshot()["api.plain"]; got[statWithinLimit] != 1 || got[statTotalHits] != 1 {
-		t.Fatalf("statistics of api.plain %v, want 1 hit within", got)
+	for _, rule := range []string{"api.plain", "api.user"} {
+		if got := stats.Snapshot()[rule]; got[statWithinLimit] != 1 || got[statTotalHits] != 1 || got[statNearLimit] != 0 {
+			t.Errorf("statistics of %s %v, want 1 hit within", rule, got)
+		}
 	}
 }

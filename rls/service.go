@@ -413,7 +413,11 @@ func (s *Service) status(sl *slot, now time.Time) (*pb.RateLimitResponse_Descrip
 		} else {
 			reset = ceilSeconds(out.retryAfter)
 		}
-		c = s.opts.Stats.extensionCounts(j.n, uint64(limit.RequestsPerUnit), out, r.ShadowMode)
+		if j.open {
+			c = counts{0: j.n, 3: j.n}
+		} else {
+			c = s.opts.Stats.extensionCounts(j.n, uint64(limit.RequestsPerUnit), out, r.ShadowMode)
+		}
 	}
 	code := pb.RateLimitResponse_OK
 	if over && !r.ShadowMode {
