@@ -169,6 +169,10 @@ func TestAgainstReference(t *testing.T) {
 		{"defaults", testbench.Redis, nil},
 		{"shadow-headers", testbench.Redis, []string{"SHADOW_MODE=true", "LIMIT_RESPONSE_HEADERS_ENABLED=true"}},
 		{"valkey", testbench.Valkey, nil},
+		// ratelua-rls with its deny cache and the fallback (the reference
+		// ignores the variables): the same answers and statistics, the
+		// hits the cache answered aside.
+		{"deny-cache", testbench.Redis, []string{"RATELUA_DENY_CACHE=1000", "RATELUA_FALLBACK=0.5"}},
 	}
 	for i, run := range runs {
 		t.Run(run.name, func(t *testing.T) {
