@@ -237,7 +237,7 @@ func startFleetWorker(t *testing.T, env map[string]string) *fleetWorker {
 
 // fleetTally is what the processes of a contention run saw.
 type fleetTally struct {
-	intervals                       [][2]int64
+	intervals                      [][2]int64
 	acquired, denied, errors, lost int
 }
 
