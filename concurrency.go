@@ -185,3 +185,7 @@ func (c *Semaphore) result(reply [5]int64) Result {
 	}
 	return r
 }
+
+// DryRun reports whether the semaphore was made with Options.DryRun: it
+// admits every acquire and only says what enforcement would have done.
+func (c *Semaphore) DryRun() bool { return c.l.dryRun }

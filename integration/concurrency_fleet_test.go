@@ -491,9 +491,10 @@ func pausedServer(t *testing.T, d deployment, prefix string) {
 	}
 }
 
-// TestConcurrencyFailover kills the master that holds the key of a
-// dedicated six-node cluster while 64 holders contend with leases of 2 s
-// renewed every 667 ms, and reports what the failover did to the count:
+// TestConcurrencyFailover kills (or pauses for 3 s) the master that holds
+// the key of a dedicated six-node cluster while 64 holders contend with
+// leases of 5 s renewed every 1.67 s, longer than a failover takes, and
+// reports what the failover did to the count:
 // the leases lost (their holders told by a renewal or release) and the
 // grants beyond 10 (slots the promoted replica did not know were held).
 // Once the cluster has recovered and a lease time has passed, never more
@@ -508,10 +509,10 @@ func TestConcurrencyFailover(t *testing.T) {
 				c := testbench.Start(t, testbench.Options{Kind: kind})
 				d := onCluster(c)
 				prefix := "failover-" + fault
-				const lease = 2 * time.Second
+				const lease = 5 * time.Second
 				var faulted, healthy time.Time
-				f := contend(t, d, prefix, lease, 8*time.Second, func() {
-					time.Sleep(1500 * time.Millisecond)
+				f := contend(t, d, prefix, lease, 12*time.Second, func() {
+					time.Sleep(2 * time.Second)
 					sem, _ := ratelua.NewConcurrency(noClient{}, ratelua.Options{Prefix: prefix}, ratelua.Slots{Max: 10, Lease: lease})
 					master := d.owner(t, sem.Key(fleetKey))
 					faulted = time.Now()
@@ -544,8 +545,8 @@ func TestConcurrencyFailover(t *testing.T) {
 					}
 				}
 				later := sweep(after, 10)
-				t.Logf("master %sed: %d acquired, %d denied, %d errors, %d leases lost; at most %d held at once, %d grants beyond 10, %v with more than 10 held, the last %v after the fault; recovered in %v; afterwards at most %d held",
-					fault, f.acquired, f.denied, f.errors, f.lost, s.most, s.beyond, s.over.Round(time.Millisecond),
+				t.Logf("master %s: %d acquired, %d denied, %d errors, %d leases lost; at most %d held at once, %d grants beyond 10, %v with more than 10 held, the last %v after the fault; recovered in %v; afterwards at most %d held",
+					map[string]string{"kill": "killed", "pause": "paused 3 s"}[fault], f.acquired, f.denied, f.errors, f.lost, s.most, s.beyond, s.over.Round(time.Millisecond),
 					time.Duration(max(0, s.lastOver-faulted.UnixNano())).Round(time.Millisecond), healthy.Sub(faulted).Round(time.Millisecond), later.most)
 				if later.most > 10 || len(after) == 0 {
 					t.Errorf("%d intervals after the cluster recovered and a lease passed, at most %d held at once: want some, and at most 10", len(after), later.most)
