@@ -88,6 +88,17 @@ func (c *Semaphore) Script() Script { return c.l.script }
 // (its hash names the unit only).
 func (c *Semaphore) Key(eventKey string) string { return c.l.Key(eventKey) }
 
+// Args returns the ARGV of an acquire of n slots (0: a decision, < 0: a
+// reset) at the semaphore's clock, exactly as it sends it: any language
+// can replay it by EVALSHA on Key. A renewal or release of a lease sends
+// the lease's slots as ARGV[1], "renew" or "release" as ARGV[4], and the
+// lease's ID after these.
+func (c *Semaphore) Args(n int64) []string {
+	l := c.l
+	now, _ := l.now()
+	return l.appendArgs(make([]string, 0, 7), n, now)
+}
+
 // Acquire takes one slot of eventKey: a *Lease when Result.Allowed, nil
 // when denied (Result.RetryAfter is the wait until enough leases expire if
 // none is released). Release the lease when done.
