@@ -78,7 +78,10 @@
 // slots are free again at once while their holders still run, so for up
 // to a lease time more than Max holders may run; each finds out at its
 // next renewal (ErrLeaseLost). Renew often (Slots.Renew a third of Lease or
-// less) to keep that window short.
+// less) to keep that window short. On six-node clusters under 64 holders
+// of 10 slots, a master killed lost no lease, and one paused 3 s while its
+// replica took over lost 2 or 3, told to their holders at their next
+// renewal, with never more than 10 running at once (lua/README.md).
 //
 // # Production
 //
