@@ -44,6 +44,9 @@ type Lease struct {
 // began at at, with its deadline timer and its renewals.
 func (c *Semaphore) newLease(eventKey string, n, id int64, at time.Time) *Lease {
 	le := &Lease{c: c, eventKey: eventKey, id: id, slots: n, lost: make(chan struct{}), deadline: c.deadlineOf(at)}
+	// Under the lock: the timer may fire before AfterFunc returns.
+	le.mu.Lock()
+	defer le.mu.Unlock()
 	if c.l.clock == nil {
 		le.timer = time.AfterFunc(time.Until(le.deadline), le.expire)
 	}
@@ -118,6 +121,10 @@ func (le *Lease) Renew(ctx context.Context) error {
 	}
 	le.mu.Lock()
 	defer le.mu.Unlock()
+	if le.released && le.err == nil {
+		// Released while the renewal was on its way: not a loss.
+		return fmt.Errorf("%w: lease %d was released", ErrLeaseLost, le.id)
+	}
 	if reply[0] != 1 {
 		return le.lose(ctx, "the server does not hold it (expired, reset, or forgotten by a failover)")
 	}
