@@ -1,8 +1,12 @@
 package ratelua
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/ratelua/ratelua/internal/model"
 )
 
 // TestFallbackEpisodes drives the fallback's state on its own clock: it
@@ -59,5 +63,52 @@ func TestFallbackEpisodes(t *testing.T) {
 	f.answer(6, false, at(10200))
 	if use, entered, _ := f.fail(7, false, at(13000), at(13100)); use || entered {
 		t.Error("a blip 3 s ago, answered since, started the fallback")
+	}
+}
+
+// blockingModel is a model whose first decision waits until released.
+type blockingModel struct {
+	model.ZSetLog
+	entered, release chan struct{}
+}
+
+func (m *blockingModel) Do(c model.Call) model.Reply {
+	close(m.entered)
+	<-m.release
+	return m.ZSetLog.Do(c)
+}
+
+// TestFallbackDecidesKeysConcurrently: while one key's decision is in
+// progress, other keys are decided (issue 20, row 9: every decision held
+// one process-wide mutex).
+func TestFallbackDecidesKeysConcurrently(t *testing.T) {
+	limits := []model.ZSetLogLimit{{Max: 10, Window: 1000}}
+	entered, release := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	first := true
+	f := newFallback(0, 10000, func() model.Model {
+		mu.Lock()
+		defer mu.Unlock()
+		if first {
+			first = false
+			return &blockingModel{ZSetLog: model.ZSetLog{Limits: limits}, entered: entered, release: release}
+		}
+		return &model.ZSetLog{Limits: limits}
+	})
+	call := model.Call{Count: 1, Now: 1, Unit: "ms"}
+	go f.decide("held", call)
+	<-entered
+	defer close(release)
+	done := make(chan struct{}, 8)
+	for i := range 8 {
+		go func() {
+			f.decide(fmt.Sprint("other-", i), call)
+			done <- struct{}{}
+		}()
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no other key was decided in 10 s while one key's decision was in progress")
 	}
 }
