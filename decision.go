@@ -30,6 +30,7 @@ type decision struct {
 	at       time.Time // the time of the decision: the Clock's reading, or start
 	slot     int       // the state key's hash slot, -1 when not followed
 	probe    bool      // this call asks the server for the fallback
+	gen      uint64    // the key's deny-cache generation when it was asked
 
 	r     Result
 	err   error
@@ -89,9 +90,12 @@ func (l *Limiter) call(ctx context.Context, eventKey string, n int64) (Result, e
 func (l *Limiter) around(ctx context.Context, eventKey string, n int64) (Result, error) {
 	d, now, err := l.begin(eventKey, n)
 	if n < 0 {
-		// A reset: forget the key here too; not a decision.
+		// A reset: forget the key here too; not a decision. The deny
+		// cache's generation moves before the reset is sent and once it
+		// is answered, so that no denial given before it is stored or
+		// answered after it.
 		if l.deny != nil {
-			l.deny.forget(eventKey)
+			l.deny.changed(eventKey)
 		}
 		if l.fallback != nil {
 			l.fallback.forget(eventKey)
@@ -99,7 +103,11 @@ func (l *Limiter) around(ctx context.Context, eventKey string, n int64) (Result,
 		if err != nil {
 			return l.failed(err)
 		}
-		return l.ask(ctx, eventKey, n, now)
+		r, err := l.ask(ctx, eventKey, n, now)
+		if l.deny != nil {
+			l.deny.changed(eventKey)
+		}
+		return r, err
 	}
 	if err != nil {
 		d.r, d.err = l.failed(err)
@@ -137,10 +145,12 @@ func (l *Limiter) answerLocally(ctx context.Context, d *decision) bool {
 		return false
 	}
 	if l.deny != nil {
-		if r, ok := l.deny.answer(d.eventKey, max(d.n, 1), l.denyTime(d.at), l.unit); ok {
+		r, gen, ok := l.deny.answer(d.eventKey, max(d.n, 1), l.denyTime(d.at), l.unit)
+		if ok {
 			d.r, d.local = r, true
 			return true
 		}
+		d.gen = gen
 	}
 	if l.fallback != nil {
 		d.slot = int(keyslot.CRC16(escapeTag(d.eventKey)) % keyslot.NumSlots)
@@ -269,13 +279,21 @@ func (l *Limiter) settle(ctx context.Context, d *decision, r Result, err error) 
 			l.emit(ctx, Event{Kind: KindFallbackLeave, Latency: used, Result: Result{Limit: -1}})
 		}
 	}
-	if l.deny != nil && err == nil && !r.Allowed && r.RetryAfter > 0 {
+	if l.deny == nil {
+		return
+	}
+	switch {
+	case d.n > 0 && (err != nil || r.Allowed):
+		// Events recorded (or, without an answer, perhaps recorded): a
+		// denial given before is no longer the server's answer.
+		l.deny.changed(d.eventKey)
+	case err == nil && !r.Allowed && r.RetryAfter > 0:
 		var slack time.Duration
 		if l.clock == nil {
 			// The server read its clock after d.start and rounded it down.
 			slack = l.unit.size
 		}
-		l.deny.put(d.eventKey, max(d.n, 1), l.denyTime(d.at), slack, r)
+		l.deny.put(d.eventKey, d.gen, max(d.n, 1), l.denyTime(d.at), slack, r)
 	}
 }
 
