@@ -30,7 +30,8 @@ type decision struct {
 	at       time.Time // the time of the decision: the Clock's reading, or start
 	slot     int       // the state key's hash slot, -1 when not followed
 	probe    bool      // this call asks the server for the fallback
-	gen      uint64    // the key's deny-cache generation when it was asked
+	flight   bool      // registered in flight in the deny cache, at gen
+	gen      uint64
 
 	r     Result
 	err   error
@@ -91,9 +92,8 @@ func (l *Limiter) around(ctx context.Context, eventKey string, n int64) (Result,
 	d, now, err := l.begin(eventKey, n)
 	if n < 0 {
 		// A reset: forget the key here too; not a decision. The deny
-		// cache's generation moves before the reset is sent and once it
-		// is answered, so that no denial given before it is stored or
-		// answered after it.
+		// cache hears of it before it is sent and once it is answered, so
+		// that no denial given before it is stored or answered after it.
 		if l.deny != nil {
 			l.deny.changed(eventKey)
 		}
@@ -150,12 +150,17 @@ func (l *Limiter) answerLocally(ctx context.Context, d *decision) bool {
 			d.r, d.local = r, true
 			return true
 		}
-		d.gen = gen
+		d.flight, d.gen = true, gen
 	}
 	if l.fallback != nil {
 		d.slot = int(keyslot.CRC16(escapeTag(d.eventKey)) % keyslot.NumSlots)
 		local, probe := l.fallback.route(d.slot, d.start)
 		if local {
+			if d.flight {
+				// Not sent after all.
+				l.deny.settle(d.eventKey, d.gen, false, nil)
+				d.flight = false
+			}
 			l.fallbackDecide(d, nil)
 			d.local = true
 			return true
@@ -264,6 +269,22 @@ func (l *Limiter) loaded(ctx context.Context, start time.Time, err error) {
 // fallback may decide; a denial with a wait goes to the deny cache.
 func (l *Limiter) settle(ctx context.Context, d *decision, r Result, err error) {
 	d.r, d.err = r, err
+	if d.flight {
+		// Events recorded (or, without an answer, perhaps recorded) make
+		// any denial given before no longer the server's answer.
+		recorded := d.n > 0 && (err != nil || r.Allowed)
+		var denied *denial
+		if err == nil && !r.Allowed && r.RetryAfter > 0 {
+			var slack time.Duration
+			if l.clock == nil {
+				// The server read its clock after d.start and rounded it down.
+				slack = l.unit.size
+			}
+			denied = denialOf(max(d.n, 1), l.denyTime(d.at), slack, r)
+		}
+		l.deny.settle(d.eventKey, d.gen, recorded, denied)
+		d.flight = false
+	}
 	if l.fallback != nil && d.slot >= 0 {
 		end := time.Now()
 		if noAnswer(err) {
@@ -278,22 +299,6 @@ func (l *Limiter) settle(ctx context.Context, d *decision, r Result, err error) 
 		} else if left, used := l.fallback.answer(d.slot, d.probe, end); left && l.observe != nil {
 			l.emit(ctx, Event{Kind: KindFallbackLeave, Latency: used, Result: Result{Limit: -1}})
 		}
-	}
-	if l.deny == nil {
-		return
-	}
-	switch {
-	case d.n > 0 && (err != nil || r.Allowed):
-		// Events recorded (or, without an answer, perhaps recorded): a
-		// denial given before is no longer the server's answer.
-		l.deny.changed(d.eventKey)
-	case err == nil && !r.Allowed && r.RetryAfter > 0:
-		var slack time.Duration
-		if l.clock == nil {
-			// The server read its clock after d.start and rounded it down.
-			slack = l.unit.size
-		}
-		l.deny.put(d.eventKey, d.gen, max(d.n, 1), l.denyTime(d.at), slack, r)
 	}
 }
 

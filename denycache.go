@@ -1,9 +1,8 @@
 package ratelua
 
 import (
-	"hash/maphash"
+	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -12,26 +11,22 @@ import (
 // (Options.DenyCache). It is safe for concurrent use.
 //
 // A denial may only be answered while the key's state on the server is
-// the one that denied it, so every event key has a generation, bumped by
-// whatever changes that state through this Limiter: a Reset or ResetMany
-// (before it is sent and once it is answered), an admission, the
-// fallback's events recorded after an outage. A call reads the generation
-// before it is sent; its denial is stored only if the generation is still
-// the same when the answer arrives, and a stored denial is answered only
-// while it is. So a denial that was in flight while the state changed is
-// never answered locally. Generations live in a fixed array of stripes
-// indexed by a hash of the key: two keys that share a stripe drop each
-// other's denials (a round trip more), never keep one.
+// the one that denied it. Whatever changes that state through this
+// Limiter (an admission, a call without an answer, a Reset or ResetMany
+// before it is sent and once it is answered, the fallback's events
+// recorded after an outage) drops the key's denial, and moves the
+// generation of the key's calls in flight: a call is registered when it
+// is sent, and its denial is stored only if its key's generation did not
+// move meanwhile. So a denial that was in flight while the state changed
+// is never answered locally.
 type denyCache struct {
-	seed maphash.Seed
-	gens []atomic.Uint64 // a power of two of stripes
-	mu   sync.Mutex
-	keys *lru[denial]
+	mu      sync.Mutex
+	keys    *lru[denial]
+	flights map[string]flight // the keys with calls in flight
 }
 
 // denial is the server's "no" to asked events of one event key.
 type denial struct {
-	gen       uint64    // the key's generation when the call was sent
 	asked     int64     // the events asked, 1 for a Peek
 	until     time.Time // when the server may admit again
 	resetAt   time.Time // when the state is fresh again
@@ -39,72 +34,93 @@ type denial struct {
 	limit     int
 }
 
-// newDenyCache holds at most keys event keys, with four stripes of
-// generations per key (at least 64, at most 65,536).
-func newDenyCache(keys int) *denyCache {
-	stripes := 64
-	for stripes < 4*keys && stripes < 1<<16 {
-		stripes *= 2
-	}
-	return &denyCache{seed: maphash.MakeSeed(), gens: make([]atomic.Uint64, stripes), keys: newLRU[denial](keys)}
+// flight counts the calls of one key in flight and the changes of its
+// state since the first of them.
+type flight struct {
+	calls int
+	gen   uint64
 }
 
-// generation is the stripe of key's generation.
-func (c *denyCache) generation(key string) *atomic.Uint64 {
-	return &c.gens[maphash.String(c.seed, key)&uint64(len(c.gens)-1)]
+func newDenyCache(keys int) *denyCache {
+	return &denyCache{keys: newLRU[denial](keys), flights: map[string]flight{}}
 }
 
 // answer is the local answer for asked events of key at now, if the server
-// denied them, its state did not change since, and now is before the time
-// it gave. Otherwise it returns the key's generation, which the call that
-// asks the server hands to put.
+// denied them and now is before the time it gave. Otherwise the call is
+// registered in flight, at the generation it returns, and must be ended
+// with settle.
 func (c *denyCache) answer(key string, asked int64, now time.Time, u unit) (r Result, gen uint64, ok bool) {
-	gen = c.generation(key).Load()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d, ok := c.keys.get(key)
+	if d, ok := c.keys.get(key); ok {
+		if !now.Before(d.until) {
+			c.keys.remove(key)
+		} else if d.asked == asked {
+			return Result{
+				Remaining:  d.remaining,
+				RetryAfter: roundUp(d.until.Sub(now), u),
+				ResetAfter: roundUp(d.resetAt.Sub(now), u),
+				Limit:      d.limit,
+			}, 0, true
+		}
+	}
+	f, ok := c.flights[key]
 	if !ok {
-		return Result{}, gen, false
+		// The caller's key may live in a buffer it reuses.
+		key = strings.Clone(key)
 	}
-	if d.gen != gen || !now.Before(d.until) {
-		c.keys.remove(key)
-		return Result{}, gen, false
-	}
-	if d.asked != asked {
-		return Result{}, gen, false
-	}
-	return Result{
-		Remaining:  d.remaining,
-		RetryAfter: roundUp(d.until.Sub(now), u),
-		ResetAfter: roundUp(d.resetAt.Sub(now), u),
-		Limit:      d.limit,
-	}, gen, true
+	f.calls++
+	c.flights[key] = f
+	return Result{}, f.gen, false
 }
 
-// put remembers the server's denial r of asked events of key, decided at
-// base by a call sent at generation gen; the server may admit again from
-// base + r.RetryAfter - slack. A denial whose key changed generation
-// since is dropped.
-func (c *denyCache) put(key string, gen uint64, asked int64, base time.Time, slack time.Duration, r Result) {
+// settle ends a call of key registered by answer at gen: recorded says
+// that it recorded events (or may have); denied, if not nil, is the
+// server's denial, with the time from which it may admit again, stored if
+// the key's state did not change since the call was sent.
+func (c *denyCache) settle(key string, gen uint64, recorded bool, denied *denial) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := c.flights[key]
+	if recorded {
+		c.changedLocked(key)
+		f.gen++
+	}
+	if denied != nil && f.gen == gen {
+		c.keys.put(key, *denied)
+	}
+	if f.calls--; f.calls <= 0 {
+		delete(c.flights, key)
+	} else {
+		c.flights[key] = f
+	}
+}
+
+// changed drops key's denial and moves the generation of its calls in
+// flight: its state on the server changed (a reset, recorded events).
+func (c *denyCache) changed(key string) {
+	c.mu.Lock()
+	c.changedLocked(key)
+	c.mu.Unlock()
+}
+
+func (c *denyCache) changedLocked(key string) {
+	c.keys.remove(key)
+	if f, ok := c.flights[key]; ok {
+		f.gen++
+		c.flights[key] = f
+	}
+}
+
+// denialOf is the stored form of the server's denial r of asked events,
+// decided at base; the server may admit again from base + r.RetryAfter -
+// slack. It is nil when that time is not after base.
+func denialOf(asked int64, base time.Time, slack time.Duration, r Result) *denial {
 	until := base.Add(r.RetryAfter - slack)
 	if !base.Before(until) {
-		return
+		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	// A bump after this check leaves a denial whose gen is behind, which
-	// answer drops.
-	if c.generation(key).Load() != gen {
-		return
-	}
-	c.keys.put(key, denial{gen: gen, asked: asked, until: until, resetAt: base.Add(r.ResetAfter - slack), remaining: r.Remaining, limit: r.Limit})
-}
-
-// changed bumps key's generation: its state on the server changed (an
-// admission, a reset, recorded events), so no denial older than now is
-// answered or stored.
-func (c *denyCache) changed(key string) {
-	c.generation(key).Add(1)
+	return &denial{asked: asked, until: until, resetAt: base.Add(r.ResetAfter - slack), remaining: r.Remaining, limit: r.Limit}
 }
 
 // roundUp rounds d up to a whole unit, never below 0.
