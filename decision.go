@@ -296,8 +296,11 @@ func (l *Limiter) settle(ctx context.Context, d *decision, r Result, err error) 
 				l.fallbackDecide(d, err)
 				return
 			}
-		} else if left, used := l.fallback.answer(d.slot, d.probe, end); left && l.observe != nil {
-			l.emit(ctx, Event{Kind: KindFallbackLeave, Latency: used, Result: Result{Limit: -1}})
+		} else if left, used := l.fallback.answer(d.slot, d.probe, end); left {
+			if l.observe != nil {
+				l.emit(ctx, Event{Kind: KindFallbackLeave, Latency: used, Result: Result{Limit: -1}})
+			}
+			l.tellServer(ctx)
 		}
 	}
 }
@@ -311,6 +314,35 @@ func (l *Limiter) fallbackDecide(d *decision, cause error) {
 	}
 	ints := l.fallback.decide(d.eventKey, model.Call{Count: d.n, Now: l.unit.now(d.at), Mode: mode, Unit: l.unit.name})
 	d.r, d.err, d.cause, d.kind = resultOf(ints[:], l.unit), nil, cause, KindFallback
+}
+
+// tellServer records on the server, now that it answers again, the
+// events the fallback recorded while it decided: one call per event key,
+// counted even over the limits (mode 1), at the limiter's clock, in one
+// round trip per node where the client batches, on the goroutine and
+// context of the call that ended the fallback. Best effort: a call that
+// fails is not sent again.
+func (l *Limiter) tellServer(ctx context.Context) {
+	events := l.fallback.takeRecorded()
+	if len(events) == 0 {
+		return
+	}
+	now, err := l.now()
+	if err != nil {
+		return
+	}
+	calls := make([]Call, len(events))
+	for i, e := range events {
+		args := l.appendArgs(make([]string, 0, 4+len(l.limits)), e.n, now)
+		args[3] = "1" // the mode: recorded even over the limits
+		calls[i] = l.newCall(l.Key(e.key), args)
+	}
+	l.exec(ctx, calls)
+	if l.deny != nil {
+		for _, e := range events {
+			l.deny.changed(e.key)
+		}
+	}
 }
 
 // finish applies DryRun to d, tells the hook, and returns d's answer.
