@@ -423,6 +423,20 @@ func TestClusterFallbackThroughOutages(t *testing.T) {
 				t.Fatal(err)
 			}
 			paused.untilServerAnswers(t, l, &rec, first)
+			// The master holds what the fallback admitted (issue 20, row
+			// 14): each key's events at least those the server admitted
+			// and the fallback's 10 (calls that timed out may have been
+			// recorded too).
+			for _, k := range first {
+				r, err := l.Peek(ctx, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if held := warm.server[k] + paused.server[k] + paused.admitted[k]; r.Remaining > int64(40-held) {
+					t.Errorf("key %s after the paused master answered: %d remaining, want at most 40 - %d (the server's %d and the fallback's %d)", k, r.Remaining, held, warm.server[k]+paused.server[k], paused.admitted[k])
+				}
+			}
+			rec.Take()
 			wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 			defer cancel()
 			if err := c.WaitHealthy(wctx); err != nil {
