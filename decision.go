@@ -30,8 +30,8 @@ type decision struct {
 	at       time.Time // the time of the decision: the Clock's reading, or start
 	slot     int       // the state key's hash slot, -1 when not followed
 	probe    bool      // this call asks the server for the fallback
-	flight   bool      // registered in flight in the deny cache, at gen
-	gen      uint64
+	flight   bool      // registered in flight in the deny cache
+	gen      uint64    // the deny cache's generation of the key then
 
 	r     Result
 	err   error
@@ -265,8 +265,10 @@ func (l *Limiter) loaded(ctx context.Context, start time.Time, err error) {
 	}
 }
 
-// settle takes the server's answer r, err to d: on no answer, the
-// fallback may decide; a denial with a wait goes to the deny cache.
+// settle takes the server's answer r, err to d: the deny cache ends the
+// call in flight (a denial with a wait is stored, recorded events drop
+// the key's); on no answer the fallback may decide, and an answer that
+// ends the fallback has its events recorded on the server.
 func (l *Limiter) settle(ctx context.Context, d *decision, r Result, err error) {
 	d.r, d.err = r, err
 	if d.flight {
