@@ -103,13 +103,13 @@
 //     from when the request was sent, one unit shorter, so RetryAfter and
 //     ResetAfter are shorter than the server's by up to the round trip and
 //     a unit, and a local answer never outlasts the server's;
-//   - the state changes other than through this Limiter: another Limiter
-//     or process records events for the same event key and limits (the
-//     server's wait is then longer, and the request after the local one
-//     asks it), or resets it, or the state is lost (ResetPrefix, a deleted
-//     key, a failover that lost recorded events): then the server would
-//     admit while the cache still denies, for at most the cached
-//     RetryAfter.
+//   - the state changes other than through this Limiter. Another Limiter
+//     or process records events for the same event key and limits: the
+//     server's RetryAfter and ResetAfter are then longer (the cached wait
+//     ends first, and the next request asks the server). Or it resets the
+//     key, or the state is lost (ResetPrefix, a deleted key, a failover
+//     that lost recorded events): the server would then admit while the
+//     cache still denies, for at most the cached RetryAfter.
 //
 // Whatever changes the state through this Limiter drops the key's denial:
 // an admission, a call without an answer (it may have been recorded),
