@@ -15,7 +15,9 @@
 //   - NewZSetLog with Log limits: an exact sliding log, never more than Max
 //     in any Window;
 //   - NewAR1 with Decay limits: an exponentially decaying count, the least
-//     memory and work, approximate.
+//     memory and work, approximate;
+//   - NewConcurrency with Slots: at most Max held at once (see
+//     Concurrency), a Semaphore rather than a Limiter.
 //
 // A limiter runs on a Client. Rueidis adapts a github.com/redis/rueidis
 // client (the native, fastest path); the nested modules
@@ -40,6 +42,46 @@
 // Every state key is <prefix>:{<event key>}:<script>:v<N>:<limits>, so a
 // limiter runs unchanged on a single node or a cluster, and every key
 // expires when its limits no longer need it.
+//
+// # Concurrency
+//
+// NewConcurrency bounds how many at once rather than how often: at most
+// Slots.Max holders of each event key, across every process that shares
+// the keys (2 concurrent logins per account, 5 exports per tenant, 100
+// calls in flight to a fragile upstream). Acquire takes a slot under a
+// Lease that expires Slots.Lease after the acquire unless it is renewed,
+// so the slots of a holder that crashed come back by themselves:
+//
+//	logins, err := ratelua.NewConcurrency(ratelua.Rueidis(client), ratelua.Options{Prefix: "logins"},
+//		ratelua.Slots{Max: 2, Lease: 30 * time.Second, Renew: 10 * time.Second})
+//	lease, r, err := logins.Acquire(ctx, accountID)
+//	if lease == nil { /* 429, Retry-After: r.RetryAfter */ }
+//	defer lease.Release(context.WithoutCancel(ctx))
+//
+// Slots.Renew renews every lease from a goroutine until it is released;
+// without it the holder calls Lease.Renew within each lease time. A lease
+// can be lost: not renewed in time (a process paused longer than the
+// lease), dropped by Reset, or forgotten by a failover. Renew and Release
+// then return an error wrapping ErrLeaseLost, Lease.Lost is closed, and
+// the holder should stop, since its slot may be someone else's. A lease
+// whose local deadline (Lease.Deadline) has passed is lost without asking
+// the server.
+//
+// One Semaphore checks one limit on one key. Two bounds on different
+// keys (2 per account and 10 per tenant) are two Semaphores: acquire the
+// wider first and release it when the narrower denies. No script can
+// check both in one atomic call on a cluster, where the keys live on
+// different nodes.
+//
+// What a failover does to the count: replication is asynchronous, so a
+// replica promoted after its master died may lack the last acquires. Their
+// slots are free again at once while their holders still run, so for up
+// to a lease time more than Max holders may run; each finds out at its
+// next renewal (ErrLeaseLost). Renew often (Slots.Renew a third of Lease or
+// less) to keep that window short. On six-node clusters under 64 holders
+// of 10 slots, a master killed lost no lease, and one paused 3 s while its
+// replica took over lost 2 or 3, told to their holders at their next
+// renewal, with never more than 10 running at once (lua/README.md).
 //
 // # Production
 //
@@ -90,30 +132,36 @@
 // holds at most DenyCache event keys, evicting the least recently used,
 // and is safe for concurrent use.
 //
-// Denied attempts are not recorded (CountDenied false; with CountDenied
-// the server would record each attempt and the option is refused with
-// ErrInvalidLimit), so until the wait is over the server would deny the
-// same request too, with the same RetryAfter, ResetAfter and Limit, unless:
-//   - the state changes behind the process's back: the event key is reset
-//     by another Limiter or process (Reset, ResetMany, ResetPrefix, a
-//     deleted key), or a failover loses the write that denied it: then the
-//     server would admit earlier;
-//   - another Limiter or process records events for the same event key and
-//     limits (a smaller request that fits): then the server's RetryAfter
-//     and ResetAfter are longer;
-//   - AllowN asks for n > 1: Remaining is the server's at the denial, and
-//     the server's grows while capacity frees (for one event it is 0 until
-//     the wait is over);
+// The cache never admits: it repeats a denial of the server, for at most
+// that denial's RetryAfter. Denied attempts are not recorded (CountDenied
+// false; with CountDenied the server would record each attempt and the
+// option is refused with ErrInvalidLimit), so until the wait is over the
+// server would deny the same request too, with the same RetryAfter,
+// ResetAfter and Limit, except:
+//   - AllowN with n > 1: Remaining is the server's at the denial, while the
+//     server's grows as capacity frees (by less than n: while it denies,
+//     some limit has fewer than n left; for one event it is 0 throughout);
 //   - with the server's clock, the wait is measured on the process's clock
-//     from when the request was sent, one unit shorter, so a local answer
-//     never outlasts the server's (the next request after it asks the
-//     server).
+//     from when the request was sent, one unit shorter, so RetryAfter and
+//     ResetAfter are shorter than the server's by up to the round trip and
+//     a unit, and a local answer never outlasts the server's;
+//   - the state changes other than through this Limiter. Another Limiter
+//     or process records events for the same event key and limits: the
+//     server's RetryAfter and ResetAfter are then longer (the cached wait
+//     ends first, and the next request asks the server). Or it resets the
+//     key, or the state is lost (ResetPrefix, a deleted key, a failover
+//     that lost recorded events): the server would then admit while the
+//     cache still denies, for at most the cached RetryAfter.
 //
-// Limits are part of the state key, so a process with other limits (a new
-// deployment) or another Version never changes the answers: it uses
-// another key. Reset and ResetMany through this Limiter forget the key. A
-// denial with RetryAfter Never (more events than a limit's maximum) is not
-// cached. An evicted key costs a round trip, no more.
+// Whatever changes the state through this Limiter drops the key's denial:
+// an admission, a call without an answer (it may have been recorded),
+// Reset and ResetMany (before they are sent and once they are answered),
+// the fallback's events recorded after an outage; and a denial that was
+// in flight meanwhile is not cached. Limits are part of the state key, so
+// a process with other limits (a new deployment) or another Version never
+// changes the answers: it uses another key. A denial with RetryAfter Never
+// (more events than a limit's maximum) is not cached. An evicted key costs
+// a round trip, no more.
 //
 // # Fallback
 //
@@ -121,7 +169,10 @@
 // that this process enforces by itself while the server cannot be reached:
 // the same algorithm and limits, each maximum (and a bucket's refill rate)
 // multiplied by Fallback and rounded down, decided in memory per event key.
-// With N instances sharing the limits, 1/N keeps the total within the
+// A share that rounds a maximum down to 0 (0.25 of 1 per 5 s) is refused
+// with ErrInvalidLimit, naming the limit: the fallback would deny every
+// request of an outage; choose a share of at least 1/Max, or none. With N
+// instances sharing the limits, 1/N keeps their fallbacks within the
 // limits. Only a call with no answer (ErrUnavailable) counts toward it,
 // never an error reply. Unavailability is followed per hash slot: calls on
 // a key whose slot went unanswered are answered from the fallback once
@@ -130,11 +181,37 @@
 // one such call at a time, at most one per FallbackAfter, still asks the
 // server, and its first answer ends the fallback for every key. Unanswered
 // calls that stop for FallbackAfter while other calls are answered (a
-// blip) are forgotten. The fallback's state starts empty (the events the
-// server recorded are not known) and is kept across outages. It holds at
-// most FallbackKeys event keys, the least recently used evicted; an
-// evicted key starts afresh (its share again), so the bound should exceed
-// the keys active in an outage.
+// blip) are forgotten.
+//
+// What the fallback answers, against what the server would:
+//   - its state starts empty, not knowing the events the server recorded,
+//     and is kept across outages;
+//   - zset_log is counted in 64 buckets per window (a decision costs the
+//     same however many events the window holds): it never admits what
+//     the exact log would deny, and its RetryAfter and ResetAfter are at
+//     most Window/64 longer (exact for windows of at most 64 units);
+//   - it holds at most FallbackKeys event keys, spread over up to 64
+//     shards by a hash of the key, each letting go of its least recently
+//     used. A key let go is remembered in a sketch of fixed size (four
+//     cells per key; a cell keeps the largest usage of its keys) that never
+//     under-counts: when it comes back it starts at least as full as it
+//     was, its events counted as if all made at its latest one (it may
+//     wait up to a window longer than it would have). A new key whose four
+//     cells all hold keys let go starts as full as the least of them, until
+//     their windows after their latest events pass.
+//
+// When the server answers again, the call that ended the fallback records
+// on it, in one round trip per node, what the fallback recorded: one call
+// per event key, counted even over the limits, at that moment (so those
+// events stay in the server's window up to the outage's length longer than
+// they were made). It is best effort: a call that fails is not sent again,
+// and at most FallbackKeys keys are recorded per outage (the first ones).
+// What remains, for one key in one window of a limit: up to the limit plus
+// what the fallbacks of every instance admitted in it (at most Fallback
+// times the limit each), plus what the server decides during the round
+// trip that records them; and if the server lost its state (a restart
+// without persistence, a failover that lost writes), what it had admitted
+// before too.
 //
 // # Observation
 //

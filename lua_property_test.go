@@ -16,7 +16,7 @@ var traceCalls = flag.Bool("ratelua.trace", false, "print every property-test ca
 // reference model with long random call sequences and compares every reply
 // field, the state key's existence and its TTL.
 func TestScriptsAgreeWithModels(t *testing.T) {
-	for _, name := range []string{SlidingWindow, AR1, ZSetLog, TokenBucket} {
+	for _, name := range []string{SlidingWindow, AR1, ZSetLog, TokenBucket, Concurrency} {
 		for _, script := range versions(name) {
 			t.Run(script.String(), func(t *testing.T) {
 				t.Parallel()
@@ -48,16 +48,18 @@ func agreeWithModel(t *testing.T, name string, script Script) {
 		}
 		var history []string
 		for i := 0; i < 400 && calls < total; i++ {
-			c := randomCall(r, now, unit, longest)
+			c := nextCall(r, m, now, unit, longest)
 			now = c.Now
 			args := callArgs(c, limits)
 			want := m.Do(c).Ints()
+			// The call's own arguments: ARGV[1..4] and a lease id.
+			shown := append(args[:4:4], args[4+len(limits):]...)
 			if *traceCalls {
-				fmt.Println(name, seq, i, limits, args[:4])
+				fmt.Println(name, seq, i, limits, shown)
 			}
 			got, res, err := runOn(t, e, src, key, args)
 			calls++
-			history = append(history, fmt.Sprintf("%v -> %v", args[:4], want))
+			history = append(history, fmt.Sprintf("%v -> %v", shown, want))
 			if len(history) > 40 {
 				history = history[1:]
 			}

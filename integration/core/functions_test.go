@@ -56,7 +56,7 @@ func agreeOnServer(t *testing.T, ctx context.Context, client rueidis.Client, s r
 	done := 0
 	for seq := 0; done < calls; seq++ {
 		unit := []string{"s", "ms", "us"}[seq%3]
-		_, limits, longest := modeltest.Generators[s.Name](r, unit, 1+seq%4)
+		m, limits, longest := modeltest.Generators[s.Name](r, unit, 1+seq%4)
 		tag := modeltest.RandomKey(r)
 		viaScript, viaFunction := "agree:{"+tag+"}:evalsha", "agree:{"+tag+"}:fcall"
 		if err := client.Do(ctx, client.B().Del().Key(viaScript, viaFunction).Build()).Error(); err != nil {
@@ -65,15 +65,18 @@ func agreeOnServer(t *testing.T, ctx context.Context, client rueidis.Client, s r
 		now := int64(1_700_000_000) * modeltest.Scale(unit)
 		var history []string
 		for i := 0; i < 200 && done < calls; i++ {
-			c := modeltest.RandomCall(r, now, unit, longest)
+			// The model only draws the next call (concurrency's lease ids).
+			c := modeltest.NextCall(r, m, now, unit, longest)
 			now = c.Now
 			args := modeltest.CallArgs(c, limits)
 			if r.IntN(25) == 0 {
 				// A bad argument (for v3; v1 and v2 take "-0" and "01"): both
 				// must answer alike, and a refusal writes nothing.
 				args[r.IntN(len(args))] = []string{"-0", "x", "01", "+1", "1.5"}[r.IntN(5)]
+			} else {
+				m.Do(c)
 			}
-			history = append(history, strings.Join(args[:4], " "))
+			history = append(history, strings.Join(append(args[:4:4], args[4+len(limits):]...), " "))
 			a := client.Do(ctx, client.B().Evalsha().Sha1(s.SHA1).Numkeys(1).Key(viaScript).Arg(args...).Build())
 			b := client.Do(ctx, client.B().Fcall().Function(s.Function()).Numkeys(1).Key(viaFunction).Arg(args...).Build())
 			done++
