@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -401,10 +402,12 @@ func TestLangSharedState(t *testing.T) {
 // semaphore key at once, on single nodes and clusters of both families:
 // each lease held counts itself in a shared counter while it works, and
 // the counter never exceeds max, so the three languages hold at most max
-// slots together.
+// slots together. A denied holder retries after a tenth of the hold time;
+// a holder pauses half of it after a release, so that each gets a turn.
 func TestLangSharedSemaphore(t *testing.T) {
 	needTools(t, pythonTools, nodeTools)
-	const maxHeld, rounds, holdMS = 3, 12, 40
+	// Three holders, two slots: every round contends.
+	const maxHeld, rounds, holdMS = 2, 16, 50
 	for _, top := range langTargets(t) {
 		t.Run(top.name, func(t *testing.T) {
 			client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: top.addrs, DisableCache: true})
@@ -429,6 +432,12 @@ func TestLangSharedSemaphore(t *testing.T) {
 			cmd := map[string]any{"op": "hold", "slots": map[string]any{"max": maxHeld, "lease_us": time.Minute.Microseconds()},
 				"prefix": "lang", "key_hex": hex.EncodeToString([]byte(eventKey)), "counter_hex": hex.EncodeToString([]byte(counter)),
 				"rounds": rounds, "hold_ms": holdMS}
+			// Both workers ready (started, connected) before the three
+			// holders start at once.
+			warm := maps.Clone(cmd)
+			warm["rounds"] = 0
+			py.do(t, warm, &pyOut)
+			js.do(t, warm, &jsOut)
 			var wg sync.WaitGroup
 			wg.Add(3)
 			go func() { defer wg.Done(); pyErr = py.ask(cmd, &pyOut) }()
@@ -443,7 +452,7 @@ func TestLangSharedSemaphore(t *testing.T) {
 					}
 					if lease == nil {
 						goOut.Denied++
-						time.Sleep(holdMS / 2 * time.Millisecond)
+						time.Sleep(holdMS / 10 * time.Millisecond)
 						continue
 					}
 					goOut.Acquired++
@@ -459,6 +468,7 @@ func TestLangSharedSemaphore(t *testing.T) {
 						goErr = err
 						return
 					}
+					time.Sleep(holdMS / 2 * time.Millisecond) // a turn for the others
 				}
 			}()
 			wg.Wait()

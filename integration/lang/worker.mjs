@@ -107,7 +107,7 @@ async function handle(cmd) {
         const { lease } = await sem.acquire(key);
         if (!lease) {
           denied++;
-          await sleep(cmd.hold_ms / 2);
+          await sleep(cmd.hold_ms / 10);
           continue;
         }
         acquired++;
@@ -115,6 +115,7 @@ async function handle(cmd) {
         await sleep(cmd.hold_ms);
         await client.decr(counter);
         await lease.release();
+        await sleep(cmd.hold_ms / 2); // a turn for the others
       }
       return { acquired, denied, peak };
     }

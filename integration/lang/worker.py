@@ -12,7 +12,8 @@ Commands:
   {"op": "hold", "slots": {"max", "lease_us"}, "prefix", "key_hex", "counter_hex",
    "rounds", "hold_ms"} -> {"acquired", "denied", "peak"}: rounds acquires on
       the semaphore (the server's clock); each lease held INCRs counter_hex,
-      sleeps hold_ms, DECRs it and releases; peak is the highest INCR seen
+      sleeps hold_ms, DECRs it, releases and pauses hold_ms / 2 (a denied
+      acquire retries after hold_ms / 10); peak is the highest INCR seen
   {"op": "http", "limits", "prefix", "requests": [{"at_us", "xff"}]}
       -> {"responses": [{"status", "headers", "body"}]}: the login case behind
       the ASGI middleware (trusting the peer 127.0.0.1)
@@ -112,13 +113,14 @@ def hold(client, cmd):
         lease, _ = sem.acquire(key)
         if lease is None:
             denied += 1
-            time.sleep(cmd["hold_ms"] / 2000)
+            time.sleep(cmd["hold_ms"] / 10000)
             continue
         acquired += 1
         peak = max(peak, client.incr(counter))
         time.sleep(cmd["hold_ms"] / 1000)
         client.decr(counter)
         lease.release()
+        time.sleep(cmd["hold_ms"] / 2000)  # a turn for the others
     return {"acquired": acquired, "denied": denied, "peak": peak}
 
 
