@@ -1,3 +1,4 @@
+// ratelua: not built by the consumer test (a service: make test-rls builds and runs its command from the tree; go get still fetches it and resolves every import)
 module github.com/ratelua/ratelua/rls
 
 go 1.25.0
