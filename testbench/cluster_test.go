@@ -283,7 +283,28 @@ func testPause(t *testing.T, c *Cluster, client rueidis.Client) {
 	if err := client.Do(ctx, client.B().Set().Key("during-pause").Value("1").Build()).Error(); err != nil {
 		t.Errorf("SET while a replica hangs: %v", err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// Wait until another node flags it (fail? or fail), past
+	// cluster-node-timeout, rather than for a fixed time.
+	other := c.Masters()[0]
+	flagged := ""
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := poll(wctx, "the paused replica flagged as failing", 20*time.Millisecond, func(ctx context.Context) error {
+		entries, err := clusterNodes(ctx, other)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if e.id == r.ID && (e.flags["fail?"] || e.flags["fail"]) {
+				flagged = e.flagText
+				return nil
+			}
+		}
+		return fmt.Errorf("%v does not flag %v", other, r)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%v flags the paused replica %s", other, flagged)
 	if err := r.Resume(); err != nil {
 		t.Fatal(err)
 	}

@@ -149,10 +149,21 @@ func newOutageTally() *outageTally {
 	return &outageTally{fallback: map[string]int{}, admitted: map[string]int{}, server: map[string]int{}}
 }
 
-// call makes one Allow of key with a short deadline and tallies it.
-func (o *outageTally) call(t *testing.T, l *ratelua.Limiter, rec *limitertest.Recorder, key string) ratelua.Event {
+// The deadlines of outageTally's calls: a call to a server that is away
+// gives up after outageDeadline (any deadline would do: the fallback
+// begins FallbackAfter after the first unanswered call); a call that must
+// be answered (a bystander on a live master, a key whose server is back)
+// has answerDeadline, well above any stall of a loaded machine, so that a
+// slow answer is never taken for an outage.
+const (
+	outageDeadline = 300 * time.Millisecond
+	answerDeadline = 10 * time.Second
+)
+
+// call makes one Allow of key with the deadline and tallies it.
+func (o *outageTally) call(t *testing.T, l *ratelua.Limiter, rec *limitertest.Recorder, key string, deadline time.Duration) ratelua.Event {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	r, err := l.Allow(ctx, key)
 	cancel()
 	var decision ratelua.Event
@@ -228,7 +239,7 @@ func (o *outageTally) untilServerAnswers(t *testing.T, l *ratelua.Limiter, rec *
 				t.Fatalf("the server never answered for %s again", k)
 			}
 			calls++
-			if e := o.call(t, l, rec, k); (e.Kind == ratelua.KindAllowed || e.Kind == ratelua.KindDenied) && !e.Local {
+			if e := o.call(t, l, rec, k, answerDeadline); (e.Kind == ratelua.KindAllowed || e.Kind == ratelua.KindDenied) && !e.Local {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -274,7 +285,7 @@ func (o *outageTally) duringOutage(t *testing.T, l *ratelua.Limiter, rec *limite
 			t.Fatalf("the fallback decided %v in 60 s", o.fallback)
 		}
 		for _, k := range keys {
-			o.call(t, l, rec, k)
+			o.call(t, l, rec, k, outageDeadline)
 		}
 	}
 }
@@ -389,7 +400,7 @@ func TestClusterFallbackThroughOutages(t *testing.T) {
 			}
 			paused.duringOutage(t, l, &rec, first, 20)
 			for _, k := range bystanders {
-				if e := paused.call(t, l, &rec, k); e.Kind == ratelua.KindFallback {
+				if e := paused.call(t, l, &rec, k, answerDeadline); e.Kind == ratelua.KindFallback {
 					t.Errorf("bystander %s on a live master decided by the fallback", k)
 				}
 			}
@@ -414,7 +425,7 @@ func TestClusterFallbackThroughOutages(t *testing.T) {
 			}
 			stopped.duringOutage(t, l, &rec, second, 20)
 			for _, k := range bystanders {
-				if e := stopped.call(t, l, &rec, k); e.Kind == ratelua.KindFallback {
+				if e := stopped.call(t, l, &rec, k, answerDeadline); e.Kind == ratelua.KindFallback {
 					t.Errorf("bystander %s on a live master decided by the fallback", k)
 				}
 			}
