@@ -132,6 +132,94 @@ func TestDenyCacheOnServers(t *testing.T) {
 	}
 }
 
+// TestDenyCacheOnTheServersClock: the deny cache of a limiter without a
+// Clock, on the server's clock (the server reads TIME and rounds it down to
+// the millisecond, after the call began on this machine's clock, which is
+// the same clock). Per trial, on a fresh key of a log of 1 per 50 ms: an
+// admitted call, then a denied one begun late in a millisecond (so that
+// the server's rounding matters most), a call midway answered from the
+// cache, and a call once the server's retry time has surely passed (the
+// denial's latest possible millisecond plus its RetryAfter): that one
+// must go to the server, which admits it. A cache that kept the server's
+// wait from the process's reading (no slack for the rounding) or any
+// longer answers it locally.
+func TestDenyCacheOnTheServersClock(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		ctx := context.Background()
+		var rec limitertest.Recorder
+		const window = 50 * time.Millisecond
+		l, err := ratelua.NewZSetLog(ratelua.Rueidis(client), ratelua.Options{Prefix: "deny-server-clock", DenyCache: 100, Observe: rec.Observe},
+			ratelua.Log{Max: 1, Window: window})
+		if err != nil {
+			t.Fatal(err)
+		}
+		call := func(key string) (ratelua.Result, ratelua.Event, time.Time, time.Time) {
+			t.Helper()
+			began := time.Now()
+			r, err := l.Allow(ctx, key)
+			ended := time.Now()
+			if err != nil {
+				t.Fatalf("%s: %v", key, err)
+			}
+			events := rec.Decisions()
+			if len(events) != 1 {
+				t.Fatalf("%s: %d decision events", key, len(events))
+			}
+			return r, events[0], began, ended
+		}
+		millis := func(at time.Time) time.Time { return at.Truncate(time.Millisecond) }
+		trials, local := 0, 0
+		for i := 0; trials < 40; i++ {
+			if i == 400 {
+				t.Fatalf("%d trials of 400 kept their order on a loaded machine, want 40", trials)
+			}
+			key := "k" + strconv.Itoa(i)
+			if r, _, _, _ := call(key); !r.Allowed {
+				t.Fatalf("%s: the first call was denied: %+v", key, r)
+			}
+			for time.Since(millis(time.Now())) < 600*time.Microsecond {
+				// late in a millisecond
+			}
+			denied, e, began, ended := call(key)
+			if denied.Allowed {
+				continue // the machine stalled past the window: not a trial
+			}
+			if e.Local || denied.RetryAfter <= 0 {
+				t.Fatalf("%s: the first denial %+v (local %v) is not the server's, with a wait", key, denied, e.Local)
+			}
+			// The server decided in a millisecond of [began, ended] and
+			// admits RetryAfter after it.
+			admitsBy := millis(ended).Add(denied.RetryAfter)
+			if mid := millis(began).Add(denied.RetryAfter / 2); time.Now().Before(mid) {
+				time.Sleep(time.Until(mid))
+				r, e, _, done := call(key)
+				if r.Allowed && done.Before(millis(began).Add(denied.RetryAfter)) {
+					t.Fatalf("%s: admitted before the server's retry time: %+v (local %v)", key, r, e.Local)
+				}
+				if r.Allowed {
+					continue // the machine stalled past the retry time: not a trial
+				}
+				if e.Local {
+					local++
+				}
+			}
+			for time.Now().Before(admitsBy) {
+				// busy: the call must follow the server's time closely
+			}
+			trials++
+			r, e, at, _ := call(key)
+			if e.Local || !r.Allowed {
+				t.Fatalf("%s: the server denied in [+0, +%v] and said retry in %v; at +%v the limiter answered %+v, locally %v: want the server's admission",
+					key, ended.Sub(began), denied.RetryAfter, at.Sub(began), r, e.Local)
+			}
+		}
+		t.Logf("%d trials: each denial's retry time kept by the cache, not past it; %d midway calls answered locally", trials, local)
+		if local == 0 {
+			t.Error("no call was answered from the cache: the server-clock path of the deny cache never ran")
+		}
+	})
+}
+
 // outageTally counts, per event key, what a limiter decided during an
 // outage, from its events.
 type outageTally struct {
