@@ -2,6 +2,8 @@ package ratelua
 
 import (
 	"math"
+	"math/big"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -171,9 +173,16 @@ func (f *fallback) forget(eventKey string) {
 	f.modelsMu.Unlock()
 }
 
-// scaleMax is a limit's maximum under share, rounded down.
+// scaleMax is a limit's maximum under share, rounded down: exactly, from
+// the share as written (its shortest decimal), since the float product can
+// fall just below a whole number (0.7 * 90 is 62.99999999999999).
 func scaleMax(max int64, share float64) int64 {
-	return int64(math.Floor(float64(max) * share))
+	r, ok := new(big.Rat).SetString(strconv.FormatFloat(share, 'g', -1, 64))
+	if !ok {
+		return int64(math.Floor(float64(max) * share))
+	}
+	r.Mul(r, new(big.Rat).SetInt64(max))
+	return new(big.Int).Quo(r.Num(), r.Denom()).Int64()
 }
 
 // scaleRate scales amount per interval by share, rounded down to a
