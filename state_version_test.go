@@ -39,7 +39,7 @@ func TestScriptsShareStateWithTheirStateVersion(t *testing.T) {
 			}
 			t.Run(script.String()+"+"+older.String(), func(t *testing.T) {
 				t.Parallel()
-				shareState(t, name, script, older, *propertyCalls/5)
+				shareState(t, name, script, older, max(1, *propertyCalls/5))
 			})
 		}
 	}
