@@ -20,7 +20,7 @@ func TestScriptsAgreeWithModels(t *testing.T) {
 		t.Fatalf("-ratelua.calls=%d would make the property tests run no call: give at least 1", *propertyCalls)
 	}
 	for _, name := range []string{SlidingWindow, AR1, ZSetLog, TokenBucket} {
-		for _, script := range versions(name) {
+		for _, script := range versions(t, name) {
 			t.Run(script.String(), func(t *testing.T) {
 				t.Parallel()
 				agreeWithModel(t, name, script)
