@@ -340,11 +340,11 @@ func testRestart(t *testing.T, c *Cluster, client rueidis.Client) {
 		k := "r:" + strconv.Itoa(i)
 		var got string
 		var err error
-		for try := 0; try < 50; try++ { // the client reconnects
-			if got, err = client.Do(ctx, client.B().Get().Key(k).Build()).ToString(); err == nil {
+		// The client reconnects: a generous deadline, not a count of tries.
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			if got, err = client.Do(ctx, client.B().Get().Key(k).Build()).ToString(); err == nil || time.Now().After(deadline) {
 				break
 			}
-			time.Sleep(100 * time.Millisecond)
 		}
 		if err != nil || got != strconv.Itoa(i) {
 			t.Fatalf("after Restart, GET %s = %q, %v", k, got, err)
@@ -425,11 +425,11 @@ func TestClusterCrash(t *testing.T) {
 				t.Errorf("after the crash: masters %v, replicas %v", c.Masters(), c.Replicas())
 			}
 			var got string
-			for try := 0; try < 50; try++ { // the client finds the new master
-				if got, err = client.Do(ctx, client.B().Get().Key("{crash}").Build()).ToString(); err == nil {
+			// The client finds the new master: a generous deadline.
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+				if got, err = client.Do(ctx, client.B().Get().Key("{crash}").Build()).ToString(); err == nil || time.Now().After(deadline) {
 					break
 				}
-				time.Sleep(100 * time.Millisecond)
 			}
 			if err != nil || got != "kept" {
 				t.Fatalf("GET {crash} after the failover = %q, %v", got, err)
