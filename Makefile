@@ -24,7 +24,7 @@ test: servers callers deps vet check-generated
 	$(GO) test -count=1 ./...
 	@for m in $(MODULES); do \
 		echo "cd $$m && $(GO) test -count=1 ./..."; \
-		(cd $$m && RATELUA_SERVER_CASES=$(CURDIR)/.server-cases RATELUA_ADAPTER_CASES=$(CURDIR)/.adapter-cases $(GO) test -count=1 ./...) || exit 1; \
+		(cd $$m && RATELUA_SERVER_CASES=$(CURDIR)/.server-cases RATELUA_ADAPTER_CASES=$(CURDIR)/.adapter-cases $(GO) test -count=1 -timeout 20m ./...) || exit 1; \
 	done
 	@cat .server-cases 2>/dev/null || echo "server cases: no report (integration/core did not run)"
 	@cat .adapter-cases 2>/dev/null || echo "adapter cases: no report (the integration suite did not run)"
@@ -106,6 +106,20 @@ B ?= 5
 bench-versions: servers
 	bash bench/ab-versions.sh redis-server $(A) $(B)
 	bash bench/ab-versions.sh valkey-server $(A) $(B)
+
+## release: check that the tree is ready to release the version of
+## CHANGELOG.md's newest entry ("## 0.1.0 (2026-11-25)") and print the tags
+## to create (v0.1.0, goredis/v0.1.0, ...); it creates none. The modules
+## are found from the tree (every go.mod; released unless the go.mod says
+## "// ratelua: not released"). Checks: generated files current; every
+## nested module requires the tree's modules at that version with a
+## replace to their folder; gofmt; every module tidy (go mod tidy -diff)
+## and vetted; nothing left uncommitted (RELEASEFLAGS=-uncommitted while
+## preparing); and a user outside the repository can install the release
+## from a module proxy written from the tree (integration/cmd/release).
+.PHONY: release
+release: check-generated
+	cd integration && $(GO) run ./cmd/release -root .. $(RELEASEFLAGS)
 
 ## generate: rebuild lua/*.lua and lua/manifest.json from lua/src, then
 ## the copies of the newest scripts in python/ratelua/lua and node/lua and
@@ -196,3 +210,15 @@ bench-rls: servers
 .PHONY: test-lang
 test-lang: servers callers
 	cd integration && $(GO) test -count=1 -run '^TestLang' .
+
+## test-newest: each adapter with the newest release of its client or
+## framework (.ci/test-newest), while its go.mod keeps the oldest its tests
+## pass with, which make test runs. make test runs it for rategrpc and
+## rateotel: integration/ already runs goredis, valkeygo and ratemini on
+## the newest go-redis, valkey-go and miniredis (its go.mod requires them).
+## NEWEST=goredis valkeygo ratemini rategrpc rateotel runs them all.
+NEWEST ?= rategrpc rateotel
+.PHONY: test-newest
+test: test-newest
+test-newest: servers
+	bash .ci/test-newest $(NEWEST)

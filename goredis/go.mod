@@ -10,7 +10,7 @@ replace (
 require (
 	github.com/ratelua/ratelua v0.1.0
 	github.com/ratelua/ratelua/testbench v0.1.0
-	github.com/redis/go-redis/v9 v9.14.0
+	github.com/redis/go-redis/v9 v9.9.0
 )
 
 require (
@@ -39,7 +39,6 @@ require (
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/redis/rueidis v1.0.79 // indirect
 	github.com/sirupsen/logrus v1.9.3 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
 	github.com/xeipuuv/gojsonpointer v0.0.0-20190905194746-02993c407bfb // indirect
 	github.com/xeipuuv/gojsonreference v0.0.0-20180127040603-bd5ef7bd5415 // indirect
 	github.com/xeipuuv/gojsonschema v1.2.0 // indirect

@@ -86,13 +86,20 @@ func (a client) RunBatch(ctx context.Context, calls []ratelua.Call, replies [][]
 		cmds[i] = cmd
 		_ = pipe.Process(ctx, cmd) // queued; sent by Exec
 	}
+	var execErr error
 	if pipe.Len() > 0 {
-		_, _ = pipe.Exec(ctx) // every command carries its own error
+		_, execErr = pipe.Exec(ctx) // every command sent carries its own error
 	}
 	for i, cmd := range cmds {
-		if cmd != nil {
-			errs[i] = readInts(cmd, replies[i])
+		if cmd == nil {
+			continue
 		}
+		if execErr != nil && cmd.Err() == nil && cmd.Val() == nil {
+			// Neither a reply nor an error: never sent. go-redis before
+			// v9.14.0 leaves a closed client's pipeline like this.
+			cmd.SetErr(execErr)
+		}
+		errs[i] = readInts(cmd, replies[i])
 	}
 	return errs
 }

@@ -23,6 +23,7 @@ require (
 	github.com/redis/rueidis/mock v1.0.78
 	github.com/valkey-io/valkey-go v1.0.79
 	go.uber.org/mock v0.6.0
+	golang.org/x/mod v0.43.0
 )
 
 require (

@@ -5,7 +5,7 @@ go 1.25.0
 replace github.com/ratelua/ratelua => ../
 
 require (
-	github.com/alicebob/miniredis/v2 v2.40.0
+	github.com/alicebob/miniredis/v2 v2.36.0
 	github.com/ratelua/ratelua v0.1.0
 	github.com/redis/rueidis v1.0.79
 )

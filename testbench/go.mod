@@ -1,3 +1,4 @@
+// ratelua: not built by the consumer test (a test tool: its Docker client tree takes minutes to compile from an empty cache; go get still fetches it)
 module github.com/ratelua/ratelua/testbench
 
 go 1.25.0

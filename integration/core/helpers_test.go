@@ -33,12 +33,17 @@ func equalInts(a, b []int64) bool {
 	return true
 }
 
-// resultInSeconds is the Result the Go API makes of a reply in seconds.
+// resultInSeconds is the Result the Go API makes of a reply in seconds:
+// a retry_after of -1 is Never.
 func resultInSeconds(ints []int64) ratelua.Result {
+	retry := time.Duration(ints[2]) * time.Second
+	if ints[2] < 0 {
+		retry = ratelua.Never
+	}
 	return ratelua.Result{
 		Allowed:    ints[0] == 1,
 		Remaining:  ints[1],
-		RetryAfter: time.Duration(ints[2]) * time.Second,
+		RetryAfter: retry,
 		ResetAfter: time.Duration(ints[3]) * time.Second,
 		Limit:      int(ints[4]) - 1,
 	}
@@ -74,16 +79,6 @@ func newestLibrary(t testing.TB) ratelua.Library {
 		t.Fatal(err)
 	}
 	return lib
-}
-
-// sharedServerAddr is the address of the shared redis-server, for the
-// examples; it panics when none can start (an example cannot skip).
-func sharedServerAddr() string {
-	n, err := sharedServer("redis")
-	if err != nil {
-		panic("the examples need a redis-server: " + err.Error())
-	}
-	return n.Addr
 }
 
 // repoRoot is the repository's root, from this package's folder.
