@@ -30,6 +30,8 @@ type decision struct {
 	at       time.Time // the time of the decision: the Clock's reading, or start
 	slot     int       // the state key's hash slot, -1 when not followed
 	probe    bool      // this call asks the server for the fallback
+	flight   bool      // registered in flight in the deny cache
+	gen      uint64    // the deny cache's generation of the key then
 
 	r     Result
 	err   error
@@ -89,9 +91,11 @@ func (l *Limiter) call(ctx context.Context, eventKey string, n int64) (Result, e
 func (l *Limiter) around(ctx context.Context, eventKey string, n int64) (Result, error) {
 	d, now, err := l.begin(eventKey, n)
 	if n < 0 {
-		// A reset: forget the key here too; not a decision.
+		// A reset: forget the key here too; not a decision. The deny
+		// cache hears of it before it is sent and once it is answered, so
+		// that no denial given before it is stored or answered after it.
 		if l.deny != nil {
-			l.deny.forget(eventKey)
+			l.deny.changed(eventKey)
 		}
 		if l.fallback != nil {
 			l.fallback.forget(eventKey)
@@ -99,7 +103,11 @@ func (l *Limiter) around(ctx context.Context, eventKey string, n int64) (Result,
 		if err != nil {
 			return l.failed(err)
 		}
-		return l.ask(ctx, eventKey, n, now)
+		r, err := l.ask(ctx, eventKey, n, now)
+		if l.deny != nil {
+			l.deny.changed(eventKey)
+		}
+		return r, err
 	}
 	if err != nil {
 		d.r, d.err = l.failed(err)
@@ -137,15 +145,22 @@ func (l *Limiter) answerLocally(ctx context.Context, d *decision) bool {
 		return false
 	}
 	if l.deny != nil {
-		if r, ok := l.deny.answer(d.eventKey, max(d.n, 1), l.denyTime(d.at), l.unit); ok {
+		r, gen, ok := l.deny.answer(d.eventKey, max(d.n, 1), l.denyTime(d.at), l.unit)
+		if ok {
 			d.r, d.local = r, true
 			return true
 		}
+		d.flight, d.gen = true, gen
 	}
 	if l.fallback != nil {
 		d.slot = int(keyslot.CRC16(escapeTag(d.eventKey)) % keyslot.NumSlots)
 		local, probe := l.fallback.route(d.slot, d.start)
 		if local {
+			if d.flight {
+				// Not sent after all.
+				l.deny.settle(d.eventKey, d.gen, false, nil)
+				d.flight = false
+			}
 			l.fallbackDecide(d, nil)
 			d.local = true
 			return true
@@ -250,10 +265,28 @@ func (l *Limiter) loaded(ctx context.Context, start time.Time, err error) {
 	}
 }
 
-// settle takes the server's answer r, err to d: on no answer, the
-// fallback may decide; a denial with a wait goes to the deny cache.
+// settle takes the server's answer r, err to d: the deny cache ends the
+// call in flight (a denial with a wait is stored, recorded events drop
+// the key's); on no answer the fallback may decide, and an answer that
+// ends the fallback has its events recorded on the server.
 func (l *Limiter) settle(ctx context.Context, d *decision, r Result, err error) {
 	d.r, d.err = r, err
+	if d.flight {
+		// Events recorded (or, without an answer, perhaps recorded) make
+		// any denial given before no longer the server's answer.
+		recorded := d.n > 0 && (err != nil || r.Allowed)
+		var denied *denial
+		if err == nil && !r.Allowed && r.RetryAfter > 0 {
+			var slack time.Duration
+			if l.clock == nil {
+				// The server read its clock after d.start and rounded it down.
+				slack = l.unit.size
+			}
+			denied = denialOf(max(d.n, 1), l.denyTime(d.at), slack, r)
+		}
+		l.deny.settle(d.eventKey, d.gen, recorded, denied)
+		d.flight = false
+	}
 	if l.fallback != nil && d.slot >= 0 {
 		end := time.Now()
 		if noAnswer(err) {
@@ -265,17 +298,12 @@ func (l *Limiter) settle(ctx context.Context, d *decision, r Result, err error) 
 				l.fallbackDecide(d, err)
 				return
 			}
-		} else if left, used := l.fallback.answer(d.slot, d.probe, end); left && l.observe != nil {
-			l.emit(ctx, Event{Kind: KindFallbackLeave, Latency: used, Result: Result{Limit: -1}})
+		} else if left, used := l.fallback.answer(d.slot, d.probe, end); left {
+			if l.observe != nil {
+				l.emit(ctx, Event{Kind: KindFallbackLeave, Latency: used, Result: Result{Limit: -1}})
+			}
+			l.tellServer(ctx)
 		}
-	}
-	if l.deny != nil && err == nil && !r.Allowed && r.RetryAfter > 0 {
-		var slack time.Duration
-		if l.clock == nil {
-			// The server read its clock after d.start and rounded it down.
-			slack = l.unit.size
-		}
-		l.deny.put(d.eventKey, max(d.n, 1), l.denyTime(d.at), slack, r)
 	}
 }
 
@@ -288,6 +316,35 @@ func (l *Limiter) fallbackDecide(d *decision, cause error) {
 	}
 	ints := l.fallback.decide(d.eventKey, model.Call{Count: d.n, Now: l.unit.now(d.at), Mode: mode, Unit: l.unit.name})
 	d.r, d.err, d.cause, d.kind = resultOf(ints[:], l.unit), nil, cause, KindFallback
+}
+
+// tellServer records on the server, now that it answers again, the
+// events the fallback recorded while it decided: one call per event key,
+// counted even over the limits (mode 1), at the limiter's clock, in one
+// round trip per node where the client batches, on the goroutine and
+// context of the call that ended the fallback. Best effort: a call that
+// fails is not sent again.
+func (l *Limiter) tellServer(ctx context.Context) {
+	events := l.fallback.takeRecorded()
+	if len(events) == 0 {
+		return
+	}
+	now, err := l.now()
+	if err != nil {
+		return
+	}
+	calls := make([]Call, len(events))
+	for i, e := range events {
+		args := l.appendArgs(make([]string, 0, 4+len(l.limits)), e.n, now)
+		args[3] = "1" // the mode: recorded even over the limits
+		calls[i] = l.newCall(l.Key(e.key), args)
+	}
+	l.exec(ctx, calls)
+	if l.deny != nil {
+		for _, e := range events {
+			l.deny.changed(e.key)
+		}
+	}
 }
 
 // finish applies DryRun to d, tells the hook, and returns d's answer.

@@ -90,30 +90,36 @@
 // holds at most DenyCache event keys, evicting the least recently used,
 // and is safe for concurrent use.
 //
-// Denied attempts are not recorded (CountDenied false; with CountDenied
-// the server would record each attempt and the option is refused with
-// ErrInvalidLimit), so until the wait is over the server would deny the
-// same request too, with the same RetryAfter, ResetAfter and Limit, unless:
-//   - the state changes behind the process's back: the event key is reset
-//     by another Limiter or process (Reset, ResetMany, ResetPrefix, a
-//     deleted key), or a failover loses the write that denied it: then the
-//     server would admit earlier;
-//   - another Limiter or process records events for the same event key and
-//     limits (a smaller request that fits): then the server's RetryAfter
-//     and ResetAfter are longer;
-//   - AllowN asks for n > 1: Remaining is the server's at the denial, and
-//     the server's grows while capacity frees (for one event it is 0 until
-//     the wait is over);
+// The cache never admits: it repeats a denial of the server, for at most
+// that denial's RetryAfter. Denied attempts are not recorded (CountDenied
+// false; with CountDenied the server would record each attempt and the
+// option is refused with ErrInvalidLimit), so until the wait is over the
+// server would deny the same request too, with the same RetryAfter,
+// ResetAfter and Limit, except:
+//   - AllowN with n > 1: Remaining is the server's at the denial, while the
+//     server's grows as capacity frees (by less than n: while it denies,
+//     some limit has fewer than n left; for one event it is 0 throughout);
 //   - with the server's clock, the wait is measured on the process's clock
-//     from when the request was sent, one unit shorter, so a local answer
-//     never outlasts the server's (the next request after it asks the
-//     server).
+//     from when the request was sent, one unit shorter, so RetryAfter and
+//     ResetAfter are shorter than the server's by up to the round trip and
+//     a unit, and a local answer never outlasts the server's;
+//   - the state changes other than through this Limiter. Another Limiter
+//     or process records events for the same event key and limits: the
+//     server's RetryAfter and ResetAfter are then longer (the cached wait
+//     ends first, and the next request asks the server). Or it resets the
+//     key, or the state is lost (ResetPrefix, a deleted key, a failover
+//     that lost recorded events): the server would then admit while the
+//     cache still denies, for at most the cached RetryAfter.
 //
-// Limits are part of the state key, so a process with other limits (a new
-// deployment) or another Version never changes the answers: it uses
-// another key. Reset and ResetMany through this Limiter forget the key. A
-// denial with RetryAfter Never (more events than a limit's maximum) is not
-// cached. An evicted key costs a round trip, no more.
+// Whatever changes the state through this Limiter drops the key's denial:
+// an admission, a call without an answer (it may have been recorded),
+// Reset and ResetMany (before they are sent and once they are answered),
+// the fallback's events recorded after an outage; and a denial that was
+// in flight meanwhile is not cached. Limits are part of the state key, so
+// a process with other limits (a new deployment) or another Version never
+// changes the answers: it uses another key. A denial with RetryAfter Never
+// (more events than a limit's maximum) is not cached. An evicted key costs
+// a round trip, no more.
 //
 // # Fallback
 //
@@ -121,7 +127,10 @@
 // that this process enforces by itself while the server cannot be reached:
 // the same algorithm and limits, each maximum (and a bucket's refill rate)
 // multiplied by Fallback and rounded down, decided in memory per event key.
-// With N instances sharing the limits, 1/N keeps the total within the
+// A share that rounds a maximum down to 0 (0.25 of 1 per 5 s) is refused
+// with ErrInvalidLimit, naming the limit: the fallback would deny every
+// request of an outage; choose a share of at least 1/Max, or none. With N
+// instances sharing the limits, 1/N keeps their fallbacks within the
 // limits. Only a call with no answer (ErrUnavailable) counts toward it,
 // never an error reply. Unavailability is followed per hash slot: calls on
 // a key whose slot went unanswered are answered from the fallback once
@@ -130,11 +139,37 @@
 // one such call at a time, at most one per FallbackAfter, still asks the
 // server, and its first answer ends the fallback for every key. Unanswered
 // calls that stop for FallbackAfter while other calls are answered (a
-// blip) are forgotten. The fallback's state starts empty (the events the
-// server recorded are not known) and is kept across outages. It holds at
-// most FallbackKeys event keys, the least recently used evicted; an
-// evicted key starts afresh (its share again), so the bound should exceed
-// the keys active in an outage.
+// blip) are forgotten.
+//
+// What the fallback answers, against what the server would:
+//   - its state starts empty, not knowing the events the server recorded,
+//     and is kept across outages;
+//   - zset_log is counted in 64 buckets per window (a decision costs the
+//     same however many events the window holds): it never admits what
+//     the exact log would deny, and its RetryAfter and ResetAfter are at
+//     most Window/64 longer (exact for windows of at most 64 units);
+//   - it holds at most FallbackKeys event keys, spread over up to 64
+//     shards by a hash of the key, each letting go of its least recently
+//     used. A key let go is remembered in a sketch of fixed size (four
+//     cells per key; a cell keeps the largest usage of its keys) that never
+//     under-counts: when it comes back it starts at least as full as it
+//     was, its events counted as if all made at its latest one (it may
+//     wait up to a window longer than it would have). A new key whose four
+//     cells all hold keys let go starts as full as the least of them, until
+//     their windows after their latest events pass.
+//
+// When the server answers again, the call that ended the fallback records
+// on it, in one round trip per node, what the fallback recorded: one call
+// per event key, counted even over the limits, at that moment (so those
+// events stay in the server's window up to the outage's length longer than
+// they were made). It is best effort: a call that fails is not sent again,
+// and at most FallbackKeys keys are recorded per outage (the first ones).
+// What remains, for one key in one window of a limit: up to the limit plus
+// what the fallbacks of every instance admitted in it (at most Fallback
+// times the limit each), plus what the server decides during the round
+// trip that records them; and if the server lost its state (a restart
+// without persistence, a failover that lost writes), what it had admitted
+// before too.
 //
 // # Observation
 //

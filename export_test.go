@@ -5,4 +5,4 @@ package ratelua
 func DenyCacheLen(l *Limiter) int { return l.deny.keys.len() }
 
 // FallbackLen is how many event keys l's fallback holds.
-func FallbackLen(l *Limiter) int { return l.fallback.models.len() }
+func FallbackLen(l *Limiter) int { return l.fallback.len() }

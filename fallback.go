@@ -1,6 +1,7 @@
 package ratelua
 
 import (
+	"hash/maphash"
 	"math"
 	"math/big"
 	"strconv"
@@ -17,8 +18,8 @@ const defaultFallbackKeys = 10000
 
 // fallback is the in-process limiter a Limiter answers from while the
 // server cannot be reached (Options.Fallback): the algorithm's reference
-// model (internal/model) with every limit scaled to the share, per event
-// key.
+// model (internal/model; for zset_log its bounded stand-in LogBuckets)
+// with every limit scaled to the share, per event key (fallback_state.go).
 //
 // Unavailability is followed per hash slot, so that on a cluster the keys
 // of a master that went away fall back while every other key is still
@@ -46,15 +47,16 @@ type fallback struct {
 	probing   bool
 	nextProbe time.Time
 
-	modelsMu sync.Mutex
-	models   *lru[model.Model]
+	// The state of every event key (fallback_state.go).
+	seed   maphash.Seed
+	shards []keyShard
 }
 
 func newFallback(after time.Duration, keys int, newModel func() model.Model) *fallback {
 	if keys <= 0 {
 		keys = defaultFallbackKeys
 	}
-	return &fallback{after: after, newModel: newModel, models: newLRU[model.Model](keys)}
+	return &fallback{after: after, newModel: newModel, seed: maphash.MakeSeed(), shards: newShards(keys)}
 }
 
 func (f *fallback) isDown(s int) bool { return f.down[s/64]&(1<<(s%64)) != 0 }
@@ -148,29 +150,6 @@ func (f *fallback) fail(s int, probe bool, start, now time.Time) (use, entered b
 		unanswered = now.Sub(f.began)
 	}
 	return f.active, entered, unanswered
-}
-
-// decide applies one call to the model of eventKey and returns its reply
-// as the script's five integers.
-func (f *fallback) decide(eventKey string, c model.Call) [5]int64 {
-	f.modelsMu.Lock()
-	defer f.modelsMu.Unlock()
-	m, ok := f.models.get(eventKey)
-	if !ok {
-		m = f.models.put(eventKey, f.newModel())
-	}
-	r := (*m).Do(c)
-	if c, ok := (*m).(interface{ Compact() }); ok {
-		c.Compact()
-	}
-	return [5]int64{r.Allowed, r.Remaining, r.RetryAfter, r.ResetAfter, r.LimitIndex}
-}
-
-// forget drops the state of eventKey (it was reset).
-func (f *fallback) forget(eventKey string) {
-	f.modelsMu.Lock()
-	f.models.remove(eventKey)
-	f.modelsMu.Unlock()
 }
 
 // scaleMax is a limit's maximum under share, rounded down: exactly, from

@@ -1,8 +1,14 @@
 package ratelua
 
 import (
+	"fmt"
+	"hash/maphash"
+	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/ratelua/ratelua/internal/model"
 )
 
 // TestFallbackEpisodes drives the fallback's state on its own clock: it
@@ -59,5 +65,121 @@ func TestFallbackEpisodes(t *testing.T) {
 	f.answer(6, false, at(10200))
 	if use, entered, _ := f.fail(7, false, at(13000), at(13100)); use || entered {
 		t.Error("a blip 3 s ago, answered since, started the fallback")
+	}
+}
+
+// blockingModel is a model whose first decision waits until released.
+type blockingModel struct {
+	model.ZSetLog
+	entered, release chan struct{}
+}
+
+func (m *blockingModel) Do(c model.Call) model.Reply {
+	close(m.entered)
+	<-m.release
+	return m.ZSetLog.Do(c)
+}
+
+// TestFallbackDecidesKeysConcurrently: while one key's decision is in
+// progress, other keys are decided (issue 20, row 9: every decision held
+// one process-wide mutex).
+func TestFallbackDecidesKeysConcurrently(t *testing.T) {
+	limits := []model.ZSetLogLimit{{Max: 10, Window: 1000}}
+	entered, release := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	first := true
+	f := newFallback(0, 10000, func() model.Model {
+		mu.Lock()
+		defer mu.Unlock()
+		if first {
+			first = false
+			return &blockingModel{ZSetLog: model.ZSetLog{Limits: limits}, entered: entered, release: release}
+		}
+		return &model.ZSetLog{Limits: limits}
+	})
+	call := model.Call{Count: 1, Now: 1, Unit: "ms"}
+	go f.decide("held", call)
+	<-entered
+	defer close(release)
+	done := make(chan struct{}, 8)
+	for i := range 8 {
+		go func() {
+			f.decide(fmt.Sprint("other-", i), call)
+			done <- struct{}{}
+		}()
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no other key was decided in 10 s while one key's decision was in progress")
+	}
+}
+
+// TestSketchNeverUnderCounts: many more keys let go than a sketch has
+// cells, with random usages: every key whose usage is not over reads at
+// least that usage (each field), and a key never let go reads nothing
+// while some of its cells are empty.
+func TestSketchNeverUnderCounts(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	s := sketch{seed: maphash.MakeSeed(), width: 64}
+	let := map[string]model.Usage{}
+	var now int64
+	for i := range 2000 {
+		now += r.Int64N(10)
+		u := model.Usage{At: now - r.Int64N(50), Events: 1 + r.Int64N(100)}
+		u.Until = u.At + 1 + r.Int64N(2000)
+		key := fmt.Sprint("k", i)
+		s.add(key, u)
+		let[key] = u
+	}
+	live, over := 0, 0
+	for key, u := range let {
+		got, ok := s.read(key, now)
+		if u.Until <= now {
+			over++
+			continue
+		}
+		live++
+		if !ok || got.At < u.At || got.Events < u.Events || got.Until < u.Until {
+			t.Fatalf("%s let go with %+v reads %+v, %v at %d", key, u, got, ok, now)
+		}
+	}
+	if live < 100 || over < 100 {
+		t.Errorf("%d keys live and %d over: the case tests too little", live, over)
+	}
+	empty := sketch{seed: maphash.MakeSeed(), width: 64}
+	empty.add("one", model.Usage{At: 1, Events: 5, Until: 100})
+	if u, ok := empty.read("other", 2); ok && empty.cellsOf("one") != empty.cellsOf("other") {
+		t.Errorf("a key never let go, in a sketch of one other key, read %+v", u)
+	}
+}
+
+// TestFallbackResetForgetsALetGoKey: a key let go into the sketch with its
+// share used starts afresh after a Reset, and stays bounded.
+func TestFallbackResetForgetsALetGoKey(t *testing.T) {
+	f := newFallback(0, 1, func() model.Model { return &model.LogBuckets{Limits: []model.ZSetLogLimit{{Max: 2, Window: 1000}}} })
+	call := model.Call{Count: 1, Now: 10, Unit: "ms"}
+	admitted := func(key string) (n int) {
+		for range 4 {
+			if r := f.decide(key, call); r[0] == 1 {
+				n++
+			}
+		}
+		return n
+	}
+	if n := admitted("a"); n != 2 {
+		t.Fatalf("a: %d admitted, want 2", n)
+	}
+	admitted("b") // lets a go
+	if n := admitted("a"); n != 0 {
+		t.Errorf("a let go and back: %d admitted, want 0", n)
+	}
+	admitted("b")
+	f.forget("a")
+	if n := admitted("a"); n != 2 {
+		t.Errorf("a after a Reset: %d admitted, want 2", n)
+	}
+	if f.len() != 1 {
+		t.Errorf("%d keys held, want 1", f.len())
 	}
 }

@@ -160,6 +160,18 @@ func newLimiter(client Client, opts Options, s spec) (*Limiter, error) {
 	case opts.FallbackKeys < 0:
 		return nil, &LimitError{Index: -1, Field: "FallbackKeys", Reason: fmt.Sprintf("must be at least 0, got %d", opts.FallbackKeys)}
 	default:
+		// A maximum the share rounds down to 0 would deny every request
+		// of an outage as never: refused rather than floored at 1, which
+		// would let N instances admit N times a small limit.
+		for i, q := range s.quotas {
+			if scaleMax(q.max, opts.Fallback) < 1 {
+				least := "1/" + strconv.FormatInt(q.max, 10)
+				if q.max == 1 {
+					least = "1"
+				}
+				return nil, &LimitError{Index: i, Field: "Fallback", Reason: fmt.Sprintf("%v of the maximum %d rounds down to 0, so the fallback would deny every request of an outage: the share must be at least %s", opts.Fallback, q.max, least)}
+			}
+		}
 		l.fallback = newFallback(opts.FallbackAfter, opts.FallbackKeys, s.model(opts.Fallback, u))
 	}
 	l.extras = l.dryRun || l.deny != nil || l.fallback != nil || l.observe != nil

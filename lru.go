@@ -9,6 +9,8 @@ type lru[V any] struct {
 	max   int
 	items map[string]*lruEntry[V]
 	ring  lruEntry[V] // ring.next is the most recently used, ring.prev the least
+	// evicted, if set, is given each key and value put evicts.
+	evicted func(key string, v V)
 }
 
 type lruEntry[V any] struct {
@@ -48,6 +50,9 @@ func (c *lru[V]) put(key string, v V) *V {
 		oldest := c.ring.prev
 		c.unlink(oldest)
 		delete(c.items, oldest.key)
+		if c.evicted != nil {
+			c.evicted(oldest.key, oldest.value)
+		}
 	}
 	// The caller's key may live in a buffer it reuses.
 	e := &lruEntry[V]{key: strings.Clone(key), value: v}

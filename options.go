@@ -36,15 +36,20 @@ type Options struct {
 	// admits it; Result.DryRunDenied says when it would have denied.
 	DryRun bool
 	// DenyCache, above 0, answers a denied request in the process until
-	// its RetryAfter, for at most DenyCache event keys.
+	// its RetryAfter, for at most DenyCache event keys; what changes the
+	// key's state through the Limiter drops it.
 	DenyCache int
 	// Fallback, above 0, is the share (0.001 to 1) of every limit this
-	// process enforces in memory while the server cannot be reached.
+	// process enforces in memory while the server cannot be reached; a
+	// share that rounds a limit's maximum down to 0 is refused. What it
+	// admitted is recorded on the server when it answers again.
 	Fallback float64
 	// FallbackAfter is how long calls must go unanswered before the
 	// fallback decides, and how often it then asks the server.
 	FallbackAfter time.Duration
-	// FallbackKeys bounds the event keys the fallback holds; 0 means 10,000.
+	// FallbackKeys bounds the event keys the fallback holds; 0 means
+	// 10,000. Keys let go are remembered in a sketch that never
+	// under-counts them.
 	FallbackKeys int
 	// Observe, if set, sees every decision, script load and fallback
 	// switch, on the caller's goroutine: it must be fast and concurrent-safe.

@@ -21,7 +21,7 @@ func (l *Limiter) ResetMany(ctx context.Context, eventKeys []string) error {
 	calls := make([]Call, len(eventKeys))
 	for i, k := range eventKeys {
 		if l.deny != nil {
-			l.deny.forget(k)
+			l.deny.changed(k)
 		}
 		if l.fallback != nil {
 			l.fallback.forget(k)
@@ -30,6 +30,12 @@ func (l *Limiter) ResetMany(ctx context.Context, eventKeys []string) error {
 	}
 	var errs []error
 	_, callErrs := l.exec(ctx, calls)
+	if l.deny != nil {
+		// Once answered too, so that no denial in flight is stored.
+		for _, k := range eventKeys {
+			l.deny.changed(k)
+		}
+	}
 	for i, err := range callErrs {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("reset %s: %w", quote(eventKeys[i]), classify(l.script.String(), err)))

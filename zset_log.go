@@ -31,7 +31,7 @@ func NewZSetLog(client Client, opts Options, logs ...Log) (*Limiter, error) {
 			for i, g := range logs {
 				limits[i] = model.ZSetLogLimit{Max: scaleMax(g.Max, share), Window: u.count(g.Window)}
 			}
-			return func() model.Model { return &model.ZSetLog{Limits: limits} }
+			return func() model.Model { return &model.LogBuckets{Limits: limits} }
 		},
 		args: func(u unit) ([]string, error) {
 			return limitArgs(logs, func(c *check, g Log) []string {

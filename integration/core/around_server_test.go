@@ -220,6 +220,31 @@ func TestDenyCacheOnTheServersClock(t *testing.T) {
 	})
 }
 
+// TestDenyCacheInFlightOnServers: on both servers, a denial the server
+// gave while a Reset, a ResetMany or an admission ran through the same
+// Limiter, reaching the limiter after it, is not cached: the next request
+// is the server's to decide (issue 20, rows 3 and 6).
+func TestDenyCacheInFlightOnServers(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		limitertest.DenyCacheInFlight(t, ratelua.Rueidis(client), "inflight")
+	})
+}
+
+// TestDenyCacheMixedOnServers: on both servers, requests of 1, 2 and 3
+// events on one key through a limiter with the deny cache get the answers
+// a limiter without it gets (issue 20, row 6: after an admission of a
+// smaller request, cached AllowN(2) denials had a stale RetryAfter).
+func TestDenyCacheMixedOnServers(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		prefix := fmt.Sprintf("mixed%d", time.Now().UnixNano())
+		local, compared := limitertest.DenyCacheMixedAgainstServer(t, ratelua.Rueidis(client), ratelua.Rueidis(client), prefix, 1500)
+		t.Logf("%d of %d decisions answered locally, every one the server's", local, compared)
+		if local == 0 {
+			t.Error("nothing was answered locally: the sequence tests nothing")
+		}
+	})
+}
+
 // outageTally counts, per event key, what a limiter decided during an
 // outage, from its events.
 type outageTally struct {
@@ -248,8 +273,14 @@ const (
 	answerDeadline = 10 * time.Second
 )
 
-// call makes one Allow of key with the deadline and tallies it.
-func (o *outageTally) call(t *testing.T, l *ratelua.Limiter, rec *limitertest.Recorder, key string, deadline time.Duration) ratelua.Event {
+// call makes one Allow of key with outageDeadline and tallies it.
+func (o *outageTally) call(t *testing.T, l *ratelua.Limiter, rec *limitertest.Recorder, key string) ratelua.Event {
+	t.Helper()
+	return o.callWithin(t, l, rec, key, outageDeadline)
+}
+
+// callWithin makes one Allow of key with a deadline and tallies it.
+func (o *outageTally) callWithin(t *testing.T, l *ratelua.Limiter, rec *limitertest.Recorder, key string, deadline time.Duration) ratelua.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	r, err := l.Allow(ctx, key)
@@ -327,7 +358,7 @@ func (o *outageTally) untilServerAnswers(t *testing.T, l *ratelua.Limiter, rec *
 				t.Fatalf("the server never answered for %s again", k)
 			}
 			calls++
-			if e := o.call(t, l, rec, k, answerDeadline); (e.Kind == ratelua.KindAllowed || e.Kind == ratelua.KindDenied) && !e.Local {
+			if e := o.callWithin(t, l, rec, k, answerDeadline); (e.Kind == ratelua.KindAllowed || e.Kind == ratelua.KindDenied) && !e.Local {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -373,7 +404,7 @@ func (o *outageTally) duringOutage(t *testing.T, l *ratelua.Limiter, rec *limite
 			t.Fatalf("the fallback decided %v in 60 s", o.fallback)
 		}
 		for _, k := range keys {
-			o.call(t, l, rec, k, outageDeadline)
+			o.call(t, l, rec, k)
 		}
 	}
 }
@@ -488,7 +519,7 @@ func TestClusterFallbackThroughOutages(t *testing.T) {
 			}
 			paused.duringOutage(t, l, &rec, first, 20)
 			for _, k := range bystanders {
-				if e := paused.call(t, l, &rec, k, answerDeadline); e.Kind == ratelua.KindFallback {
+				if e := paused.callWithin(t, l, &rec, k, answerDeadline); e.Kind == ratelua.KindFallback {
 					t.Errorf("bystander %s on a live master decided by the fallback", k)
 				}
 			}
@@ -497,6 +528,20 @@ func TestClusterFallbackThroughOutages(t *testing.T) {
 				t.Fatal(err)
 			}
 			paused.untilServerAnswers(t, l, &rec, first)
+			// The master holds what the fallback admitted (issue 20, row
+			// 14): each key's events at least those the server admitted
+			// and the fallback's 10 (calls that timed out may have been
+			// recorded too).
+			for _, k := range first {
+				r, err := l.Peek(ctx, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if held := warm.server[k] + paused.server[k] + paused.admitted[k]; r.Remaining > int64(40-held) {
+					t.Errorf("key %s after the paused master answered: %d remaining, want at most 40 - %d (the server's %d and the fallback's %d)", k, r.Remaining, held, warm.server[k]+paused.server[k], paused.admitted[k])
+				}
+			}
+			rec.Take()
 			wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 			defer cancel()
 			if err := c.WaitHealthy(wctx); err != nil {
@@ -513,7 +558,7 @@ func TestClusterFallbackThroughOutages(t *testing.T) {
 			}
 			stopped.duringOutage(t, l, &rec, second, 20)
 			for _, k := range bystanders {
-				if e := stopped.call(t, l, &rec, k, answerDeadline); e.Kind == ratelua.KindFallback {
+				if e := stopped.callWithin(t, l, &rec, k, answerDeadline); e.Kind == ratelua.KindFallback {
 					t.Errorf("bystander %s on a live master decided by the fallback", k)
 				}
 			}
@@ -549,6 +594,104 @@ func allowFailover(t *testing.T, c *testbench.Cluster) {
 		if _, err := r.Do(context.Background(), "CONFIG", "SET", "cluster-replica-no-failover", "no"); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestFallbackRecordedAfterOutage: on both servers, what the fallback
+// admitted is recorded on the server once it answers again, so that the
+// window holds it (issue 20, row 14: a 10-per-minute limit admitted
+// 10 + 5 + 10 in one minute across a restart). A sliding window of 10 per
+// minute (a frozen clock) with Fallback 0.5: with the server's state kept
+// (stopped with a save, restarted), 4 before the outage and 5 by the
+// fallback leave 1 to the server after it; with the state lost (killed,
+// restarted), the 10 before are forgotten and the 5 by the fallback leave
+// 5, not 10.
+func TestFallbackRecordedAfterOutage(t *testing.T) {
+	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
+		t.Run(string(kind), func(t *testing.T) {
+			node := testbench.StartSingle(t, testbench.Options{Kind: kind})
+			client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{node.Addr}, DisableCache: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(client.Close)
+			countCase(string(kind) + " single")
+			at := time.Unix(1_800_000_000, 0)
+			for _, c := range []struct {
+				name   string
+				before int
+				outage func() error
+				after  int
+			}{
+				{"stopped", 4, node.Stop, 1},
+				{"killed", 10, node.Kill, 5},
+			} {
+				var rec limitertest.Recorder
+				l, err := ratelua.NewSlidingWindow(ratelua.Rueidis(client), ratelua.Options{
+					Prefix: "recorded-" + c.name, Clock: func() time.Time { return at },
+					Fallback: 0.5, FallbackAfter: 300 * time.Millisecond, Observe: rec.Observe,
+				}, ratelua.Window{Max: 10, Duration: time.Minute, Resolution: time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Without a deadline where the server is up: a call that
+				// timed out might still be recorded, and the counts must
+				// be exact.
+				allow := func(i int) bool {
+					r, err := l.Allow(context.Background(), "k")
+					if err != nil {
+						t.Fatalf("%s: call %d with the server up: %v", c.name, i, err)
+					}
+					rec.Take()
+					return r.Allowed
+				}
+				o := newOutageTally()
+				for i := range c.before {
+					if !allow(i) {
+						t.Fatalf("%s: call %d before the outage denied", c.name, i)
+					}
+				}
+				if err := c.outage(); err != nil {
+					t.Fatal(err)
+				}
+				o.duringOutage(t, l, &rec, []string{"k"}, 12)
+				o.check(t, c.name, []string{"k"}, 5)
+				if err := node.Restart(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				// Until the server decides (the call that ends the
+				// fallback), then 9 more calls.
+				deadline := time.Now().Add(60 * time.Second)
+				after := 0
+				for {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: the server never answered again", c.name)
+					}
+					// A long deadline: the answer that ends the fallback
+					// (after a NOSCRIPT and its EVAL) must not be lost.
+					e := o.callWithin(t, l, &rec, "k", answerDeadline)
+					if (e.Kind == ratelua.KindAllowed || e.Kind == ratelua.KindDenied) && !e.Local {
+						if e.Result.Allowed {
+							after++
+						}
+						break
+					}
+					if e.Result.Allowed && e.Kind == ratelua.KindFallback {
+						t.Errorf("%s: the fallback admitted past its share", c.name)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				for i := range 9 {
+					if allow(i) {
+						after++
+					}
+				}
+				t.Logf("%s: %d admitted before the outage, %d by the fallback, %d by the server after it", c.name, c.before, o.admitted["k"], after)
+				if after != c.after {
+					t.Errorf("%s: the server admitted %d after the outage, want %d: %d in the minute against a limit of 10", c.name, after, c.after, c.before+o.admitted["k"]+after)
+				}
+			}
+		})
 	}
 }
 
