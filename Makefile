@@ -146,7 +146,7 @@ mutants-cheap: servers
 ## fuzz: run each script's fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s
 fuzz:
-	for f in FuzzSlidingWindow FuzzAR1 FuzzZSetLog FuzzTokenBucket FuzzGoRefusesWhatScriptsRefuse FuzzEventKeySlot; do \
+	for f in FuzzSlidingWindow FuzzAR1 FuzzZSetLog FuzzTokenBucket FuzzConcurrency FuzzGoRefusesWhatScriptsRefuse FuzzEventKeySlot; do \
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) . || exit 1; \
 	done
 	$(GO) test -run '^$$' -fuzz '^FuzzClientKey$$' -fuzztime $(FUZZTIME) ./clientaddr
@@ -176,13 +176,16 @@ bench:
 .PHONY: example-http
 example-http:
 	$(GO) run ./examples/http $(if $(ADDR),--addr $(ADDR))
-## test-rls: ratelua-rls (rls/): vet, its tests on a real redis-server, and
-## the comparison with envoyproxy/ratelimit (rls/reference/: builds the
+## test-rls: ratelua-rls (rls/): vet, its tests on real redis-server and
+## valkey-server (the command's graceful stop on SIGTERM, its OTLP metrics),
+## and the comparison with envoyproxy/ratelimit (rls/reference/: builds the
 ## reference's service from its pinned pseudo-version and ratelua-rls, runs
-## each on its own redis-server, single node and six-node cluster, with the
-## configurations of rls/reference/testdata/config and the same seeded
-## request streams, and compares every answer). Prints how many requests
-## agreed. A missing server skips, except under CI=true.
+## each on its own server, single node and six-node cluster, redis-server
+## and valkey-server, with the configurations of
+## rls/reference/testdata/config and the same seeded request streams, and
+## compares every answer, /json, and every rule's statistics). Prints how
+## many requests agreed. About 40 s. A missing server skips, except under
+## CI=true.
 .PHONY: test-rls bench-rls
 test: test-rls
 test-rls: servers

@@ -39,6 +39,10 @@ var (
 	// ErrNotSupported: the Client cannot do what was asked (list its nodes
 	// for ResetPrefix or loading, or FCALL on miniredis).
 	ErrNotSupported = errors.New("ratelua: not supported by this client")
+	// ErrLeaseLost: a concurrency lease is no longer held (it was not
+	// renewed in time, a reset dropped it, or a failover forgot it), or
+	// was released before a renewal. Its holder must stop.
+	ErrLeaseLost = errors.New("ratelua: lease lost")
 )
 
 // LimitError says which limit, option or argument was invalid and why.

@@ -111,3 +111,36 @@ func ExampleLimiter_AllowBatch() {
 	// true 0 <nil>
 	// false 2 <nil>
 }
+
+// At most 2 concurrent logins per account, across every instance: a
+// holder that crashes frees its slot after the 30 s lease.
+func ExampleNewConcurrency() {
+	client := newClient()
+	logins, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "ex-logins", Clock: fixedClock},
+		ratelua.Slots{Max: 2, Lease: 30 * time.Second})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	var leases []*ratelua.Lease
+	for range 3 {
+		lease, r, err := logins.Acquire(ctx, "account:42")
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(r.Allowed, r.Remaining, r.RetryAfter)
+		if lease != nil {
+			leases = append(leases, lease)
+		}
+	}
+	if err := leases[0].Release(ctx); err != nil {
+		panic(err)
+	}
+	_, r, _ := logins.Acquire(ctx, "account:42")
+	fmt.Println(r.Allowed, r.Remaining)
+	// Output:
+	// true 1 0s
+	// true 0 0s
+	// false 0 30s
+	// true 0
+}

@@ -227,6 +227,31 @@ func vectorLimits(r *rand.Rand, script string, count int, micro bool) ([]map[str
 	}
 }
 
+// concurrencyVectors are the semaphores' keys and acquire ARGV (their own
+// random source, so that the other vectors stay as they were).
+func concurrencyVectors(t *testing.T, eventKeys, prefixes []string) []keyVector {
+	t.Helper()
+	r := rand.New(rand.NewPCG(23, 17))
+	leases := []time.Duration{time.Second, 30 * time.Second, time.Minute, 250 * time.Millisecond, 1500*time.Millisecond + 7*time.Microsecond, 10 * time.Hour}
+	var out []keyVector
+	for i, eventKey := range eventKeys {
+		slots := Slots{Max: 1 + r.Int64N(1_000_000), Lease: leases[r.IntN(len(leases))]}
+		prefix := prefixes[r.IntN(len(prefixes))]
+		n := []int64{1, 0, -1, 3, 1 << 40}[i%5]
+		now := time.UnixMicro(1_700_000_000_000_000 + r.Int64N(1e12))
+		s, err := NewConcurrency(noClient{}, Options{Prefix: prefix, Clock: func() time.Time { return now }}, slots)
+		if err != nil {
+			t.Fatalf("%+v: %v", slots, err)
+		}
+		out = append(out, keyVector{
+			Script: "concurrency", Limits: []map[string]any{{"max": slots.Max, "lease_us": slots.Lease.Microseconds()}},
+			Prefix: prefix, EventKeyHex: hex.EncodeToString([]byte(eventKey)), NowUS: now.UnixMicro(), N: n,
+			KeyHex: hex.EncodeToString([]byte(s.Key(eventKey))), Args: s.Args(n),
+		})
+	}
+	return out
+}
+
 // invalidVectors are limits the Go API refuses, with the field it names.
 func invalidVectors() []keyVector {
 	v := func(script string, limits ...map[string]any) keyVector {
@@ -244,15 +269,22 @@ func invalidVectors() []keyVector {
 		v("zset_log", map[string]any{"max": 1_000_001, "window_us": 1_000_000}),
 		v("ar1", map[string]any{"max": 5, "factor": 1.0, "resolution_us": 1_000_000}),
 		v("ar1", map[string]any{"max": 5, "factor": 1.0005, "resolution_us": 1_000_000}),
+		v("concurrency", map[string]any{"max": 0, "lease_us": 1_000_000}),
+		v("concurrency", map[string]any{"max": 1_000_001, "lease_us": 1_000_000}),
+		v("concurrency", map[string]any{"max": 5, "lease_us": 0}),
 	}
 }
 
-// build constructs the limiter of an invalid vector.
+// build constructs the limiter of an invalid vector (a semaphore's
+// limiter is nil).
 func (v keyVector) build(o Options) (*Limiter, error) {
 	d := func(m map[string]any, k string) time.Duration {
 		return time.Duration(toInt(m[k])) * time.Microsecond
 	}
 	switch v.Script {
+	case "concurrency":
+		_, err := NewConcurrency(noClient{}, o, Slots{Max: toInt(v.Limits[0]["max"]), Lease: d(v.Limits[0], "lease_us")})
+		return nil, err
 	case "sliding_window":
 		var ws []Window
 		for _, m := range v.Limits {
@@ -325,6 +357,7 @@ func keyVectors(t *testing.T) []keyVector {
 			}
 		}
 	}
+	out = append(out, concurrencyVectors(t, eventKeys, prefixes)...)
 	for _, v := range invalidVectors() {
 		_, err := v.build(Options{Prefix: v.Prefix})
 		var le *LimitError
@@ -356,7 +389,7 @@ func TestGeneratedKeyVectors(t *testing.T) {
 			sixteen++
 		}
 	}
-	if len(scripts) != 4 || long == 0 || withDigest == 0 || sixteen == 0 {
+	if len(scripts) != 5 || long == 0 || withDigest == 0 || sixteen == 0 {
 		t.Fatalf("the vectors miss a case: scripts %v, 400-byte keys %d, digests %d, 16 limits %d", slices.Sorted(maps.Keys(scripts)), long, withDigest, sixteen)
 	}
 	out, err := json.MarshalIndent(map[string]any{

@@ -22,13 +22,20 @@ func (noClient) Run(context.Context, Call, []int64) error {
 // caller clock reading clockNanos.
 func guardLimiter(pick uint8, max, d1, d2 int64, factor float64, clockNanos int64) (*Limiter, error) {
 	opts := Options{Clock: func() time.Time { return time.Unix(0, clockNanos) }}
-	switch pick % 4 {
+	switch pick % 5 {
 	case 0:
 		return NewSlidingWindow(noClient{}, opts, Window{max, time.Duration(d1), time.Duration(d2)})
 	case 1:
 		return NewZSetLog(noClient{}, opts, Log{max, time.Duration(d1)})
 	case 2:
 		return NewTokenBucket(noClient{}, opts, Bucket{max, d2, time.Duration(d1)})
+	case 4:
+		// A Semaphore's calls go through its Limiter.
+		s, err := NewConcurrency(noClient{}, opts, Slots{Max: max, Lease: time.Duration(d1)})
+		if err != nil {
+			return nil, err
+		}
+		return s.l, nil
 	}
 	return NewAR1(noClient{}, opts, Decay{max, factor, time.Duration(d1)})
 }
@@ -54,6 +61,9 @@ func FuzzGoRefusesWhatScriptsRefuse(f *testing.F) {
 		{2, 1, 1, 1, 0, math.MinInt64},
 		{3, 1e9, math.MaxInt64, 0, 1e6, 1_700_000_000e9},
 		{3, 1, int64(time.Microsecond), 0, 1.001, 1_700_000_000e9},
+		{4, 2, int64(30 * time.Second), 0, 0, 1_700_000_000e9},
+		{4, 1e6, math.MaxInt64, 0, 0, 1},
+		{4, 1, int64(time.Microsecond), 0, 0, math.MaxInt64},
 	} {
 		f.Add(seed.pick, seed.max, seed.d1, seed.d2, seed.factor, seed.clock)
 	}

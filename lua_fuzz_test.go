@@ -27,6 +27,13 @@ type fuzzTarget struct {
 	// accepts is the contract's rule for the version under test (set by
 	// fuzzScript).
 	accepts func(name string, keys, argv []string) bool
+	// modelOf, if set, builds the model from an accepted ARGV instead of
+	// newModel (a script whose ARGV is not limits alone).
+	modelOf func(argv []string) model.Model
+	// shape, if set, checks an accepted call's reply instead of the
+	// limits' rules (allowed, remaining, retry_after, reset_after,
+	// limit_index): a problem, or "".
+	shape func(argv []string, reply []int64) string
 }
 
 // fuzzInput is one fuzz input: the first call's ARGV pieces, the second
@@ -259,22 +266,14 @@ func (fc *fuzzCase) call(n int, argv []string) {
 	nlimits := int64((len(argv) - 4) / fc.ft.group)
 
 	// The reply's shape.
-	allowed, remaining, retry, reset, index := got[0], got[1], got[2], got[3], got[4]
-	switch {
-	case allowed != 0 && allowed != 1:
-		fc.fatalf(n, argv, "reply %v: allowed not 0 or 1", got)
-	case remaining < 0:
-		fc.fatalf(n, argv, "reply %v: remaining < 0", got)
-	case retry < -1 || (allowed == 1 && retry != 0):
-		fc.fatalf(n, argv, "reply %v: retry_after < -1, or not 0 when allowed", got)
-	case reset < 0 || reset > model.MaxTime:
-		fc.fatalf(n, argv, "reply %v: reset_after outside [0, 2^52]", got)
-	case count < 0 && index != 0:
-		fc.fatalf(n, argv, "reply %v: limit_index not 0 after a negative eventCount", got)
-	case count >= 0 && (index < 1 || index > nlimits):
-		fc.fatalf(n, argv, "reply %v: limit_index outside [1, %d]", got, nlimits)
+	if fc.ft.shape != nil {
+		if problem := fc.ft.shape(argv, got); problem != "" {
+			fc.fatalf(n, argv, "reply %v: %s", got, problem)
+		}
+	} else {
+		fc.limitShape(n, argv, got)
 	}
-	if count < 0 && fc.e.Type(key) != "none" {
+	if count < 0 && fc.e.Type(key) != "none" && fc.ft.modelOf == nil {
 		fc.fatalf(n, argv, "a negative eventCount left the state key")
 	}
 	for _, k := range fc.e.Keys() {
@@ -288,6 +287,9 @@ func (fc *fuzzCase) call(n int, argv []string) {
 
 	// The model. The engine clock is frozen, so a call on the server clock
 	// ("" now) runs at the engine's TIME in the unit.
+	if fc.m == nil && fc.ft.modelOf != nil {
+		fc.m = fc.ft.modelOf(argv)
+	}
 	if fc.m == nil {
 		vals := make([][]int64, 0, nlimits)
 		for i := 4; i < len(argv); i += fc.ft.group {
@@ -299,7 +301,15 @@ func (fc *fuzzCase) call(n int, argv []string) {
 		}
 		fc.m = fc.ft.newModel(vals)
 	}
-	c := model.Call{Count: count, Unit: argv[1], Mode: int(argv[3][0] - '0')}
+	c := model.Call{Count: count, Unit: argv[1]}
+	switch argv[3] {
+	case "0", "1":
+		c.Mode = int(argv[3][0] - '0')
+	default:
+		// The concurrency script's renew or release of lease ARGV[7].
+		c.Op = argv[3]
+		c.Lease, _ = strconv.ParseInt(argv[6], 10, 64)
+	}
 	if argv[2] == "" {
 		c.Now, _ = fc.unitNow(argv[1])
 	} else {
@@ -315,6 +325,30 @@ func (fc *fuzzCase) call(n int, argv []string) {
 	}
 	if exists && fc.e.PTTL(key) != fc.m.TTLMillis() {
 		fc.fatalf(n, argv, "PTTL %d, model %d", fc.e.PTTL(key), fc.m.TTLMillis())
+	}
+}
+
+// limitShape checks the reply of a call of limits: allowed 0 or 1,
+// remaining >= 0, retry_after -1 or more (0 when allowed), reset_after in
+// [0, 2^52], limit_index 0 after a reset and a limit's index otherwise.
+func (fc *fuzzCase) limitShape(n int, argv []string, got []int64) {
+	fc.t.Helper()
+	count, _ := strconv.ParseInt(argv[0], 10, 64)
+	nlimits := int64((len(argv) - 4) / fc.ft.group)
+	allowed, remaining, retry, reset, index := got[0], got[1], got[2], got[3], got[4]
+	switch {
+	case allowed != 0 && allowed != 1:
+		fc.fatalf(n, argv, "reply %v: allowed not 0 or 1", got)
+	case remaining < 0:
+		fc.fatalf(n, argv, "reply %v: remaining < 0", got)
+	case retry < -1 || (allowed == 1 && retry != 0):
+		fc.fatalf(n, argv, "reply %v: retry_after < -1, or not 0 when allowed", got)
+	case reset < 0 || reset > model.MaxTime:
+		fc.fatalf(n, argv, "reply %v: reset_after outside [0, 2^52]", got)
+	case count < 0 && index != 0:
+		fc.fatalf(n, argv, "reply %v: limit_index not 0 after a negative eventCount", got)
+	case count >= 0 && (index < 1 || index > nlimits):
+		fc.fatalf(n, argv, "reply %v: limit_index outside [1, %d]", got, nlimits)
 	}
 }
 

@@ -95,6 +95,7 @@ var (
 	nLimits    = modeltest.NLimits
 	strs       = modeltest.Strs
 	randomCall = modeltest.RandomCall
+	nextCall   = modeltest.NextCall
 	randomKey  = modeltest.RandomKey
 	callArgs   = modeltest.CallArgs
 )

@@ -19,7 +19,7 @@ func TestScriptsAgreeWithModels(t *testing.T) {
 	if *propertyCalls < 1 {
 		t.Fatalf("-ratelua.calls=%d would make the property tests run no call: give at least 1", *propertyCalls)
 	}
-	for _, name := range []string{SlidingWindow, AR1, ZSetLog, TokenBucket} {
+	for _, name := range []string{SlidingWindow, AR1, ZSetLog, TokenBucket, Concurrency} {
 		for _, script := range versions(t, name) {
 			t.Run(script.String(), func(t *testing.T) {
 				t.Parallel()
@@ -51,16 +51,18 @@ func agreeWithModel(t *testing.T, name string, script Script) {
 		}
 		var history []string
 		for i := 0; i < 400 && calls < total; i++ {
-			c := randomCall(r, now, unit, longest)
+			c := nextCall(r, m, now, unit, longest)
 			now = c.Now
 			args := callArgs(c, limits)
 			want := m.Do(c).Ints()
+			// The call's own arguments: ARGV[1..4] and a lease id.
+			shown := append(args[:4:4], args[4+len(limits):]...)
 			if *traceCalls {
-				fmt.Println(name, seq, i, limits, args[:4])
+				fmt.Println(name, seq, i, limits, shown)
 			}
 			got, res, err := runOn(t, e, src, key, args)
 			calls++
-			history = append(history, fmt.Sprintf("%v -> %v", args[:4], want))
+			history = append(history, fmt.Sprintf("%v -> %v", shown, want))
 			if len(history) > 40 {
 				history = history[1:]
 			}

@@ -33,6 +33,9 @@ const (
 	// KindFallbackLeave: the server answers again for every event key the
 	// fallback decided; Latency is how long the fallback was in use.
 	KindFallbackLeave = "fallback_leave"
+	// KindLost: a concurrency lease was found lost (Lease.Err); N is its
+	// slots. Not a decision.
+	KindLost = "lease_lost"
 )
 
 // Event is one decision, script load or fallback switch of a limiter, as

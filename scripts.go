@@ -21,6 +21,7 @@ const (
 	AR1           = "ar1"
 	ZSetLog       = "zset_log"
 	TokenBucket   = "token_bucket"
+	Concurrency   = "concurrency"
 )
 
 //go:embed lua/*.lua lua/manifest.json

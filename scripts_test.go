@@ -20,6 +20,7 @@ import (
 // so a version that is embedded but not pinned here fails them.
 var released = map[string]string{
 	"ar1@v5":            "3b0a5f13e4124b97b1c9bd13fbfbf9d4c4e60886",
+	"concurrency@v5":    "0c3c1f71d9813c963119429b2ca2e36fc4078c52",
 	"sliding_window@v5": "0d015f7c7eb2e9b8c3a661fb8ab7c2ea83fa2f33",
 	"token_bucket@v5":   "d8e8a67049b1f4563ecb34d32b307cd4d7a94d74",
 	"zset_log@v5":       "20313d7d919b4996c3f81a69b57d43efce28cc27",
@@ -27,7 +28,7 @@ var released = map[string]string{
 
 // releasedLibraries pins the SHA1 of every released Functions library.
 var releasedLibraries = map[int]string{
-	5: "b679f83750ede4caa724048ad68743389b3913df",
+	5: "298920f9ca406f17490499ae4fcc5816ff7bc413",
 }
 
 // embeddedLibraries lists the release of every Functions library file

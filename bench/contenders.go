@@ -86,6 +86,9 @@ type contender struct {
 	// fcallSuffix).
 	version   int
 	functions bool
+	// calls is the script calls one decision makes (0: 1): the server's
+	// usec per call is multiplied by it, so that the row costs a decision.
+	calls int
 }
 
 // rateluaRunner decides through the ratelua Go API.
@@ -202,7 +205,45 @@ func rateluaContenders() []contender {
 		cs = append(cs, rlVersion(r.name, r.job, r.cost, r.mem, r.version, r.build))
 		build[r.name] = r.build
 	}
-	return withFCALL(cs, build)
+	return append(withFCALL(cs, build), concurrencyContenders()...)
+}
+
+// concurrencyRunner makes a decision an acquire and the release of its
+// lease (two script calls) through the Semaphore.
+type concurrencyRunner struct{ s *ratelua.Semaphore }
+
+func (r concurrencyRunner) Decide(ctx context.Context, eventKey string) error {
+	lease, _, err := r.s.Acquire(ctx, eventKey)
+	if err != nil || lease == nil {
+		return err
+	}
+	return lease.Release(ctx)
+}
+
+func (r concurrencyRunner) StateKeys(eventKey string) []string { return []string{r.s.Key(eventKey)} }
+
+// concurrencyContenders are the concurrency script's row and its FCALL
+// twin: one decision is an acquire and a release (100 slots, a lease of
+// 30 s), two script calls, costed together.
+func concurrencyContenders() []contender {
+	row := func(functions bool) contender {
+		c := contender{
+			name: "ratelua concurrency, acquire + release", group: groupRatelua, cmds: scriptCmds, calls: 2, functions: functions,
+			make: func(e *env) (runner, error) {
+				s, err := ratelua.NewConcurrency(ratelua.Rueidis(e.rc), ratelua.Options{Prefix: "rl", Clock: realTime, Functions: functions},
+					ratelua.Slots{Max: 100, Lease: 30 * time.Second})
+				if err != nil {
+					return nil, err
+				}
+				return concurrencyRunner{s}, nil
+			},
+		}
+		if functions {
+			c.name, c.cmds = c.name+fcallSuffix, functionCmds
+		}
+		return c
+	}
+	return []contender{row(false), row(true)}
 }
 
 // redisRateRunner is github.com/go-redis/redis_rate/v10 (GCRA) on a

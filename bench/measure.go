@@ -67,6 +67,9 @@ func (b bench) rounds(ctx context.Context, cs []contender, runners []runner, res
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}
+			if c.calls > 1 {
+				m.usec *= float64(c.calls)
+			}
 			after, err := floorCost()
 			if err != nil {
 				return fmt.Errorf("floor: %w", err)

@@ -38,6 +38,7 @@ var cases = []struct {
 	{"noscript-after-failover", caseFailover},
 	{"fcall-after-function-flush", caseFunctionFlush},
 	{"resets", caseResets},
+	{"concurrency-64-holders-10-slots", caseConcurrency},
 	{"failopen-acl-denies-function", caseACL},
 	{"failopen-oom", caseOOM},
 	{"failopen-server-stopped", caseStopped},

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -392,6 +393,102 @@ func TestLangSharedState(t *testing.T) {
 						t.Errorf("60 calls at once admitted %d (go %d, python %d, node %d); the limit is %d", total, goAdmitted, pyOut.Admitted, jsOut.Admitted, burstMax)
 					}
 				})
+			}
+		})
+	}
+}
+
+// TestLangSharedSemaphore has Go, Python and Node holders acquire one
+// semaphore key at once, on single nodes and clusters of both families:
+// each lease held counts itself in a shared counter while it works, and
+// the counter never exceeds max, so the three languages hold at most max
+// slots together. A denied holder retries after a tenth of the hold time;
+// a holder pauses half of it after a release, so that each gets a turn.
+func TestLangSharedSemaphore(t *testing.T) {
+	needTools(t, pythonTools, nodeTools)
+	// Three holders, two slots: every round contends.
+	const maxHeld, rounds, holdMS = 2, 16, 50
+	for _, top := range langTargets(t) {
+		t.Run(top.name, func(t *testing.T) {
+			client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: top.addrs, DisableCache: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			py, js := startWorkers(t, top.kind, top.topology, top.addrs)
+			ctx := context.Background()
+			run := fmt.Sprintf("%x", rand.Uint64())
+			eventKey, counter := "job{"+run+"}%é", "inflight:"+run
+			// A lease far longer than the test: no slot comes back by expiry.
+			slots := ratelua.Slots{Max: maxHeld, Lease: time.Minute}
+			sem, err := ratelua.NewConcurrency(ratelua.Rueidis(client), ratelua.Options{Prefix: "lang"}, slots)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Do(ctx, client.B().Del().Key(counter).Build())
+			type tally struct{ Acquired, Denied, Peak int64 }
+			var goOut, pyOut, jsOut tally
+			var goErr, pyErr, jsErr error
+			cmd := map[string]any{"op": "hold", "slots": map[string]any{"max": maxHeld, "lease_us": time.Minute.Microseconds()},
+				"prefix": "lang", "key_hex": hex.EncodeToString([]byte(eventKey)), "counter_hex": hex.EncodeToString([]byte(counter)),
+				"rounds": rounds, "hold_ms": holdMS}
+			// Both workers ready (started, connected) before the three
+			// holders start at once.
+			warm := maps.Clone(cmd)
+			warm["rounds"] = 0
+			py.do(t, warm, &pyOut)
+			js.do(t, warm, &jsOut)
+			var wg sync.WaitGroup
+			wg.Add(3)
+			go func() { defer wg.Done(); pyErr = py.ask(cmd, &pyOut) }()
+			go func() { defer wg.Done(); jsErr = js.ask(cmd, &jsOut) }()
+			go func() {
+				defer wg.Done()
+				for range rounds {
+					lease, _, err := sem.Acquire(ctx, eventKey)
+					if err != nil {
+						goErr = err
+						return
+					}
+					if lease == nil {
+						goOut.Denied++
+						time.Sleep(holdMS / 10 * time.Millisecond)
+						continue
+					}
+					goOut.Acquired++
+					n, err := client.Do(ctx, client.B().Incr().Key(counter).Build()).AsInt64()
+					if err != nil {
+						goErr = err
+						return
+					}
+					goOut.Peak = max(goOut.Peak, n)
+					time.Sleep(holdMS * time.Millisecond)
+					client.Do(ctx, client.B().Decr().Key(counter).Build())
+					if err := lease.Release(ctx); err != nil {
+						goErr = err
+						return
+					}
+					time.Sleep(holdMS / 2 * time.Millisecond) // a turn for the others
+				}
+			}()
+			wg.Wait()
+			if goErr != nil || pyErr != nil || jsErr != nil {
+				t.Fatalf("a holder failed: go %v, python %v, node %v", goErr, pyErr, jsErr)
+			}
+			t.Logf("go %+v, python %+v, node %+v", goOut, pyOut, jsOut)
+			for _, o := range []tally{goOut, pyOut, jsOut} {
+				if o.Peak > maxHeld {
+					t.Errorf("%d leases were held at once; the semaphore allows %d (go %+v, python %+v, node %+v)", o.Peak, maxHeld, goOut, pyOut, jsOut)
+				}
+			}
+			if goOut.Acquired == 0 || pyOut.Acquired == 0 || jsOut.Acquired == 0 {
+				t.Errorf("not every language held a slot: go %+v, python %+v, node %+v", goOut, pyOut, jsOut)
+			}
+			if goOut.Denied+pyOut.Denied+jsOut.Denied == 0 {
+				t.Errorf("no acquire was denied: the test did not contend (go %+v, python %+v, node %+v)", goOut, pyOut, jsOut)
+			}
+			if r, err := sem.Peek(ctx, eventKey); err != nil || r.Remaining != maxHeld {
+				t.Errorf("after every release: %+v, %v; want %d free slots", r, err, maxHeld)
 			}
 		})
 	}

@@ -54,6 +54,10 @@ func sharedCluster(t *testing.T, kind testbench.Kind) *testbench.Cluster {
 // that passed. Without a server it fails under CI=true, and otherwise
 // skips the package with the reason.
 func TestMain(m *testing.M) {
+	if os.Getenv(fleetRole) != "" {
+		// A worker process of the fleet tests: its servers are the parent's.
+		os.Exit(m.Run())
+	}
 	for _, kind := range families {
 		s, err := testbench.StartNode(context.Background(), testbench.Options{Kind: kind})
 		if err != nil {
@@ -138,6 +142,12 @@ func (c *counter) report() string {
 		}
 		fmt.Fprintf(&b, "  miniredis: decides as %s %s: %d of %d cases\n", kind, version,
 			c.n["miniredis|"+string(kind)+"|single"], len(miniCases))
+	}
+	// TestConcurrencyFleet on single nodes and the shared clusters, and
+	// TestConcurrencyFailover on dedicated clusters (both faults).
+	for _, kind := range families {
+		fmt.Fprintf(&b, "  concurrency fleet: %s single %d of 1 / cluster %d of 3\n", kind,
+			c.n["fleet|"+string(kind)+"|single"], c.n["fleet|"+string(kind)+"|cluster"])
 	}
 	return b.String()
 }

@@ -12,6 +12,8 @@ func init() {
 		&cmdSpec{name: "zcard", arity: 2, firstKey: 1, lastKey: 1, step: 1, fn: cmdZCard},
 		&cmdSpec{name: "zcount", arity: 4, firstKey: 1, lastKey: 1, step: 1, fn: cmdZCount},
 		&cmdSpec{name: "zscore", arity: 3, firstKey: 1, lastKey: 1, step: 1, fn: cmdZScore},
+		&cmdSpec{name: "zmscore", arity: -3, firstKey: 1, lastKey: 1, step: 1, fn: cmdZMScore},
+		&cmdSpec{name: "zincrby", arity: 4, firstKey: 1, lastKey: 1, step: 1, write: true, fn: cmdZIncrBy},
 		&cmdSpec{name: "zrem", arity: -3, firstKey: 1, lastKey: 1, step: 1, write: true, fn: cmdZRem},
 		&cmdSpec{name: "zrange", arity: -4, firstKey: 1, lastKey: 1, step: 1, fn: cmdZRange},
 		&cmdSpec{name: "zrangebyscore", arity: -4, firstKey: 1, lastKey: 1, step: 1, fn: cmdZRange},
@@ -226,6 +228,30 @@ func cmdZScore(e *Engine, args []string) any {
 		return e.score(s)
 	}
 	return nil
+}
+
+// cmdZMScore implements ZMSCORE key member [member ...]: each member's
+// score, nil for a member (or key) that does not exist.
+func cmdZMScore(e *Engine, args []string) any {
+	ent, err := e.zsetFor(args[1])
+	if err != nil {
+		return err
+	}
+	out := make([]any, len(args)-2)
+	if ent == nil {
+		return out
+	}
+	for i, m := range args[2:] {
+		if s, ok := ent.zset.scores[m]; ok {
+			out[i] = e.score(s)
+		}
+	}
+	return out
+}
+
+// cmdZIncrBy implements ZINCRBY key increment member, as ZADD key INCR.
+func cmdZIncrBy(e *Engine, args []string) any {
+	return cmdZAdd(e, []string{"zadd", args[1], "incr", args[2], args[3]})
 }
 
 func cmdZRem(e *Engine, args []string) any {

@@ -31,12 +31,21 @@ func TestZsetCommands(t *testing.T) {
 		{cmd: "ZSCORE z y", want: "-inf"},
 		{cmd: "ZADD z INCR -inf x", err: "ERR resulting score is not a number (NaN)"},
 		{cmd: "ZCARD z", want: int64(7)},
+		{cmd: "ZINCRBY z -1 n", want: "-1"},
+		{cmd: "ZINCRBY z -2.5 n", want: "-3.5"},
+		{cmd: "ZINCRBY z x n", err: "ERR value is not a valid float"},
+		{cmd: "ZINCRBY z -inf x", err: "ERR resulting score is not a number (NaN)"},
+		{cmd: "ZREM z n", want: int64(1)},
+		{cmd: "ZINCRBY fresh 7 m", want: "7"},
+		{cmd: "ZSCORE fresh m", want: "7"},
 		{cmd: "ZCARD nokey", want: int64(0)},
 		{cmd: "ZADD q 0.1 m", want: int64(1)},
 		{cmd: "ZSCORE q m", want: "0.10000000000000001"},
 		{cmd: "SET s v", want: Status("OK")},
 		{cmd: "ZADD s 1 a", err: wrongType},
 		{cmd: "ZSCORE s a", err: wrongType},
+		{cmd: "ZINCRBY s 1 a", err: wrongType},
+		{cmd: "ZMSCORE s a", err: wrongType},
 	})
 	base := []step{
 		{cmd: "ZADD z 1 a 2 b 3 c 4 d 5 e", want: int64(5)},
@@ -76,6 +85,8 @@ func TestZsetCommands(t *testing.T) {
 		{cmd: "ZCOUNT z -inf +inf", want: int64(5)},
 		{cmd: "ZCOUNT z x 1", err: "ERR min or max is not a float"},
 		{cmd: "ZCOUNT nokey 0 1", want: int64(0)},
+		{cmd: "ZMSCORE z a x e", want: arr("1", nil, "5")},
+		{cmd: "ZMSCORE nokey a b", want: arr(nil, nil)},
 	}
 	runSteps(t, "ranges", append(base, ranges...))
 	runSteps(t, "removal", append(append([]step{}, base...), []step{

@@ -63,7 +63,53 @@ export class TokenBucket extends Limiter { constructor(client: Client, buckets: 
 export class ZSetLog extends Limiter { constructor(client: Client, logs: Log[], options?: Options) }
 export class AR1 extends Limiter { constructor(client: Client, decays: Decay[], options?: Options) }
 
+/** At most max slots held at once, each by a lease of lease ms unless renewed. */
+export interface Slots { max: number; lease: number }
+/** A Semaphore's options: countDenied does not apply (a denied acquire holds nothing). */
+export type SemaphoreOptions = Omit<Options, "countDenied">;
+
+/** Slots held on one semaphore key until released or lost. No background
+ * renewal: call renew() more often than the lease time. */
+export class Lease {
+  readonly eventKey: EventKey;
+  readonly slots: number;
+  /** The lease id the server handed out (0 for a local lease). */
+  readonly id: number;
+  /** Admitted by failOpen without an answer: renew and release do nothing. */
+  readonly local: boolean;
+  /** When the lease is lost unless renewed (ms since the epoch); null for a local lease. */
+  readonly deadline: number | null;
+  /** Why the lease was lost; null while held. */
+  readonly error: LeaseLostError | null;
+  readonly lost: boolean;
+  /** Extend the lease to a full lease time from now; rejects with LeaseLostError when no longer held. */
+  renew(): Promise<void>;
+  /** Give the slots back; a second release does nothing. */
+  release(): Promise<void>;
+}
+
+/** What an acquire answers: a Lease when allowed, null when denied. */
+export interface Acquired { lease: Lease | null; result: Result }
+
+/** At most slots.max slots held at once per event key (script concurrency). */
+export class Semaphore {
+  constructor(client: Client, slots: Slots, options?: SemaphoreOptions);
+  readonly slots: Slots;
+  readonly unit: "ms" | "us";
+  readonly prefix: string;
+  key(eventKey: EventKey): Buffer;
+  args(n: number, now?: string): string[];
+  acquire(eventKey: EventKey): Promise<Acquired>;
+  acquireN(eventKey: EventKey, n: number): Promise<Acquired>;
+  peek(eventKey: EventKey): Promise<Result>;
+  reset(eventKey: EventKey): Promise<void>;
+  loadFunctions(): Promise<void>;
+}
+/** The Go API's name (NewConcurrency) for a Semaphore. */
+export const Concurrency: typeof Semaphore;
+
 export class RateluaError extends Error {}
+export class LeaseLostError extends RateluaError { leaseId: number; reason: string }
 export class LimitError extends RateluaError { index: number; field: string; reason: string }
 export class ScriptError extends RateluaError { script: string }
 export class UnavailableError extends RateluaError { script: string }

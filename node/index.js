@@ -2,6 +2,7 @@
 // versioned Lua scripts of github.com/ratelua/ratelua, with the same state
 // keys as its Go API, so that Go, Python and Node services share one limit.
 export { Limiter, SlidingWindow, TokenBucket, ZSetLog, AR1 } from "./src/limiter.js";
-export { LimitError, RateluaError, ScriptError, UnavailableError } from "./src/errors.js";
+export { Semaphore, Concurrency, Lease } from "./src/concurrency.js";
+export { LeaseLostError, LimitError, RateluaError, ScriptError, UnavailableError } from "./src/errors.js";
 export { NEVER } from "./src/result.js";
 export { escapeTag } from "./src/keys.js";

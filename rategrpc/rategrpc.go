@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -69,8 +70,17 @@ func ByMethod() KeyFunc {
 
 // Limit is one limiter on a server's calls.
 type Limit struct {
-	// Limiter decides; required.
+	// Limiter decides; required (or Semaphore).
 	Limiter *ratelua.Limiter
+	// Semaphore, instead of Limiter, bounds the calls in flight per key
+	// (ratelua.NewConcurrency): a call holds Cost slots while its handler
+	// runs (a stream: until it ends), released when the handler returns
+	// or panics; the handler's context is cancelled (cause
+	// ratelua.ErrLeaseLost) if the lease is lost. A denied call fails
+	// with ResourceExhausted, its RetryInfo the time until the soonest
+	// lease ends if none is released or renewed. Interceptor.Limit, which
+	// cannot release, skips it.
+	Semaphore *ratelua.Semaphore
 	// Name names the limiter's policy in errors and QuotaFailure: a
 	// limiter with several limits names limit i Name-<its window>, e.g.
 	// "search-1s", "search-1h". Required.
@@ -139,6 +149,11 @@ func New(opts Options, limits ...Limit) (*Interceptor, error) {
 	in := &Interceptor{clients: clients, header: strings.ToLower(clients.Header()), onError: opts.OnError}
 	for i, l := range limits {
 		switch {
+		case l.Limiter != nil && l.Semaphore != nil:
+			return nil, fmt.Errorf("%w: limit %d has a Limiter and a Semaphore: one per Limit", ErrInvalidConfig, i)
+		case l.Semaphore != nil && l.Name == "":
+			return nil, fmt.Errorf("%w: limit %d has no Name", ErrInvalidConfig, i)
+		case l.Semaphore != nil:
 		case l.Limiter == nil:
 			return nil, fmt.Errorf("%w: limit %d has no Limiter", ErrInvalidConfig, i)
 		case l.Limiter.Limits() == 0:
@@ -152,6 +167,11 @@ func New(opts Options, limits ...Limit) (*Interceptor, error) {
 			}
 		}
 		built := limit{Limit: l}
+		if l.Semaphore != nil {
+			built.names = []string{l.Name}
+			in.limits = append(in.limits, built)
+			continue
+		}
 		for j := range l.Limiter.Limits() {
 			name := l.Name
 			if l.Limiter.Limits() > 1 {
@@ -168,9 +188,15 @@ func New(opts Options, limits ...Limit) (*Interceptor, error) {
 // Unary returns the unary server interceptor.
 func (in *Interceptor) Unary() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if err := in.decide(ctx, info.FullMethod); err != nil {
+		leases, err := in.decide(ctx, info.FullMethod, true)
+		if err != nil {
 			return nil, err
 		}
+		if len(leases) == 0 {
+			return handler(ctx, req)
+		}
+		ctx, end := in.holding(ctx, leases)
+		defer end()
 		return handler(ctx, req)
 	}
 }
@@ -179,10 +205,69 @@ func (in *Interceptor) Unary() grpc.UnaryServerInterceptor {
 // decided when it opens.
 func (in *Interceptor) Stream() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		if err := in.decide(ss.Context(), info.FullMethod); err != nil {
+		leases, err := in.decide(ss.Context(), info.FullMethod, true)
+		if err != nil {
 			return err
 		}
-		return handler(srv, ss)
+		if len(leases) == 0 {
+			return handler(srv, ss)
+		}
+		ctx, end := in.holding(ss.Context(), leases)
+		defer end()
+		return handler(srv, &holdingStream{ServerStream: ss, ctx: ctx})
+	}
+}
+
+// holdingStream is a stream whose context ends when one of its leases is
+// lost.
+type holdingStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+// Context returns the stream's context.
+func (s *holdingStream) Context() context.Context { return s.ctx }
+
+// releaseTimeout bounds the release of a call's slots.
+const releaseTimeout = 5 * time.Second
+
+// holding returns the context a call holding leases runs under, cancelled
+// when one is lost, and end, which releases them (even when the caller
+// has gone) and must be called when the handler returns.
+func (in *Interceptor) holding(ctx context.Context, leases []*ratelua.Lease) (context.Context, func()) {
+	held, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	for _, l := range leases {
+		if !l.Local() {
+			go func() {
+				select {
+				case <-l.Lost():
+					cancel(l.Err())
+				case <-done:
+				}
+			}()
+		}
+	}
+	return held, func() {
+		close(done)
+		cancel(nil)
+		in.release(ctx, leases)
+	}
+}
+
+// release gives back the slots a call held; a failure is OnError's (the
+// slots then come back when their leases end).
+func (in *Interceptor) release(ctx context.Context, leases []*ratelua.Lease) {
+	if len(leases) == 0 {
+		return
+	}
+	method, _ := grpc.Method(ctx)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	for _, l := range leases {
+		if err := l.Release(rctx); err != nil && in.onError != nil {
+			in.onError(ctx, method, err)
+		}
 	}
 }
 
@@ -198,7 +283,7 @@ func (in *Interceptor) Stream() grpc.StreamServerInterceptor {
 // the denial's code, message and details).
 func (in *Interceptor) Limit(ctx context.Context) error {
 	method, _ := grpc.Method(ctx)
-	err := in.decide(ctx, method)
+	_, err := in.decide(ctx, method, false)
 	if st, ok := status.FromError(err); ok && st.Code() == codes.ResourceExhausted && len(st.Details()) > 0 {
 		if raw, merr := proto.Marshal(st.Proto()); merr == nil {
 			// Outside a server call there is no trailer to set: nothing lost
@@ -213,11 +298,19 @@ func (in *Interceptor) Limit(ctx context.Context) error {
 const statusDetailsKey = "grpc-status-details-bin"
 
 // decide asks every limit that applies, in order; the first that denies
-// ends the call.
-func (in *Interceptor) decide(ctx context.Context, method string) error {
+// ends the call, and the slots acquired before it are released. With
+// hold, the semaphores are asked too and the call's leases returned;
+// without, they are skipped.
+func (in *Interceptor) decide(ctx context.Context, method string, hold bool) (leases []*ratelua.Lease, err error) {
+	defer func() {
+		if err != nil {
+			in.release(ctx, leases)
+			leases = nil
+		}
+	}()
 	for i := range in.limits {
 		l := &in.limits[i]
-		if !l.applies(method) {
+		if !l.applies(method) || (l.Semaphore != nil && !hold) {
 			continue
 		}
 		key, ok := "", true
@@ -235,18 +328,28 @@ func (in *Interceptor) decide(ctx context.Context, method string) error {
 				continue
 			}
 		}
-		res, err := l.Limiter.AllowN(ctx, key, n)
+		var res ratelua.Result
+		var err error
+		if l.Semaphore != nil {
+			var lease *ratelua.Lease
+			lease, res, err = l.Semaphore.AcquireN(ctx, key, n)
+			if lease != nil {
+				leases = append(leases, lease)
+			}
+		} else {
+			res, err = l.Limiter.AllowN(ctx, key, n)
+		}
 		if err != nil && in.onError != nil {
 			in.onError(ctx, method, err)
 		}
 		if err != nil && !res.Allowed {
-			return status.Error(codes.Unavailable, "rategrpc: the rate limiter could not decide this call")
+			return leases, status.Error(codes.Unavailable, "rategrpc: the rate limiter could not decide this call")
 		}
 		if err == nil && !res.Allowed {
-			return denied(l, res, n)
+			return leases, denied(l, res, n)
 		}
 	}
-	return nil
+	return leases, nil
 }
 
 // applies reports whether the limit covers method.

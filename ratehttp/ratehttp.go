@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/ratelua/ratelua"
@@ -14,11 +15,21 @@ import (
 
 // Limit is one limiter on a route.
 type Limit struct {
-	// Limiter decides; required, made by a ratelua constructor. A
-	// limiter with ratelua.Options.DryRun decides and records every request
-	// but changes nothing a client sees: it never denies, and its policies
-	// are in no header field.
+	// Limiter decides; required (or Semaphore), made by a ratelua
+	// constructor. A limiter with ratelua.Options.DryRun decides and
+	// records every request but changes nothing a client sees: it never
+	// denies, and its policies are in no header field.
 	Limiter *ratelua.Limiter
+	// Semaphore, instead of Limiter, bounds the requests in flight per
+	// key (ratelua.NewConcurrency): a request holds Cost slots from
+	// before the next handler runs until it returns or panics, whether or
+	// not the client is still there; the handler's context is cancelled
+	// (cause ratelua.ErrLeaseLost) if the lease is lost. A denied request
+	// is answered 429 with Retry-After: the time until the soonest lease
+	// ends if none is released or renewed. It has no window, so it is in
+	// no RateLimit field. Give its Semaphore a Slots.Renew for requests
+	// that may outlast a lease.
+	Semaphore *ratelua.Semaphore
 	// Name names the limiter's policy in the headers and in the problem
 	// body. A limiter with one limit is one policy, Name; with several,
 	// limit i is the policy Name-<its window>, e.g. "login-5s" and
@@ -128,6 +139,7 @@ type Middleware struct {
 // limit is a Limit ready to serve.
 type limit struct {
 	limiter  *ratelua.Limiter
+	sem      *ratelua.Semaphore
 	dryRun   bool // decided and recorded, never shown to the client
 	key      KeyFunc
 	cost     func(*http.Request) int64
@@ -179,7 +191,7 @@ func New(opts Options, limits ...Limit) (*Middleware, error) {
 				return nil, fmt.Errorf("%w: limits %d and %d both name a policy %s", ErrInvalidConfig, j, i, quote(p.name))
 			}
 			seen[p.name] = i
-			if !built.dryRun {
+			if !built.dryRun && built.sem == nil {
 				items = append(items, policyItem(p))
 			}
 		}
@@ -202,7 +214,12 @@ func (m *Middleware) setAddressing(opts Options) error {
 
 // buildLimit checks limit i and names its policies.
 func buildLimit(i int, l Limit) (limit, error) {
-	if l.Limiter == nil {
+	switch {
+	case l.Limiter != nil && l.Semaphore != nil:
+		return limit{}, fmt.Errorf("%w: limit %d has a Limiter and a Semaphore: one per Limit", ErrInvalidConfig, i)
+	case l.Semaphore != nil:
+		return buildInFlight(i, l)
+	case l.Limiter == nil:
 		return limit{}, fmt.Errorf("%w: limit %d has no Limiter", ErrInvalidConfig, i)
 	}
 	count := l.Limiter.Limits()
@@ -231,13 +248,36 @@ func buildLimit(i int, l Limit) (limit, error) {
 		q, window := l.Limiter.Quota(j) // q <= 1e9: ratelua's bound, well within an sf-integer
 		built.policies = append(built.policies, policy{name: name, item: sfString(name), quota: q, window: window})
 	}
-	if len(l.Exempt) > 0 {
-		built.exempt = make(map[string]struct{}, len(l.Exempt))
-		for _, k := range l.Exempt {
-			built.exempt[k] = struct{}{}
-		}
-	}
+	built.exempt = exemptSet(l.Exempt)
 	return built, nil
+}
+
+// buildInFlight checks limit i, a Semaphore, and names its policy.
+func buildInFlight(i int, l Limit) (limit, error) {
+	switch {
+	case l.Names != nil:
+		return limit{}, fmt.Errorf("%w: limit %d: a Semaphore is one policy: set Name, not Names", ErrInvalidConfig, i)
+	case l.Name == "":
+		return limit{}, fmt.Errorf("%w: limit %d has no Name", ErrInvalidConfig, i)
+	}
+	if err := checkName(l.Name); err != nil {
+		return limit{}, fmt.Errorf("%w: limit %d: policy name %s %w", ErrInvalidConfig, i, quote(l.Name), err)
+	}
+	built := limit{sem: l.Semaphore, dryRun: l.Semaphore.DryRun(), key: l.Key, cost: l.Cost, exempt: exemptSet(l.Exempt)}
+	built.policies = []policy{{name: l.Name, item: sfString(l.Name), quota: l.Semaphore.Slots().Max}}
+	return built, nil
+}
+
+// exemptSet is the set of keys, nil when there is none.
+func exemptSet(keys []string) map[string]struct{} {
+	if len(keys) == 0 {
+		return nil
+	}
+	set := make(map[string]struct{}, len(keys))
+	for _, k := range keys {
+		set[k] = struct{}{}
+	}
+	return set
 }
 
 // Handler returns next behind the limits. Its signature is the common
@@ -257,6 +297,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	}
 	var rep report
 	var client string
+	var leases []*ratelua.Lease // the slots held for the request
 	for i := range m.limits {
 		l := &m.limits[i]
 		var key string
@@ -283,6 +324,26 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			// not a refused argument.
 			n = min(n, maxCost)
 		}
+		if l.sem != nil {
+			lease, res, err := l.sem.AcquireN(r.Context(), key, n)
+			if err != nil && m.onError != nil {
+				m.onError(r, err)
+			}
+			if lease != nil {
+				leases = append(leases, lease)
+			}
+			if l.dryRun || res.Allowed {
+				continue
+			}
+			m.release(r, leases)
+			m.setHeaders(w.Header(), &rep, false)
+			if err != nil {
+				m.fail(w, r)
+				return
+			}
+			m.denyInFlight(w, r, l, res, n)
+			return
+		}
 		res, err := l.limiter.AllowN(r.Context(), key, n)
 		if err != nil && m.onError != nil {
 			m.onError(r, err)
@@ -291,6 +352,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			continue // it admits every request; the client sees none of it
 		}
 		if err != nil && !res.Allowed {
+			m.release(r, leases)
 			m.setHeaders(w.Header(), &rep, false)
 			m.fail(w, r)
 			return
@@ -300,13 +362,81 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		}
 		rep.consider(l, res)
 		if !res.Allowed {
+			m.release(r, leases)
 			m.setHeaders(w.Header(), &rep, true)
 			m.deny(w, r, &rep, n)
 			return
 		}
 	}
 	m.setHeaders(w.Header(), &rep, false)
-	next.ServeHTTP(w, r)
+	if len(leases) == 0 {
+		next.ServeHTTP(w, r)
+		return
+	}
+	m.serveHolding(w, r, next, leases)
+}
+
+// serveHolding runs next while the request holds leases, under a context
+// cancelled when one is lost, and releases them when next returns or
+// panics.
+func (m *Middleware) serveHolding(w http.ResponseWriter, r *http.Request, next http.Handler, leases []*ratelua.Lease) {
+	ctx, cancel := context.WithCancelCause(r.Context())
+	done := make(chan struct{})
+	defer func() {
+		close(done)
+		cancel(nil)
+		m.release(r, leases)
+	}()
+	for _, l := range leases {
+		if !l.Local() {
+			go func() {
+				select {
+				case <-l.Lost():
+					cancel(l.Err())
+				case <-done:
+				}
+			}()
+		}
+	}
+	next.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// releaseTimeout bounds the release of a request's slots.
+const releaseTimeout = 5 * time.Second
+
+// release gives back the slots a request held, even when its client has
+// gone (its context is done); a failure is OnError's (the slots then come
+// back when their leases end).
+func (m *Middleware) release(r *http.Request, leases []*ratelua.Lease) {
+	if len(leases) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), releaseTimeout)
+	defer cancel()
+	for _, l := range leases {
+		if err := l.Release(ctx); err != nil && m.onError != nil {
+			m.onError(r, err)
+		}
+	}
+}
+
+// denyInFlight answers a request denied by the semaphore of l: 429,
+// Retry-After, and the problem body (or Options.Denied).
+func (m *Middleware) denyInFlight(w http.ResponseWriter, r *http.Request, l *limit, res ratelua.Result, cost int64) {
+	p := &l.policies[0]
+	if m.headers != HeadersNone && res.RetryAfter >= 0 {
+		w.Header()["Retry-After"] = []string{strconv.FormatInt(max(1, ceilSeconds(res.RetryAfter)), 10)}
+	}
+	d := Denial{Policies: []string{p.name}, Result: res, Cost: cost}
+	if m.denied != nil {
+		m.denied.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), denialKey{}, d)))
+		return
+	}
+	body := quotaExceeded(d, p.quota, m.headers != HeadersNone)
+	if body.Detail != "" && res.RetryAfter >= 0 {
+		body.Detail = fmt.Sprintf("policy %s allows %d requests in flight for this key; one ends in %d s at the latest", strconv.Quote(p.name), p.quota, max(1, ceilSeconds(res.RetryAfter)))
+	}
+	writeProblem(w, http.StatusTooManyRequests, body)
 }
 
 // maxCost is the most events a limiter takes in one call, 2^52.

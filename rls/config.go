@@ -14,6 +14,10 @@ type Config struct {
 	domains map[string]*node
 	// Rules lists every rule, in the order the files declared them.
 	Rules []*Rule
+	// valueToMetric is true when a descriptor has value_to_metric: only
+	// then can a statistics name differ from its rule's key without
+	// detailed_metric.
+	valueToMetric bool
 }
 
 // Limit is one limit of a rule: at most RequestsPerUnit per Unit.

@@ -301,6 +301,7 @@ func (p *parser) descriptor(c *Config, parent *node, parentKey string, item *yam
 		return
 	}
 	n := &node{children: map[string]*node{}, valueToMetric: valueToMetric, shareThreshold: share}
+	c.valueToMetric = c.valueToMetric || valueToMetric
 	if share {
 		if !strings.Contains(final, "*") {
 			p.fail(item, "share_threshold can only be used with wildcard values (containing '*'), but found key '%s'", final)

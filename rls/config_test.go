@@ -43,7 +43,10 @@ func TestReloadKeepsTheLastGoodConfig(t *testing.T) {
 	dir := filepath.Join(root, "config")
 	write(t, dir, "a.yaml", "domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 1}\n")
 	s := Settings{RuntimeRoot: root, RuntimeAppDirectory: "config", NearLimitRatio: 0.8}
-	srv := NewServer(s, offline{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv, err := NewServer(s, offline{}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := srv.Reload(true); err != nil {
 		t.Fatal(err)
 	}

@@ -11,5 +11,8 @@
 // sliding_window with a resolution, token_bucket, zset_log or ar1. See
 // README.md.
 //
-// The descriptors of one request are decided in one round trip per node.
+// The descriptors of one request are decided in one round trip per node,
+// with the limiters' deny cache, fallback and fail-open too. Stats counts
+// the reference's statistics per rule, in memory and as OpenTelemetry
+// counters.
 package rls

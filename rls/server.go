@@ -21,6 +21,7 @@ import (
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/redis/rueidis"
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -93,9 +94,13 @@ func NewClient(s Settings) (rueidis.Client, error) {
 	return c, nil
 }
 
-// NewServer returns a server on client, logging to log.
-func NewServer(s Settings, client ratelua.Client, log *slog.Logger) *Server {
-	stats := &Stats{NearLimitRatio: s.NearLimitRatio}
+// NewServer returns a server on client, logging to log, its statistics
+// also counted on meters if not nil.
+func NewServer(s Settings, client ratelua.Client, log *slog.Logger, meters metric.MeterProvider) (*Server, error) {
+	stats, err := NewStats(s.NearLimitRatio, meters)
+	if err != nil {
+		return nil, err
+	}
 	opts := Options{
 		Client: client, Prefix: s.Prefix(), ShadowMode: s.ShadowMode, IETFHeaders: s.IETFHeaders,
 		DenyCache: s.DenyCache, Fallback: s.Fallback, FailOpen: s.FailOpen, Stats: stats,
@@ -104,7 +109,7 @@ func NewServer(s Settings, client ratelua.Client, log *slog.Logger) *Server {
 	if s.ResponseHeaders {
 		opts.LimitHeader, opts.RemainingHeader, opts.ResetHeader = s.LimitHeader, s.RemainingHeader, s.ResetHeader
 	}
-	return &Server{settings: s, log: log, service: NewService(opts), stats: stats}
+	return &Server{settings: s, log: log, service: NewService(opts), stats: stats}, nil
 }
 
 // Service returns the server's Service.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -36,10 +35,14 @@ type Options struct {
 	// IETFHeaders adds the RateLimit-Policy and RateLimit fields of
 	// draft-ietf-httpapi-ratelimit-headers to response_headers_to_add.
 	IETFHeaders bool
-	// DenyCache, Fallback and FailOpen are the limiters' options
-	// (ratelua.Options); with any of them set, each descriptor is decided
-	// by its limiter in its own call. DenyCache applies to extension rules
-	// only (a reference rule counts denied hits).
+	// DenyCache, above 0, answers descriptors over their limit without a
+	// round trip, for at most DenyCache state keys each: a reference
+	// rule's exactly as the server would (see denyCache), an extension
+	// rule's as the limiters' Options.DenyCache does. Fallback and
+	// FailOpen are the limiters' options (ratelua.Options); a reference
+	// rule's fallback holds its requests_per_unit times Fallback. With any
+	// of the three, each descriptor is decided by its limiter, and a
+	// request's calls still go in one round trip per node.
 	DenyCache int
 	Fallback  float64
 	FailOpen  bool
@@ -53,10 +56,17 @@ type Options struct {
 // swaps the configuration under running requests.
 type Service struct {
 	pb.UnimplementedRateLimitServiceServer
-	opts      Options
-	config    atomic.Pointer[Config]
-	overrides sync.Map // Limit -> *decider, for descriptors carrying their own limit
-	nOverride atomic.Int64
+	opts   Options
+	config atomic.Pointer[Config]
+	// client is the limiters' client: Options.Client, gathering the calls
+	// of a request when the limiters decide (gather).
+	client ratelua.Client
+	gather bool
+	deny   *denyCache
+	// refs are the reference rules' deciders by unit; refErr the error
+	// that made one.
+	refs   map[pb.RateLimitResponse_RateLimit_Unit]*decider
+	refErr error
 }
 
 // NewService returns a Service with no configuration: every domain is
@@ -68,18 +78,45 @@ func NewService(opts Options) *Service {
 	if opts.MaxDescriptors == 0 {
 		opts.MaxDescriptors = 1000
 	}
-	return &Service{opts: opts}
+	s := &Service{opts: opts, client: opts.Client, refs: map[pb.RateLimitResponse_RateLimit_Unit]*decider{}}
+	if opts.DenyCache > 0 || opts.Fallback > 0 || opts.FailOpen {
+		s.gather = true
+		s.client = gathering{client: opts.Client}
+	}
+	if opts.DenyCache > 0 {
+		s.deny = newDenyCache(opts.DenyCache)
+	}
+	for u := range pb.RateLimitResponse_RateLimit_Unit_name {
+		unit := pb.RateLimitResponse_RateLimit_Unit(u)
+		if unitDuration(unit) == 0 {
+			continue
+		}
+		d, err := newReferenceDecider(unit, s.limiterOptions())
+		if err != nil {
+			s.refErr = err
+			continue
+		}
+		s.refs[unit] = d
+	}
+	return s
 }
 
 func (s *Service) limiterOptions() limiterOptions {
-	return limiterOptions{Prefix: s.opts.Prefix, Client: s.opts.Client, DenyCache: s.opts.DenyCache, Fallback: s.opts.Fallback, FailOpen: s.opts.FailOpen}
+	return limiterOptions{Prefix: s.opts.Prefix, Client: s.client, DenyCache: s.opts.DenyCache, Fallback: s.opts.Fallback, FailOpen: s.opts.FailOpen}
 }
 
 // SetConfig builds the limiters of c's rules and makes c the configuration
 // of the following requests. On error the previous configuration stays.
 func (s *Service) SetConfig(c *Config) error {
+	if s.refErr != nil {
+		return s.refErr
+	}
 	for _, r := range c.Rules {
 		if r.Unlimited {
+			continue
+		}
+		if r.Reference() {
+			r.dec = s.refs[r.Limits[0].Unit]
 			continue
 		}
 		d, err := newDecider(r, s.limiterOptions())
@@ -95,33 +132,12 @@ func (s *Service) SetConfig(c *Config) error {
 // Config returns the configuration in use, nil before the first.
 func (s *Service) Config() *Config { return s.config.Load() }
 
-// maxOverrides bounds the limiters kept for descriptors' own limits.
-const maxOverrides = 1024
-
-// override returns the decider of a limit a descriptor carries.
-func (s *Service) override(l Limit) (*decider, error) {
-	if d, ok := s.overrides.Load(l); ok {
-		return d.(*decider), nil
-	}
-	r := &Rule{Key: "override", Limits: []Limit{l}}
-	if err := checkRule(r); err != nil {
-		return nil, err
-	}
-	d, err := newDecider(r, s.limiterOptions())
-	if err != nil {
-		return nil, err
-	}
-	if s.nOverride.Add(1) <= maxOverrides {
-		s.overrides.Store(l, d)
-	}
-	return d, nil
-}
-
 // slot is what the service knows of one descriptor before deciding it.
 type slot struct {
 	rule      *Rule // nil: no limit (unknown, unmatched, replaced)
 	limit     Limit // the reference limit, or the override's
 	unlimited bool
+	statKey   string // the rule's statistics name for this descriptor
 	job       *job
 }
 
@@ -144,15 +160,19 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 			continue
 		}
 		if o := d.GetLimit(); o != nil {
+			// The descriptor's own limit: a reference rule counting under
+			// the descriptor's entries, as the reference's does.
 			l := Limit{RequestsPerUnit: o.GetRequestsPerUnit(), Unit: pb.RateLimitResponse_RateLimit_Unit(o.GetUnit())}
 			if unitDuration(l.Unit) == 0 {
 				return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: limit override has unit %v, not one of SECOND..YEAR", i, o.GetUnit())
 			}
-			dec, err := s.override(l)
-			if err != nil {
+			r := &Rule{Key: "override", Limits: []Limit{l}}
+			if err := checkRule(r); err != nil {
 				return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: limit override: %v", i, err)
 			}
-			slots[i] = slot{rule: &Rule{Key: "override", Limits: []Limit{l}, dec: dec}, limit: l}
+			r.dec = s.refs[l.Unit]
+			slots[i] = slot{rule: r, limit: l, statKey: overrideStatKey(req.GetDomain(), d.GetEntries())}
+			slots[i].job = &job{d: r.dec, key: eventKey(req.GetDomain(), d.GetEntries(), nil)}
 			continue
 		}
 		if m.rule == nil {
@@ -163,7 +183,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 			slots[i].unlimited = true
 			continue
 		}
-		slots[i] = slot{rule: m.rule, limit: m.rule.Limits[0]}
+		slots[i] = slot{rule: m.rule, limit: m.rule.Limits[0], statKey: m.statKey}
 		slots[i].job = &job{d: m.rule.dec, key: eventKey(req.GetDomain(), d.GetEntries(), m.shared)}
 	}
 	var jobs []*job
@@ -175,27 +195,76 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 		if sl.rule == nil {
 			continue
 		}
-		if sl.job == nil { // an override
-			sl.job = &job{d: sl.rule.dec, key: eventKey(req.GetDomain(), descs[i].GetEntries(), nil)}
-		}
 		n, err := hits(req, descs[i])
 		if err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: %v", i, err)
 		}
 		sl.job.n = n
+		if sl.job.d.reference {
+			sl.job.limit = sl.limit.RequestsPerUnit
+			if s.deny != nil && s.answerLocally(sl.job, now) {
+				continue
+			}
+		}
 		jobs = append(jobs, sl.job)
 	}
-	if s.opts.DenyCache > 0 || s.opts.Fallback > 0 || s.opts.FailOpen {
-		decideEach(ctx, jobs)
+	if s.gather {
+		decideGathered(ctx, s.opts.Client, jobs, now)
 	} else {
 		decideBatch(ctx, s.opts.Client, jobs, now)
+	}
+	if s.deny != nil {
+		for _, j := range jobs {
+			s.remember(j, now)
+		}
 	}
 	for _, j := range jobs {
 		if j.err != nil {
 			return nil, status.Errorf(codes.Unavailable, "rate limit backend: %v", j.err)
 		}
 	}
-	return s.respond(req, slots, now), nil
+	return s.respond(ctx, req, slots, now), nil
+}
+
+// window is the index of the window of a reference job at now: the
+// process's Unix time divided by the unit, as the script's single bucket.
+func window(j *job, now time.Time) int64 {
+	return now.Unix() / int64(j.d.span/time.Second)
+}
+
+// answerLocally answers a reference job from the deny cache, if it knows
+// the descriptor over the job's limit in this window; otherwise the job
+// takes the hits the cache kept for the descriptor, to send them.
+func (s *Service) answerLocally(j *job, now time.Time) bool {
+	key, w := j.d.limiter.Key(j.key), window(j, now)
+	before, ok := s.deny.answer(key, w, uint64(j.limit), j.n)
+	if !ok {
+		j.kept = s.deny.take(key, w)
+		return false
+	}
+	j.local = true
+	after := min(before+j.n, refMax)
+	j.out = decision{remaining: refMax - int64(after)}
+	return true
+}
+
+// remember tells the deny cache what the server answered a reference job:
+// the count after it, when over the job's limit; hits kept and not sent
+// go back.
+func (s *Service) remember(j *job, now time.Time) {
+	if !j.d.reference || j.local {
+		return
+	}
+	key, w := j.d.limiter.Key(j.key), window(j, now)
+	if j.err != nil || j.open || j.fallback {
+		if j.kept > 0 {
+			s.deny.giveBack(key, w, j.kept)
+		}
+		return
+	}
+	if _, after, limit := j.counts(s.opts.Fallback); after > limit {
+		s.deny.put(key, w, after)
+	}
 }
 
 // appendReplaces marks the names r replaces.
@@ -244,7 +313,7 @@ func (s *Service) check(req *pb.RateLimitRequest) error {
 }
 
 // respond builds the response from the decisions, as the reference does.
-func (s *Service) respond(req *pb.RateLimitRequest, slots []slot, now time.Time) *pb.RateLimitResponse {
+func (s *Service) respond(ctx context.Context, req *pb.RateLimitRequest, slots []slot, now time.Time) *pb.RateLimitResponse {
 	resp := &pb.RateLimitResponse{Statuses: make([]*pb.RateLimitResponse_DescriptorStatus, len(slots))}
 	minRemaining := uint32(math.MaxUint32)
 	var closest *pb.RateLimitResponse_DescriptorStatus
@@ -261,8 +330,8 @@ func (s *Service) respond(req *pb.RateLimitRequest, slots []slot, now time.Time)
 			resp.Statuses[i] = &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}
 			continue
 		}
-		st, over := s.status(sl, now)
-		s.opts.Stats.count(sl.rule, sl.job, over)
+		st, c := s.status(sl, now)
+		s.opts.Stats.add(ctx, sl.statKey, c)
 		resp.Statuses[i] = st
 		if headers && st.LimitRemaining < minRemaining {
 			closest, closestSlot, minRemaining = st, sl, st.LimitRemaining
@@ -307,34 +376,29 @@ func untilReset(u pb.RateLimitResponse_RateLimit_Unit, now time.Time) int64 {
 	return d - now.Unix()%d
 }
 
-// status turns one decision into the descriptor's status; over reports
-// whether the limits denied it (shadow mode answers OK all the same).
-func (s *Service) status(sl *slot, now time.Time) (*pb.RateLimitResponse_DescriptorStatus, bool) {
+// status turns one decision into the descriptor's status (shadow mode
+// answering OK), and what it adds to the rule's statistics.
+func (s *Service) status(sl *slot, now time.Time) (*pb.RateLimitResponse_DescriptorStatus, counts) {
 	j, r := sl.job, sl.rule
 	out := j.out
 	var over bool
 	var remaining int64
+	var c counts
 	limit := sl.limit
 	var reset int64
 	if j.d.reference {
 		reset = untilReset(limit.Unit, now)
+		before, after, held := j.counts(s.opts.Fallback)
 		switch {
-		case j.n == 0 && j.d.zero:
-			over = !out.allowed
-		case j.n == 0:
-			// At count L only the L limit (index 1) denies; above it the
-			// L+1 limit (index 0) decides.
-			over = !out.allowed && out.index == 0
-			if out.allowed {
-				remaining = out.remaining
-			}
-		case j.d.zero:
-			over = true
+		case j.open:
+			// Admitted without an answer (FailOpen): nothing is known.
+			c = counts{0: j.n, 3: j.n}
 		default:
-			over = !out.allowed
-			if out.allowed {
-				remaining = out.remaining
+			over = j.local || after > held
+			if !over {
+				remaining = int64(held - after)
 			}
+			c = s.opts.Stats.referenceCounts(j.n, before, after, held, r.ShadowMode, j.local)
 		}
 	} else {
 		over = !out.allowed
@@ -349,6 +413,11 @@ func (s *Service) status(sl *slot, now time.Time) (*pb.RateLimitResponse_Descrip
 		} else {
 			reset = ceilSeconds(out.retryAfter)
 		}
+		if j.open {
+			c = counts{0: j.n, 3: j.n}
+		} else {
+			c = s.opts.Stats.extensionCounts(j.n, uint64(limit.RequestsPerUnit), out, r.ShadowMode)
+		}
 	}
 	code := pb.RateLimitResponse_OK
 	if over && !r.ShadowMode {
@@ -359,7 +428,7 @@ func (s *Service) status(sl *slot, now time.Time) (*pb.RateLimitResponse_Descrip
 		CurrentLimit:       &pb.RateLimitResponse_RateLimit{RequestsPerUnit: limit.RequestsPerUnit, Unit: limit.Unit, Name: r.Name},
 		LimitRemaining:     uint32(min(max(remaining, 0), math.MaxUint32)),
 		DurationUntilReset: &durationpb.Duration{Seconds: reset},
-	}, over
+	}, c
 }
 
 // ceilSeconds is d in whole seconds, rounded up.

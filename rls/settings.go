@@ -31,6 +31,10 @@ type Settings struct {
 	CacheKeyPrefix                            string
 	HealthyWithConfig                         bool
 
+	// MetricsExporter is OTEL_METRICS_EXPORTER: "none" or "otlp" (the
+	// statistics per rule as OpenTelemetry metrics, see NewMeterProvider).
+	MetricsExporter string
+
 	// ratelua's own.
 	IETFHeaders    bool
 	DenyCache      int
@@ -75,6 +79,7 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		NearLimitRatio:        r.float("NEAR_LIMIT_RATIO", 0.8),
 		CacheKeyPrefix:        r.str("CACHE_KEY_PREFIX", ""),
 		HealthyWithConfig:     r.bool("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false),
+		MetricsExporter:       strings.ToLower(r.str("OTEL_METRICS_EXPORTER", "none")),
 		IETFHeaders:           r.bool("RATELUA_IETF_HEADERS", false),
 		DenyCache:             r.int("RATELUA_DENY_CACHE", 0),
 		Fallback:              r.float("RATELUA_FALLBACK", 0),
@@ -95,7 +100,19 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		r.fail("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "true", "not built in ratelua-rls: use an extension rule (algorithm), which counts admitted hits only")
 	}
 	if n := r.int("LOCAL_CACHE_SIZE_IN_BYTES", 0); n != 0 {
-		r.fail("LOCAL_CACHE_SIZE_IN_BYTES", strconv.Itoa(n), "not built in ratelua-rls: use RATELUA_DENY_CACHE (entries) for extension rules")
+		r.fail("LOCAL_CACHE_SIZE_IN_BYTES", strconv.Itoa(n), "not built in ratelua-rls: use RATELUA_DENY_CACHE (a number of descriptors), which gives the answers the server would")
+	}
+	switch s.MetricsExporter {
+	case "none", "otlp":
+	default:
+		r.fail("OTEL_METRICS_EXPORTER", s.MetricsExporter, "must be otlp or none (ratelua-rls exports OTLP over HTTP only)")
+	}
+	if s.MetricsExporter == "otlp" {
+		for _, name := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"} {
+			if v := r.str(name, "http/protobuf"); v != "http/protobuf" {
+				r.fail(name, v, "ratelua-rls exports OTLP over HTTP only (http/protobuf)")
+			}
+		}
 	}
 	switch s.RedisSocketType {
 	case "unix", "tcp":

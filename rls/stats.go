@@ -1,57 +1,120 @@
 package rls
 
 import (
+	"context"
+	"fmt"
+	"math"
+	"regexp"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 )
 
-// RuleStats are the counters of one rule, named as the reference's stats:
-// hits decided, hits over the limit, hits admitted, admitted hits past the
-// near-limit ratio of the limit, and hits over the limit admitted by
-// shadow mode.
+// MeterScope is the instrumentation scope of the service's meter.
+const MeterScope = "github.com/ratelua/ratelua/rls"
+
+// The statistics of a rule, named as the reference names them
+// (ratelimit.service.rate_limit.<rule>.<name>). Each is an OpenTelemetry
+// counter "ratelua.rls.<name>" of unit {hit}, with the attribute
+// ratelua.rls.rule holding <rule>.
+const (
+	statTotalHits   = "total_hits"
+	statOverLimit   = "over_limit"
+	statNearLimit   = "near_limit"
+	statWithinLimit = "within_limit"
+	statShadowMode  = "shadow_mode"
+	statOverLocal   = "over_limit_with_local_cache"
+)
+
+// statNames lists the statistics in the order of counts' fields.
+var statNames = [...]string{statTotalHits, statOverLimit, statNearLimit, statWithinLimit, statShadowMode, statOverLocal}
+
+// RuleAttribute is the attribute of every counter: the rule's statistics
+// name (the reference's, e.g. "api.user_u1" with detailed_metric).
+const RuleAttribute = attribute.Key("ratelua.rls.rule")
+
+// counts are what one decided descriptor adds to its rule's statistics,
+// in the order of statNames.
+type counts [len(statNames)]uint64
+
+// RuleStats are the counters of one rule.
 type RuleStats struct {
-	TotalHits   atomic.Uint64
-	OverLimit   atomic.Uint64
-	NearLimit   atomic.Uint64
-	WithinLimit atomic.Uint64
-	ShadowMode  atomic.Uint64
+	c   [len(statNames)]atomic.Uint64
+	opt metric.AddOption // the rule's attribute, for the instruments
 }
 
-// Stats counts the decisions of a Service per rule key. A nil *Stats
-// counts nothing.
+// Stats counts the decisions of a Service per rule, as the reference's
+// statistics do, in memory (Snapshot, /stats) and, when made with a
+// MeterProvider, as OpenTelemetry counters. A nil *Stats counts nothing.
 type Stats struct {
-	// NearLimitRatio is the share of a limit past which admitted hits are
-	// near the limit (NEAR_LIMIT_RATIO); 0 means 0.8.
-	NearLimitRatio float64
-	rules          sync.Map // rule key -> *RuleStats
+	nearRatio   float32
+	rules       sync.Map // statistics name -> *RuleStats
+	raw         sync.Map // name before sanitizing -> *RuleStats
+	instruments [len(statNames)]metric.Int64Counter
 }
 
-// Rule returns the counters of a rule key ("domain.key_value...").
-func (s *Stats) Rule(key string) *RuleStats {
-	if v, ok := s.rules.Load(key); ok {
+// NewStats returns the statistics of a service. nearLimitRatio is the
+// share of a limit past which admitted hits are near the limit
+// (NEAR_LIMIT_RATIO; 0 means 0.8). meters, if not nil, gets one counter
+// per statistic.
+func NewStats(nearLimitRatio float64, meters metric.MeterProvider) (*Stats, error) {
+	if nearLimitRatio == 0 {
+		nearLimitRatio = 0.8
+	}
+	s := &Stats{nearRatio: float32(nearLimitRatio)}
+	if meters == nil {
+		return s, nil
+	}
+	meter := meters.Meter(MeterScope)
+	descriptions := [...]string{
+		"hits decided, per rule",
+		"hits over the limit (denied, or admitted by shadow or quota mode)",
+		"hits past the near-limit ratio of the limit and within it",
+		"hits within the limit",
+		"hits over the limit that shadow mode admitted",
+		"hits over the limit answered by the deny cache, without a round trip",
+	}
+	for i, name := range statNames {
+		c, err := meter.Int64Counter("ratelua.rls."+name, metric.WithUnit("{hit}"), metric.WithDescription(descriptions[i]))
+		if err != nil {
+			return nil, fmt.Errorf("rls: counter %s: %w", name, err)
+		}
+		s.instruments[i] = c
+	}
+	return s, nil
+}
+
+// Rule returns the counters of a rule's statistics name.
+func (s *Stats) Rule(name string) *RuleStats {
+	if v, ok := s.rules.Load(name); ok {
 		return v.(*RuleStats)
 	}
-	v, _ := s.rules.LoadOrStore(key, &RuleStats{})
+	r := &RuleStats{opt: metric.WithAttributeSet(attribute.NewSet(RuleAttribute.String(name)))}
+	v, _ := s.rules.LoadOrStore(name, r)
 	return v.(*RuleStats)
 }
 
-// Snapshot returns every rule's counters by rule key.
+// Snapshot returns every rule's counters by statistics name, each
+// statistic by its reference name (total_hits, over_limit, ...).
 func (s *Stats) Snapshot() map[string]map[string]uint64 {
 	out := map[string]map[string]uint64{}
 	s.rules.Range(func(k, v any) bool {
 		r := v.(*RuleStats)
-		out[k.(string)] = map[string]uint64{
-			"total_hits": r.TotalHits.Load(), "over_limit": r.OverLimit.Load(),
-			"near_limit": r.NearLimit.Load(), "within_limit": r.WithinLimit.Load(),
-			"shadow_mode": r.ShadowMode.Load(),
+		m := make(map[string]uint64, len(statNames))
+		for i, name := range statNames {
+			m[name] = r.c[i].Load()
 		}
+		out[k.(string)] = m
 		return true
 	})
 	return out
 }
 
-// Keys returns the rule keys counted so far, sorted.
+// Keys returns the statistics names counted so far, sorted.
 func (s *Stats) Keys() []string {
 	var keys []string
 	s.rules.Range(func(k, _ any) bool { keys = append(keys, k.(string)); return true })
@@ -59,27 +122,116 @@ func (s *Stats) Keys() []string {
 	return keys
 }
 
-// count records one decided descriptor of rule r.
-func (s *Stats) count(r *Rule, j *job, over bool) {
-	if s == nil || j == nil {
+// add adds c to the statistics of name (not yet sanitized).
+func (s *Stats) add(ctx context.Context, name string, c counts) {
+	if s == nil {
 		return
 	}
-	c := s.Rule(r.Key)
-	c.TotalHits.Add(j.n)
-	if over {
-		c.OverLimit.Add(j.n)
-		if r.ShadowMode {
-			c.ShadowMode.Add(j.n)
+	var r *RuleStats
+	if v, ok := s.raw.Load(name); ok {
+		r = v.(*RuleStats)
+	} else {
+		r = s.Rule(sanitizeStatName(name))
+		s.raw.Store(name, r)
+	}
+	for i, v := range c {
+		if v == 0 {
+			continue
 		}
-		return
+		r.c[i].Add(v)
+		if s.instruments[i] != nil {
+			s.instruments[i].Add(ctx, int64(min(v, math.MaxInt64)), r.opt)
+		}
 	}
-	c.WithinLimit.Add(j.n)
-	ratio := s.NearLimitRatio
-	if ratio == 0 {
-		ratio = 0.8
+}
+
+// nearThreshold is the count past which hits are near limit, as the
+// reference computes it (in float32).
+func (s *Stats) nearThreshold(limit uint64) uint64 {
+	return uint64(math.Floor(float64(float32(limit) * s.nearRatio)))
+}
+
+// referenceCounts are the statistics of n hits that took a window's count
+// from before to after under limit, as the reference counts them: a
+// request over the limit is over by the hits past the limit (all of them
+// when the count was already at the limit), and near by those between the
+// near-limit threshold and the limit; one within the limit is within, and
+// near by those past the threshold. shadow counts the hits over the limit
+// of a shadow-mode rule; local means the deny cache answered (every hit
+// over, and over with local cache).
+func (s *Stats) referenceCounts(n, before, after, limit uint64, shadow, local bool) counts {
+	var c counts
+	c[0] = n
+	if s == nil {
+		return c
 	}
-	limit := float64(r.Limits[0].RequestsPerUnit)
-	if used := limit - float64(j.out.remaining); used > limit*ratio {
-		c.NearLimit.Add(j.n)
+	near := s.nearThreshold(limit)
+	over := local || after > limit
+	switch {
+	case local:
+		c[1], c[5] = n, n
+	case over && before >= limit:
+		c[1] = n
+	case over:
+		c[1] = after - limit
+		c[2] = limit - max(near, before)
+	default:
+		if after > near {
+			if before >= near {
+				c[2] = n
+			} else {
+				c[2] = after - near
+			}
+		}
+		c[3] = n
 	}
+	if over && shadow {
+		if local || before >= limit {
+			c[4] = n
+		} else {
+			c[4] = after - limit
+		}
+	}
+	return c
+}
+
+// extensionCounts are the statistics of n hits of an extension rule,
+// decided by out under the deciding limit's maximum limit. A denied
+// request records nothing, so all its hits are over the limit; an
+// admitted one is within, and near by the hits past the near-limit
+// threshold (the count after it is the limit less its remaining).
+func (s *Stats) extensionCounts(n, limit uint64, out decision, shadow bool) counts {
+	var c counts
+	c[0] = n
+	if s == nil {
+		return c
+	}
+	if !out.allowed {
+		c[1] = n
+		if shadow {
+			c[4] = n
+		}
+		return c
+	}
+	c[3] = n
+	after := limit - min(uint64(max(out.remaining, 0)), limit)
+	if near := s.nearThreshold(limit); after > near {
+		c[2] = min(n, after-near)
+	}
+	return c
+}
+
+// ipv4 is an IPv4 address as the reference's statistics names rewrite it.
+var ipv4 = regexp.MustCompile(`\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}`)
+
+// sanitizeStatName makes a statistics name as the reference does: ':'
+// and '|' become '_', and so do the dots of an IPv4 address.
+func sanitizeStatName(s string) string {
+	if strings.ContainsAny(s, ":|") {
+		s = strings.NewReplacer(":", "_", "|", "_").Replace(s)
+	}
+	if !strings.Contains(s, ".") {
+		return s
+	}
+	return ipv4.ReplaceAllStringFunc(s, func(ip string) string { return strings.ReplaceAll(ip, ".", "_") })
 }

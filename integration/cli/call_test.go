@@ -67,3 +67,42 @@ func TestCall(t *testing.T) {
 		}
 	})
 }
+
+// TestCallConcurrency: the command line acquires, renews and releases a
+// concurrency lease; a lease not held (released) exits 1.
+func TestCallConcurrency(t *testing.T) {
+	forEachServer(t, func(t *testing.T, srv *testbench.Node, client rueidis.Client) {
+		key := "logins:{account:42}"
+		call := func(count, now, mode string, extra ...string) result {
+			return cli(t, append([]string{"call", "concurrency@v5", "--addr", srv.Addr, "--unit", "s", key, count, now, mode, "2", "30"}, extra...)...)
+		}
+		do(t, client, "DEL", key)
+		r := call("1", "1000", "0")
+		r.wantCode(t, exitOK)
+		if want := "allowed 1\nremaining 1\nretry_after 0\nreset_after 30\nlimit_index 1\n"; r.stdout != want {
+			t.Errorf("acquire:\n%s\nwant:\n%s", r.stdout, want)
+		}
+		call("1", "1010", "0").wantCode(t, exitOK)
+		r = call("1", "1015", "0")
+		r.wantCode(t, exitFailure)
+		if want := "allowed 0\nremaining 0\nretry_after 15\nreset_after 25\nlimit_index 1\n"; r.stdout != want {
+			t.Errorf("denied:\n%s\nwant:\n%s", r.stdout, want)
+		}
+		call("1", "1020", "renew", "1").wantCode(t, exitOK)
+		r = call("1", "1025", "release", "2")
+		r.wantCode(t, exitOK)
+		if want := "allowed 1\nremaining 1\nretry_after 0\nreset_after 25\nlimit_index 2\n"; r.stdout != want {
+			t.Errorf("release:\n%s\nwant:\n%s", r.stdout, want)
+		}
+		r = call("1", "1025", "release", "2")
+		r.wantCode(t, exitFailure)
+		if want := "allowed 0\nremaining 1\nretry_after -1\nreset_after 25\nlimit_index 0\n"; r.stdout != want {
+			t.Errorf("release again:\n%s\nwant:\n%s", r.stdout, want)
+		}
+		r = call("1", "1025", "renew")
+		r.wantCode(t, exitUsage)
+		if !strings.Contains(r.stderr, "expected 3 arguments after ARGV[4] in mode 'renew'") {
+			t.Errorf("renew without an id: %q", r.stderr)
+		}
+	})
+}

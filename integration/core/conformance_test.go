@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -232,6 +233,72 @@ func confSequence(t *testing.T, client rueidis.Client, prefix string) (calls []c
 				args[3] = "2"
 				add("mode '2'", confEventKeys[0], args, true)
 			}
+		}
+	}
+	c, l, b := confConcurrency(t, client, prefix)
+	return append(calls, c...), append(labels, l...), append(bad, b...)
+}
+
+// confConcurrency is the concurrency script's part of the sequence: a
+// semaphore of 2 slots with leases of 30 s on the caller's clock (ms) on
+// the first two event keys, and one of 3 slots with leases of an hour on
+// the server's clock on the third: acquires, a decision, renewals and
+// releases of held and lost leases, leases of 2 slots, more than max, a
+// reset, and bad arguments.
+func confConcurrency(t *testing.T, client rueidis.Client, prefix string) (calls []confCall, labels []string, bad []bool) {
+	t.Helper()
+	var at time.Time
+	caller, err1 := ratelua.NewConcurrency(ratelua.Rueidis(client), ratelua.Options{Prefix: prefix, Clock: func() time.Time { return at }},
+		ratelua.Slots{Max: 2, Lease: 30 * time.Second})
+	server, err2 := ratelua.NewConcurrency(ratelua.Rueidis(client), ratelua.Options{Prefix: prefix},
+		ratelua.Slots{Max: 3, Lease: time.Hour})
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatal(err)
+	}
+	type step struct {
+		tick int64  // seconds on the caller's clock
+		key  int    // event key
+		n    int64  // eventCount: slots
+		mode string // "0", "renew", "release"
+		id   int64  // the lease, in modes renew and release
+		bad  string // the argument to spoil: "mode", "id"
+	}
+	run := func(s *ratelua.Semaphore, label string, steps []step) {
+		for i, st := range steps {
+			at = confEpoch.Add(time.Duration(st.tick) * time.Second)
+			args := s.Args(st.n)
+			if st.mode != "0" {
+				args[3] = st.mode
+				args = append(args, strconv.FormatInt(st.id, 10))
+			}
+			switch st.bad {
+			case "mode":
+				args[3] = "Renew"
+			case "id":
+				args[len(args)-1] = "0"
+			}
+			script := s.Script()
+			calls = append(calls, confCall{Script: script.Name, Version: script.Version, Key: s.Key(confEventKeys[st.key]), Args: args})
+			labels = append(labels, fmt.Sprintf("%s %s step %d (%s %d, lease %d, tick %d, key %d)", script, label, i, st.mode, st.n, st.id, st.tick, st.key))
+			bad = append(bad, st.bad != "")
+		}
+	}
+	run(caller, "caller clock", []step{
+		{0, 0, 1, "0", 0, ""}, {1, 0, 1, "0", 0, ""}, {2, 0, 1, "0", 0, ""}, {2, 0, 0, "0", 0, ""},
+		{3, 0, 1, "renew", 1, ""}, {4, 0, 1, "release", 2, ""}, {4, 0, 1, "release", 2, ""},
+		{5, 0, 2, "0", 0, ""}, {5, 0, 3, "0", 0, ""}, {5, 0, 1, "renew", 1, "mode"}, {5, 0, 1, "release", 1, "id"},
+		{6, 0, 1, "release", 1, ""}, {6, 0, 2, "0", 0, ""}, {7, 0, 2, "renew", 3, ""}, {7, 0, 1, "release", 3, ""},
+		{8, 0, -1, "0", 0, ""}, {8, 0, 2, "renew", 3, ""}, {9, 0, 1, "0", 0, ""},
+		{0, 1, 1, "0", 0, ""}, {40, 1, 1, "renew", 1, ""}, {40, 1, 2, "0", 0, ""}, {41, 1, 2, "release", 2, ""},
+	})
+	run(server, "server clock", []step{
+		{0, 2, 2, "0", 0, ""}, {0, 2, 1, "0", 0, ""}, {0, 2, 1, "0", 0, ""}, {0, 2, 0, "0", 0, ""},
+		{0, 2, 2, "renew", 1, ""}, {0, 2, 1, "release", 2, ""}, {0, 2, 1, "0", 0, ""},
+	})
+	// The server-clock steps read TIME: their now is "".
+	for i := range calls {
+		if strings.Contains(labels[i], "server clock") && calls[i].Args[2] != "" {
+			t.Fatalf("%s: now %q on the server's clock", labels[i], calls[i].Args[2])
 		}
 	}
 	return calls, labels, bad

@@ -51,14 +51,14 @@ func realState(ctx context.Context, client rueidis.Client, key string) (string, 
 // luatest and through a real server (single node or cluster), comparing
 // every reply, the state's type and contents, and its TTL.
 func differential(t *testing.T, ctx context.Context, client rueidis.Client, family string, calls int) {
-	for _, name := range []string{ratelua.SlidingWindow, ratelua.AR1, ratelua.ZSetLog, ratelua.TokenBucket} {
+	for _, name := range []string{ratelua.SlidingWindow, ratelua.AR1, ratelua.ZSetLog, ratelua.TokenBucket, ratelua.Concurrency} {
 		src := source(t, name)
 		sha := luaSHA(t, name)
 		r := rand.New(rand.NewPCG(uint64(len(name)), uint64(len(family))))
 		done := 0
 		for seq := 0; done < calls; seq++ {
 			unit := []string{"s", "ms", "us"}[seq%3]
-			_, limits, longest := modeltest.Generators[name](r, unit, 1+seq%4)
+			m, limits, longest := modeltest.Generators[name](r, unit, 1+seq%4)
 			e := frozenEngine()
 			key := fmt.Sprintf("diff:{%s-%s-%d}:%s", family, name, seq, name)
 			if err := client.Do(ctx, client.B().Del().Key(key).Build()).Error(); err != nil {
@@ -67,10 +67,11 @@ func differential(t *testing.T, ctx context.Context, client rueidis.Client, fami
 			now := int64(1_700_000_000) * modeltest.Scale(unit)
 			var history []string
 			for i := 0; i < 300 && done < calls; i++ {
-				c := modeltest.RandomCall(r, now, unit, longest)
+				c := modeltest.NextCall(r, m, now, unit, longest)
 				now = c.Now
 				args := modeltest.CallArgs(c, limits)
-				history = append(history, strings.Join(args[:4], " "))
+				want := m.Do(c).Ints()
+				history = append(history, strings.Join(append(args[:4:4], args[4+len(limits):]...), " "))
 				res, lerr := e.Run(src, []string{key}, args)
 				real, rerr := client.Do(ctx, client.B().Evalsha().Sha1(sha).Numkeys(1).Key(key).Arg(args...).Build()).ToAny()
 				done++
@@ -84,6 +85,9 @@ func differential(t *testing.T, ctx context.Context, client rueidis.Client, fami
 				}
 				if lerr == nil && fmt.Sprint(res.Reply) != fmt.Sprint(real) {
 					fail("luatest reply %v, server reply %v", res.Reply, real)
+				}
+				if lerr == nil && fmt.Sprint(res.Reply) != fmt.Sprint(want) {
+					fail("luatest reply %v, model %v", res.Reply, want)
 				}
 				kind, state, err := realState(ctx, client, key)
 				if err != nil {

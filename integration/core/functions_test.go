@@ -65,7 +65,7 @@ func agreeOnServer(t *testing.T, ctx context.Context, client rueidis.Client, s r
 	done, compared, sameMillisecond := 0, 0, 0
 	for seq := 0; done < calls; seq++ {
 		unit := []string{"s", "ms", "us"}[seq%3]
-		_, limits, longest := modeltest.Generators[s.Name](r, unit, 1+seq%4)
+		m, limits, longest := modeltest.Generators[s.Name](r, unit, 1+seq%4)
 		tag := modeltest.RandomKey(r)
 		viaScript, viaFunction := "agree:{"+tag+"}:evalsha", "agree:{"+tag+"}:fcall"
 		if err := client.Do(ctx, client.B().Del().Key(viaScript, viaFunction).Build()).Error(); err != nil {
@@ -74,17 +74,19 @@ func agreeOnServer(t *testing.T, ctx context.Context, client rueidis.Client, s r
 		now := int64(1_700_000_000) * modeltest.Scale(unit)
 		var history []string
 		prevA, prevB := int64(-2), int64(-2) // the expiry times after the last call
-
 		for i := 0; i < 200 && done < calls; i++ {
-			c := modeltest.RandomCall(r, now, unit, longest)
+			// The model only draws the next call (concurrency's lease ids).
+			c := modeltest.NextCall(r, m, now, unit, longest)
 			now = c.Now
 			args := modeltest.CallArgs(c, limits)
 			if r.IntN(25) == 0 {
 				// A bad argument: both must answer alike, and a refusal
 				// writes nothing.
 				args[r.IntN(len(args))] = []string{"-0", "x", "01", "+1", "1.5"}[r.IntN(5)]
+			} else {
+				m.Do(c)
 			}
-			history = append(history, strings.Join(args[:4], " "))
+			history = append(history, strings.Join(append(args[:4:4], args[4+len(limits):]...), " "))
 			a, b, clock, err := bothInOneTransaction(ctx, client, s, viaScript, viaFunction, args)
 			if err != nil {
 				t.Fatal(err)

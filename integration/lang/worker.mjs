@@ -95,6 +95,30 @@ async function handle(cmd) {
       for (let i = 0; i < cmd.count; i++) if ((await l.allow(key)).allowed) admitted++;
       return { admitted };
     }
+    case "hold": {
+      // As worker.py's hold: acquires on a semaphore, each lease held
+      // counted in counter_hex.
+      const sem = new ratelua.Semaphore(client, { max: cmd.slots.max, lease: ms(cmd.slots.lease_us) }, { prefix: cmd.prefix });
+      const key = Buffer.from(cmd.key_hex, "hex");
+      const counter = Buffer.from(cmd.counter_hex, "hex");
+      const sleep = (t) => new Promise((resolve) => setTimeout(resolve, t));
+      let acquired = 0, denied = 0, peak = 0;
+      for (let i = 0; i < cmd.rounds; i++) {
+        const { lease } = await sem.acquire(key);
+        if (!lease) {
+          denied++;
+          await sleep(cmd.hold_ms / 10);
+          continue;
+        }
+        acquired++;
+        peak = Math.max(peak, Number(await client.incr(counter)));
+        await sleep(cmd.hold_ms);
+        await client.decr(counter);
+        await lease.release();
+        await sleep(cmd.hold_ms / 2); // a turn for the others
+      }
+      return { acquired, denied, peak };
+    }
     case "http":
       return { responses: await http(cmd) };
   }

@@ -9,6 +9,11 @@ Commands:
       -> {"allowed", "remaining", "retry_after_us", "reset_after_us", "limit"}
   {"op": "burst", ... as call without n and now_us, "count"}
       -> {"admitted"}: count calls of one event each, in a row
+  {"op": "hold", "slots": {"max", "lease_us"}, "prefix", "key_hex", "counter_hex",
+   "rounds", "hold_ms"} -> {"acquired", "denied", "peak"}: rounds acquires on
+      the semaphore (the server's clock); each lease held INCRs counter_hex,
+      sleeps hold_ms, DECRs it, releases and pauses hold_ms / 2 (a denied
+      acquire retries after hold_ms / 10); peak is the highest INCR seen
   {"op": "http", "limits", "prefix", "requests": [{"at_us", "xff"}]}
       -> {"responses": [{"status", "headers", "body"}]}: the login case behind
       the ASGI middleware (trusting the peer 127.0.0.1)
@@ -86,6 +91,8 @@ def main():
                 l = limiter(cmd, False)
                 key = bytes.fromhex(cmd["key_hex"])
                 out = {"admitted": sum(l.allow(key).allowed for _ in range(cmd["count"]))}
+            elif cmd["op"] == "hold":
+                out = hold(client, cmd)
             elif cmd["op"] == "http":
                 out = {"responses": asyncio.run(http(cmd, addrs, topology))}
             else:
@@ -94,6 +101,27 @@ def main():
             out = {"error": f"{type(err).__name__}: {err}"}
         sys.stdout.write(json.dumps(out) + "\n")
         sys.stdout.flush()
+
+
+def hold(client, cmd):
+    import time
+
+    sem = ratelua.Semaphore(client, ratelua.Slots(cmd["slots"]["max"], us(cmd["slots"]["lease_us"])), prefix=cmd["prefix"])
+    key, counter = bytes.fromhex(cmd["key_hex"]), bytes.fromhex(cmd["counter_hex"])
+    acquired = denied = peak = 0
+    for _ in range(cmd["rounds"]):
+        lease, _ = sem.acquire(key)
+        if lease is None:
+            denied += 1
+            time.sleep(cmd["hold_ms"] / 10000)
+            continue
+        acquired += 1
+        peak = max(peak, client.incr(counter))
+        time.sleep(cmd["hold_ms"] / 1000)
+        client.decr(counter)
+        lease.release()
+        time.sleep(cmd["hold_ms"] / 2000)  # a turn for the others
+    return {"acquired": acquired, "denied": denied, "peak": peak}
 
 
 async def http(cmd, addrs, topology):

@@ -28,6 +28,35 @@ var contracts = map[string]Entry{
 		StateVersion: 5,
 		Cost:         "GET, SET per recorded decision; + TIME with the server clock; one limit's call checks its limits itself on every call (no limits text in the state)",
 	},
+	"concurrency.v5": {
+		Keys: keys,
+		Argv: []string{
+			"ARGV[1] eventCount, a canonical integer in [-2^52, 2^52]; in mode '0': > 0 acquire that many slots as one lease and decide; 0 decide whether one more slot is free, writing nothing; < 0 drop every lease (the lease ids go on counting) and reply as for a fresh key (limit_index 0); in modes 'renew' and 'release': the slots of the lease as acquired, 1..10^6",
+			commonArgv[1],
+			commonArgv[2],
+			"ARGV[4] mode: '0' acquire, decide or reset by eventCount (a denied acquire writes nothing); 'renew' extend the lease ARGV[7] to expire at now + lease (never earlier than it did); 'release' give the lease ARGV[7] back",
+			"ARGV[5..] exactly one limit, the integers: max, lease (a key holds one set of leases: two limits are two keys, so two calls)",
+			"max: slots held at once, 1..10^6",
+			"lease: the lease time, in the unit, 1..2^52; a lease is held at now while its expiry > now, and an acquire or renew sets its expiry to now + lease",
+			"ARGV[7] leaseId: in modes 'renew' and 'release' only, the lease id an acquire answered (limit_index), a canonical integer in [1, 2^52]",
+			"ARGV integers: every integer is canonical decimal text: '0', or an optional '-' then a digit 1-9 then digits; '-0', leading zeros, '+', spaces, exponents, hex and fractions are refused",
+		},
+		Limit: []string{
+			"max",
+			"lease",
+		},
+		Reply: []string{
+			"allowed: 1 if the slots were acquired (for 0: one slot is free), or the lease renewed or released; 0 if denied, or if the lease is not held (expired, released, dropped by a reset, or acquired with other slots)",
+			"remaining: free slots after the call, max - held (>= 0)",
+			"retry_after: 0 when allowed; for a denied acquire the smallest wait, in the unit, after which enough leases expire for eventCount slots (for 0: one) if nothing else happens; -1 if never (eventCount larger than max) and for a lease not held",
+			"reset_after: the time, in the unit, until no lease is held if nothing else happens (see fresh)",
+			"limit_index: the lease id (>= 1) of an acquired, renewed or released lease; 1 for a denied acquire and for eventCount 0 in mode '0' (the one limit decided); 0 after a reset and for a lease not held",
+		},
+		Fresh:        "no lease is held (the key may still hold the lease id counter until every lease it numbered has expired)",
+		State:        "a sorted set: member '#' scored -<the last lease id handed out>; a lease of n slots is the members '<id>' and '<id>.2' .. '<id>.<n>', each scored by the lease's expiry in the unit; an acquire that is allowed drops the expired leases first. TTL: every acquire or renew sets it to the latest expiry (whole ms, rounded up), on a key that existed with PEXPIRE GT, so it never shortens: the counter outlives every lease it numbered and no id is handed out twice while its holder may think it holds it; a reset or a release keeps '#' and the TTL. The unit must not change for a key; max and lease may",
+		StateVersion: 5,
+		Cost:         "acquire allowed: ZCOUNT, ZREMRANGEBYSCORE, ZINCRBY, ZADD, ZRANGE of the last member, PEXPIRE; denied: ZCOUNT, ZRANGE of the last member, at most one ZRANGE BYSCORE LIMIT; 0: ZCOUNT and, with a lease held, ZRANGE; release: ZMSCORE, ZREM, ZCOUNT, ZRANGE; renew: ZMSCORE, ZADD XX GT, ZCOUNT, ZRANGE, PEXPIRE GT; a lease of n slots is n members, at most 2000 arguments to a command; + TIME with the server clock",
+	},
 	"sliding_window.v5": {
 		Keys: keys,
 		Argv: append(append([]string{}, commonArgv...), []string{

@@ -28,6 +28,10 @@ type Call struct {
 	Now   int64  // caller time in the unit
 	Mode  int    // 0 or 1
 	Unit  string // "s", "ms" or "us"
+	// Op is the concurrency script's mode other than '0': OpRenew or
+	// OpRelease of lease Lease (ARGV[7]); "" for every other call.
+	Op    string
+	Lease int64
 }
 
 // Model is implemented by every algorithm's model.

@@ -37,6 +37,9 @@ func parseInt(s string, lo, hi int64) (int64, bool) {
 // Accepts reports whether the v1 script name accepts keys and argv: the
 // rules of the contract, written independently of the scripts.
 func Accepts(name string, keys, argv []string) bool {
+	if name == "concurrency" {
+		return acceptsConcurrency(keys, argv)
+	}
 	rule, ok := rules[name]
 	if !ok || len(keys) != 1 || len(argv) < 4 {
 		return false
@@ -103,6 +106,46 @@ func AcceptsCanonical(name string, keys, argv []string) bool {
 	}
 	for _, s := range integers {
 		if !isCanonical(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// acceptsConcurrency is Accepts for the concurrency script: ARGV[4] is
+// '0' (then ARGV[1] is any integer and max and lease follow) or 'renew'
+// or 'release' (then ARGV[1] is the lease's slots, 1..10^6, and the lease
+// id follows max and lease).
+func acceptsConcurrency(keys, argv []string) bool {
+	if len(keys) != 1 || len(argv) < 4 {
+		return false
+	}
+	count, ok := parseInt(argv[0], -MaxTime, MaxTime)
+	if !ok || (argv[1] != "s" && argv[1] != "ms" && argv[1] != "us") {
+		return false
+	}
+	if argv[2] != "" {
+		if _, ok := parseInt(argv[2], 0, MaxTime); !ok {
+			return false
+		}
+	}
+	want := 6
+	switch argv[3] {
+	case "0":
+	case "renew", "release":
+		if count < 1 || count > 1e6 {
+			return false
+		}
+		want = 7
+	default:
+		return false
+	}
+	if len(argv) != want {
+		return false
+	}
+	bounds := []limitRule{{1, 1e6}, {1, MaxTime}, {1, MaxTime}}
+	for i, v := range argv[4:] {
+		if _, ok := parseInt(v, bounds[i].lo, bounds[i].hi); !ok {
 			return false
 		}
 	}

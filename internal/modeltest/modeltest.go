@@ -95,6 +95,14 @@ var Generators = map[string]Generator{
 		}
 		return m, args, longest
 	},
+	"concurrency": func(r *rand.Rand, unit string, _ int) (model.Model, []string, int64) {
+		// One limit per call, whatever was asked.
+		m := &model.Concurrency{Max: 1 + r.Int64N(8), Lease: 1 + r.Int64N(30*Scale(unit))}
+		if r.IntN(10) == 0 {
+			m.Max = 1 + r.Int64N(1000)
+		}
+		return m, Strs(m.Max, m.Lease), m.Lease
+	},
 	"token_bucket": func(r *rand.Rand, unit string, n int) (model.Model, []string, int64) {
 		m := &model.TokenBucket{}
 		var args []string
@@ -111,6 +119,70 @@ var Generators = map[string]Generator{
 		}
 		return m, args, longest
 	},
+}
+
+// NextCall draws the next call of a sequence on model m: for the
+// concurrency script a call of ConcurrencyCall, else of RandomCall.
+func NextCall(r *rand.Rand, m model.Model, now int64, unit string, longest int64) model.Call {
+	if c, ok := m.(*model.Concurrency); ok {
+		return ConcurrencyCall(r, c, now, unit, longest)
+	}
+	return RandomCall(r, now, unit, longest)
+}
+
+// ConcurrencyCall draws the next call of the concurrency script on m:
+// acquires of one to a few slots (sometimes more than max, rarely huge),
+// decisions, resets, and renewals and releases, mostly of a lease in the
+// state (live or expired), sometimes with the wrong slots or an id never
+// handed out; time steps within the lease time mostly, some longer, some
+// backwards.
+func ConcurrencyCall(r *rand.Rand, m *model.Concurrency, now int64, unit string, longest int64) model.Call {
+	c := model.Call{Unit: unit}
+	switch p := r.IntN(100); {
+	case p < 40:
+		c.Count = 1 + r.Int64N(2)
+	case p < 47:
+		c.Count = 1 + r.Int64N(m.Max+3)
+	case p < 48:
+		c.Count = 1 + r.Int64N(1<<52)
+	case p < 56:
+		c.Count = 0
+	case p < 59:
+		c.Count = -1 - r.Int64N(3)
+	default:
+		c.Op = model.OpRelease
+		if p < 78 {
+			c.Op = model.OpRenew
+		}
+		ids, slots := m.Leases()
+		switch q := r.IntN(100); {
+		case q < 75 && len(ids) > 0:
+			i := r.IntN(len(ids))
+			c.Lease, c.Count = ids[i], slots[i]
+			if r.IntN(10) == 0 {
+				c.Count = max(1, c.Count+[]int64{-1, 1}[r.IntN(2)])
+			}
+		case q < 92:
+			c.Lease, c.Count = 1+r.Int64N(m.Counter()+2), 1+r.Int64N(3)
+		default:
+			c.Lease, c.Count = 1+r.Int64N(1<<52), 1+r.Int64N(1_000_000)
+		}
+	}
+	var step int64
+	switch p := r.IntN(100); {
+	case p < 25:
+		step = 0
+	case p < 75:
+		step = r.Int64N(max(longest/6, 1) + 1)
+	case p < 88:
+		step = r.Int64N(longest + 1)
+	case p < 93:
+		step = longest + r.Int64N(2*longest+1)
+	default:
+		step = -r.Int64N(longest + 1)
+	}
+	c.Now = min(max(now+step, 0), model.MaxTime)
+	return c
 }
 
 // RandomCall draws the next call: counts including 0, negative and huge;
@@ -172,8 +244,14 @@ func RandomKey(r *rand.Rand) string {
 	return string(key)
 }
 
-// CallArgs builds ARGV for one call.
+// CallArgs builds ARGV for one call: with an Op (the concurrency
+// script's renew or release), the Op is ARGV[4] and the lease id follows
+// the limits.
 func CallArgs(c model.Call, limits []string) []string {
 	args := []string{strconv.FormatInt(c.Count, 10), c.Unit, strconv.FormatInt(c.Now, 10), strconv.Itoa(c.Mode)}
+	if c.Op != "" {
+		args[3] = c.Op
+		return append(append(args, limits...), strconv.FormatInt(c.Lease, 10))
+	}
 	return append(args, limits...)
 }

@@ -36,6 +36,17 @@ export class UnavailableError extends RateluaError {
   }
 }
 
+/** A concurrency lease is no longer held: not renewed before its deadline,
+ * no longer held by the server (expired, reset, or forgotten by a
+ * failover), or released. Its slots may be another holder's now. */
+export class LeaseLostError extends RateluaError {
+  constructor(leaseId, reason) {
+    super(`ratelua: lease lost: lease ${leaseId}: ${reason}`);
+    this.name = "LeaseLostError";
+    Object.assign(this, { leaseId, reason });
+  }
+}
+
 const replyErrors = new Set(["ReplyError", "ErrorReply", "SimpleError", "BlobError"]);
 const noAnswerNames = new Set([
   "ClientClosedError", "ClientOfflineError", "SocketClosedUnexpectedlyError", "ConnectionTimeoutError",

@@ -41,7 +41,11 @@ export class Limiter {
   /** now is the clock's reading in the unit; "" for the server's clock. */
   now() {
     if (!this.clock) return "";
-    const t = this.clock();
+    return this.nowOf(this.clock());
+  }
+
+  /** nowOf is a reading t of the caller's clock (a Date or ms) in the unit. */
+  nowOf(t) {
     const ms = t instanceof Date ? t.getTime() : Number(t);
     const n = this.unit === "ms" ? Math.floor(ms) : Math.floor(ms * 1000);
     if (!Number.isFinite(n) || n < 0 || n > MAX_SCRIPT_INT) {

@@ -65,6 +65,11 @@ const KINDS = {
     args: (c, g, [w]) => [c.count("Max", g.max, 1, 1e6), c.duration("Window", w)],
     quota: (g, [w]) => [g.max, w],
   },
+  concurrency: {
+    durations: (s) => [micros(s.lease, "lease")],
+    args: (c, s, [l]) => [c.count("Max", s.max, 1, 1e6), c.duration("Lease", l)],
+    quota: (s, [l]) => [s.max, l],
+  },
   ar1: {
     durations: (d) => [micros(d.resolution, "resolution")],
     args(c, d, [r]) {

@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { SlidingWindow, TokenBucket, ZSetLog, AR1, LimitError } from "../index.js";
+import { SlidingWindow, TokenBucket, ZSetLog, AR1, Semaphore, LimitError } from "../index.js";
 
 const file = process.env.RATELUA_KEYVECTORS || new URL("../../testdata/keyvectors.json", import.meta.url);
 const { vectors } = JSON.parse(readFileSync(file, "utf8"));
@@ -14,12 +14,14 @@ const KINDS = {
   token_bucket: [TokenBucket, (m) => ({ capacity: m.capacity, refillAmount: m.refill_amount, refillInterval: ms(m.refill_interval_us) })],
   zset_log: [ZSetLog, (m) => ({ max: m.max, window: ms(m.window_us) })],
   ar1: [AR1, (m) => ({ max: m.max, factor: m.factor, resolution: ms(m.resolution_us) })],
+  concurrency: [Semaphore, (m) => ({ max: m.max, lease: ms(m.lease_us) })],
 };
 // Never called: the vectors need no server.
 const noClient = { evalsha() {}, call() {} };
 
 function build(v) {
   const [Kind, limit] = KINDS[v.script];
+  if (Kind === Semaphore) return new Semaphore(noClient, limit(v.limits[0]), { prefix: v.prefix, countDenied: v.count_denied, clock: () => v.now_us / 1000 });
   return new Kind(noClient, v.limits.map(limit), { prefix: v.prefix, countDenied: v.count_denied, clock: () => v.now_us / 1000 });
 }
 

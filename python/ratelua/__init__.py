@@ -8,19 +8,21 @@ keys as its Go API, so that Go, Python and Node services share one limit.
     r = logins.allow("203.0.113.7")
     if not r.allowed: ...  # r.retry_after seconds, r.retry_after_timedelta
 
-ratelua.aio has the same limiters for redis.asyncio clients; ratelua.asgi
+ratelua.Semaphore (also named Concurrency, as Go's NewConcurrency) holds at
+most max slots at once per key, by leases. ratelua.aio has the same limiters for redis.asyncio clients; ratelua.asgi
 the ASGI middleware.
 """
 
-from .errors import LimitError, RateluaError, ScriptError, UnavailableError
+from .concurrency import Concurrency, Lease, Semaphore
+from .errors import LeaseLostError, LimitError, RateluaError, ScriptError, UnavailableError
 from .keys import escape_tag
 from .limiter import AR1, Limiter, SlidingWindow, TokenBucket, ZSetLog
-from .limits import Bucket, Decay, Log, Window
+from .limits import Bucket, Decay, Log, Slots, Window
 from .result import NEVER, Result
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AR1", "Bucket", "Decay", "LimitError", "Limiter", "Log", "NEVER", "RateluaError", "Result",
-    "ScriptError", "SlidingWindow", "TokenBucket", "UnavailableError", "Window", "ZSetLog", "escape_tag",
+    "AR1", "Bucket", "Concurrency", "Decay", "Lease", "LeaseLostError", "LimitError", "Limiter", "Log", "NEVER",
+    "RateluaError", "Result", "ScriptError", "Semaphore", "SlidingWindow", "Slots", "TokenBucket", "UnavailableError", "Window", "ZSetLog", "escape_tag",
 ]

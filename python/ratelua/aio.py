@@ -2,9 +2,13 @@
 redis.asyncio.cluster.RedisCluster): the same names as ratelua's, with
 coroutine methods."""
 
+from typing import Optional, Tuple
+
+from .concurrency import LeaseState, SemaphoreSpec
 from .core import Spec, limiter_classes
+from .errors import UnavailableError
 from .keys import EventKey
-from .result import Result
+from .result import Result, open_result
 from .scripts import library_source
 
 
@@ -61,4 +65,73 @@ class Limiter(Spec):
 
 SlidingWindow, TokenBucket, ZSetLog, AR1 = limiter_classes(Limiter)
 
-__all__ = ["Limiter", "SlidingWindow", "TokenBucket", "ZSetLog", "AR1"]
+
+
+class Lease(LeaseState):
+    """ratelua.Lease with coroutine methods; an async context manager."""
+
+    async def renew(self) -> None:
+        """Extend the lease to a full lease time from now; raises
+        LeaseLostError when it is no longer held."""
+        if not self._before_renew():
+            return
+        at, reply = await self._sem._op(self.event_key, self.slots, "renew", self.id)
+        self._after_renew(at, reply)
+
+    async def release(self) -> None:
+        """Give the slots back; a second release does nothing."""
+        if not self._before_release():
+            return
+        _, reply = await self._sem._op(self.event_key, self.slots, "release", self.id)
+        self._after_release(reply)
+
+    async def __aenter__(self) -> "Lease":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.release()
+
+
+class Semaphore(SemaphoreSpec):
+    """ratelua.Semaphore with coroutine methods; see its documentation."""
+
+    _run = Limiter._run
+    load_functions = Limiter.load_functions
+
+    async def acquire(self, event_key: EventKey) -> Tuple[Optional[Lease], Result]:
+        """Acquire one slot: (a Lease, the Result) or (None, the Result)."""
+        return await self.acquire_n(event_key, 1)
+
+    async def acquire_n(self, event_key: EventKey, n: int) -> Tuple[Optional[Lease], Result]:
+        """Acquire n slots (n >= 1) as one lease, all or none."""
+        self.check_n(n)
+        try:
+            at, reply = await self._op(event_key, n)
+        except UnavailableError as err:  # no answer: admitted under fail_open, with a local lease
+            if not self.fail_open:
+                raise
+            return Lease(self, event_key, n, 0, None), open_result(err)
+        r = self.decode(reply)
+        return (Lease(self, event_key, n, reply[4], at) if r.allowed else None), r
+
+    async def peek(self, event_key: EventKey) -> Result:
+        """Whether one more slot is free, holding nothing."""
+        return self.decode((await self._op(event_key, 0))[1])
+
+    async def reset(self, event_key: EventKey) -> None:
+        """Drop every lease of event_key: their holders lose them."""
+        await self._op(event_key, -1)
+
+    async def _op(self, event_key: EventKey, n: int, mode: str = "0", lease_id: int = 0):
+        at, now = self.reading()
+        try:
+            reply = await self._run(self.key(event_key), self.op_args(n, now, mode, lease_id))
+            self.decode(reply)  # the shape
+        except Exception as err:
+            raise self.classify(err) from err
+        return at, reply
+
+
+Concurrency = Semaphore
+
+__all__ = ["Limiter", "SlidingWindow", "TokenBucket", "ZSetLog", "AR1", "Semaphore", "Concurrency", "Lease"]

@@ -60,7 +60,10 @@ class Spec:
         """The clock's reading in the unit; '' for the server's clock."""
         if self.clock is None:
             return ""
-        t = self.clock()
+        return self.now_of(self.clock())
+
+    def now_of(self, t: datetime) -> str:
+        """A reading t of the caller's clock in the unit."""
         if t.tzinfo is None:
             t = t.replace(tzinfo=timezone.utc)
         n = ((t - _EPOCH) // timedelta(microseconds=1)) // _UNIT_US[self.unit]

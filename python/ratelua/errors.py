@@ -41,3 +41,14 @@ class UnavailableError(RateluaError):
         self.script = script
         super().__init__(f"ratelua: server unavailable: {script}: {cause}")
         self.__cause__ = cause
+
+
+class LeaseLostError(RateluaError):
+    """A concurrency lease is no longer held: it was not renewed before its
+    deadline, the server no longer holds it (expired, reset, or forgotten
+    by a failover), or it was released. Its slots may be another holder's
+    now: the work it guarded should stop."""
+
+    def __init__(self, lease_id: int, reason: str):
+        self.lease_id, self.reason = lease_id, reason
+        super().__init__(f"ratelua: lease lost: lease {lease_id}: {reason}")

@@ -157,6 +157,24 @@ class Decay:
         return self.max, math.ceil(r * self.factor / (self.factor - 1))
 
 
+@dataclass(frozen=True)
+class Slots:
+    """At most max slots held at once (concurrency), each by a lease that
+    expires lease after its acquire or last renewal unless renewed."""
+
+    max: int
+    lease: Duration
+
+    def _durations(self) -> List[int]:
+        return [micros(self.lease)]
+
+    def _args(self, c: _Check) -> List[str]:
+        return [c.count("Max", self.max, 1, 10**6), c.duration("Lease", self._durations()[0])]
+
+    def _quota(self) -> Tuple[int, int]:
+        return self.max, self._durations()[0]
+
+
 def render(limits: Sequence, kind: type) -> Tuple[str, List[str], List[Tuple[int, int]]]:
     """The unit, the limit arguments and the quotas (max, window in µs) of
     limits, all of type kind; raises LimitError like the Go API."""

@@ -18,6 +18,7 @@ KINDS = {
     "token_bucket": (ratelua.TokenBucket, lambda m: ratelua.Bucket(m["capacity"], m["refill_amount"], us(m["refill_interval_us"]))),
     "zset_log": (ratelua.ZSetLog, lambda m: ratelua.Log(m["max"], us(m["window_us"]))),
     "ar1": (ratelua.AR1, lambda m: ratelua.Decay(m["max"], m["factor"], us(m["resolution_us"]))),
+    "concurrency": (ratelua.Semaphore, lambda m: ratelua.Slots(m["max"], us(m["lease_us"]))),
 }
 
 
@@ -38,6 +39,9 @@ class NoClient:
 def build(v):
     cls, limit = KINDS[v["script"]]
     now = datetime(1970, 1, 1, tzinfo=timezone.utc) + us(v["now_us"])
+    if cls is ratelua.Semaphore:
+        assert not v["count_denied"], "a semaphore does not count denied acquires"
+        return cls(NoClient(), *[limit(m) for m in v["limits"]], prefix=v["prefix"], clock=lambda: now)
     return cls(NoClient(), *[limit(m) for m in v["limits"]], prefix=v["prefix"],
                count_denied=v["count_denied"], clock=lambda: now)
 

@@ -36,7 +36,8 @@ var pools = map[string][]descriptor{
 	"replaces": {d("a=x"), d("a=y"), d("b=1"), d("c=1"), d("d=1")},
 	"shadow":   {d("s=1"), d("t=1"), d("q=1"), d("q2=1")},
 	"wildcard": {d("path=/api/a"), d("path=/api/b"), d("path=/v1/users"), d("path=/v1/orders"), d("path=/other"),
-		d("host=edge-1,path=/p"), d("host=edge-2,path=/p"), d("host=core-1,path=/p")},
+		d("host=edge-1,path=/p"), d("host=edge-2,path=/p"), d("host=core-1,path=/p"),
+		d("tenant=t-1"), d("tenant=t-2"), d("region=eu-1,path=/p"), d("region=eu-2,path=/q")},
 	"edge": {d("zero=1"), d("day=1"), d("week=1"), d("year=1"), d("parent=1"), d("parent=1,child=2"),
 		{entries: "ovr=1", override: &rlpb.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 2, Unit: typev3.RateLimitUnit_MINUTE}}},
 }
@@ -111,6 +112,45 @@ func compare(t *testing.T, ref, ours *service, seed uint64, perDomain int) int {
 	return total
 }
 
+// jsonBodies are requests to /json: within the limit, the same until over
+// it, a bare key, several descriptors, an unknown domain, and bodies the
+// service refuses (no domain, no descriptors, not JSON, a field of the
+// wrong type).
+var jsonBodies = []string{
+	`{"domain": "hits", "descriptors": [{"entries": [{"key": "tenant", "value": "json"}]}], "hits_addend": 4}`,
+	`{"domain": "hits", "descriptors": [{"entries": [{"key": "tenant", "value": "json"}], "hits_addend": 0}]}`,
+	`{"domain": "hits", "descriptors": [{"entries": [{"key": "tenant", "value": "json"}]}], "hits_addend": 7}`,
+	`{"domain": "basic", "descriptors": [{"entries": [{"key": "remote_address", "value": "10.1.2.3"}]}]}`,
+	`{"domain": "hits", "descriptors": [{"entries": [{"key": "tenant", "value": "j2"}], "hits_addend": 4}, {"entries": [{"key": "small", "value": "j"}]}]}`,
+	`{"domain": "nowhere", "descriptors": [{"entries": [{"key": "k", "value": "v"}]}]}`,
+	`{"descriptors": [{"entries": [{"key": "k", "value": "v"}]}]}`,
+	`{"domain": "basic"}`,
+	`{"domain": "basic", "descriptors": [`,
+	`{"domain": 7}`,
+}
+
+// compareJSON sends jsonBodies to both services' /json endpoints and
+// fails when the HTTP status or the response differ.
+func compareJSON(t *testing.T, ref, ours *service) int {
+	t.Helper()
+	seen := map[int]int{}
+	for i, body := range jsonBodies {
+		var ca, cb int
+		var a, b string
+		if !sameSecond(func() { ca, a = ref.postJSON(t, body); cb, b = ours.postJSON(t, body) }) {
+			t.Fatalf("/json request %d: the two answers straddle a second", i)
+		}
+		if ca != cb || (ca != 400 && a != b) {
+			t.Errorf("/json %s\nreference:   %d %s\nratelua-rls: %d %s", body, ca, a, cb, b)
+		}
+		seen[ca]++
+	}
+	if seen[200] == 0 || seen[429] == 0 || seen[400] != 4 {
+		t.Errorf("/json statuses %v, want 200, 429 and four 400", seen)
+	}
+	return len(jsonBodies)
+}
+
 // TestAgainstReference runs envoyproxy/ratelimit and ratelua-rls, each on
 // its own redis-server, with the configurations of testdata/config and the
 // same seeded request streams, and compares every answer: overall code,
@@ -123,38 +163,54 @@ func TestAgainstReference(t *testing.T) {
 	}
 	runs := []struct {
 		name string
+		kind testbench.Kind
 		env  []string
 	}{
-		{"defaults", nil},
-		{"shadow-headers", []string{"SHADOW_MODE=true", "LIMIT_RESPONSE_HEADERS_ENABLED=true"}},
+		{"defaults", testbench.Redis, nil},
+		{"shadow-headers", testbench.Redis, []string{"SHADOW_MODE=true", "LIMIT_RESPONSE_HEADERS_ENABLED=true"}},
+		{"valkey", testbench.Valkey, nil},
+		// ratelua-rls with its deny cache and the fallback (the reference
+		// ignores the variables): the same answers and statistics, the
+		// hits the cache answered aside.
+		{"deny-cache", testbench.Redis, []string{"RATELUA_DENY_CACHE=1000", "RATELUA_FALLBACK=0.5"}},
 	}
 	for i, run := range runs {
 		t.Run(run.name, func(t *testing.T) {
-			refRedis := testbench.StartSingle(t, testbench.Options{Kind: testbench.Redis})
-			ourRedis := testbench.StartSingle(t, testbench.Options{Kind: testbench.Redis})
+			refRedis := testbench.StartSingle(t, testbench.Options{Kind: run.kind})
+			ourRedis := testbench.StartSingle(t, testbench.Options{Kind: run.kind})
 			ref := startService(t, "reference", bins["reference"], "testdata/config", refRedis.Addr, false, run.env...)
 			ours := startService(t, "ratelua-rls", bins["ratelua-rls"], "testdata/config", ourRedis.Addr, false, run.env...)
 			n := compare(t, ref, ours, uint64(100*(i+1)), perDomain())
-			t.Logf("%d requests, every answer the same", n)
-			reportCases(fmt.Sprintf("reference comparison, single node, %s: %d requests agree", run.name, n))
+			if run.name == "defaults" {
+				n += compareJSON(t, ref, ours)
+			}
+			rules := compareStats(t, ref, ours)
+			t.Logf("%d requests, every answer the same; the statistics of %d rules the same", n, rules)
+			reportCases(fmt.Sprintf("reference comparison, single node (%s), %s: %d requests agree, statistics of %d rules agree", run.kind, run.name, n, rules))
 		})
 	}
 }
 
 // TestAgainstReferenceCluster does the same on two six-node clusters (3
-// masters, 3 replicas), the reference in its cluster mode.
+// masters, 3 replicas) of redis-server, then of valkey-server, the
+// reference in its cluster mode.
 func TestAgainstReferenceCluster(t *testing.T) {
 	bins, err := binaries()
 	if err != nil {
 		t.Fatal(err)
 	}
-	refCluster := testbench.Start(t, testbench.Options{Kind: testbench.Redis})
-	ourCluster := testbench.Start(t, testbench.Options{Kind: testbench.Redis})
-	ref := startService(t, "reference", bins["reference"], "testdata/config", strings.Join(refCluster.Addrs(), ","), true)
-	ours := startService(t, "ratelua-rls", bins["ratelua-rls"], "testdata/config", strings.Join(ourCluster.Addrs(), ","), true)
-	n := compare(t, ref, ours, 7, perDomain())
-	t.Logf("%d requests, every answer the same", n)
-	reportCases(fmt.Sprintf("reference comparison, six-node cluster: %d requests agree", n))
+	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
+		t.Run(string(kind), func(t *testing.T) {
+			refCluster := testbench.Start(t, testbench.Options{Kind: kind})
+			ourCluster := testbench.Start(t, testbench.Options{Kind: kind})
+			ref := startService(t, "reference", bins["reference"], "testdata/config", strings.Join(refCluster.Addrs(), ","), true)
+			ours := startService(t, "ratelua-rls", bins["ratelua-rls"], "testdata/config", strings.Join(ourCluster.Addrs(), ","), true)
+			n := compare(t, ref, ours, 7, perDomain())
+			rules := compareStats(t, ref, ours)
+			t.Logf("%d requests, every answer the same; the statistics of %d rules the same", n, rules)
+			reportCases(fmt.Sprintf("reference comparison, six-node cluster (%s): %d requests agree, statistics of %d rules agree", kind, n, rules))
+		})
+	}
 }
 
 // perDomain is the requests per configuration (RLS_COMPARE_REQUESTS, 150

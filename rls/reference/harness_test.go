@@ -1,9 +1,13 @@
 package reference
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +22,7 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // binaries builds, once per test binary, the reference's service and
@@ -60,10 +65,11 @@ func freePort(t testing.TB) int {
 
 // service is one running rate-limit service.
 type service struct {
-	name   string
-	client pb.RateLimitServiceClient
-	http   int
-	log    string
+	name      string
+	denyCache bool // RATELUA_DENY_CACHE is set
+	client    pb.RateLimitServiceClient
+	http      int
+	log       string
 }
 
 // startService runs binary with the reference's settings on redisURL
@@ -89,7 +95,9 @@ func startService(t testing.TB, name, binary, configDir, redisURL string, cluste
 		"GRPC_HOST=127.0.0.1", "GRPC_PORT="+strconv.Itoa(grpcPort),
 		"HOST=127.0.0.1", "PORT="+strconv.Itoa(httpPort),
 		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT="+strconv.Itoa(debugPort),
-		"USE_STATSD=false", "LOG_LEVEL=warn",
+		// The reference's statistics go to its log (gostats' logging
+		// sink), flushed four times a second: readStats sums them.
+		"USE_STATSD=false", "STATS_FLUSH_INTERVAL=250ms", "LOG_LEVEL=warn",
 	)
 	env = append(env, extra...)
 	logPath := filepath.Join(root, name+".log")
@@ -120,6 +128,9 @@ func startService(t testing.TB, name, binary, configDir, redisURL string, cluste
 	}
 	t.Cleanup(func() { conn.Close() })
 	s := &service{name: name, client: pb.NewRateLimitServiceClient(conn), http: httpPort, log: logPath}
+	for _, e := range extra {
+		s.denyCache = s.denyCache || strings.HasPrefix(e, "RATELUA_DENY_CACHE=")
+	}
 	ping := &pb.RateLimitRequest{Domain: "basic", Descriptors: []*rlpb.RateLimitDescriptor{{Entries: []*rlpb.RateLimitDescriptor_Entry{{Key: "readiness", Value: "probe"}}}}}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -141,6 +152,136 @@ func startService(t testing.TB, name, binary, configDir, redisURL string, cluste
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// stats returns a service's statistics per rule: the reference's summed
+// from the flushes in its log, once two more flushes have ended since the
+// call (so every request before it is counted); ratelua-rls's from /stats.
+func (s *service) stats(t testing.TB) map[string]map[string]uint64 {
+	t.Helper()
+	out := map[string]map[string]uint64{}
+	if s.name != "reference" {
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(s.http) + "/stats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	flushes := func() (int, []byte) {
+		b, err := os.ReadFile(s.log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bytes.Count(b, []byte(`"msg":"flushing all stats"`)), b
+	}
+	start, _ := flushes()
+	deadline := time.Now().Add(10 * time.Second)
+	var log []byte
+	for {
+		var n int
+		n, log = flushes()
+		if n >= start+2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the reference flushed its statistics %d times in 10 s", n-start)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	const prefix = "ratelimit.service.rate_limit."
+	for _, line := range bytes.Split(log, []byte("\n")) {
+		if !bytes.Contains(line, []byte(`"msg":"flushing counter"`)) {
+			continue
+		}
+		var l struct {
+			JSON struct{ Name, Value string } `json:"json"`
+		}
+		if err := json.Unmarshal(line, &l); err != nil {
+			t.Fatalf("a line of the reference's statistics: %v: %s", err, line)
+		}
+		rest, ok := strings.CutPrefix(l.JSON.Name, prefix)
+		if !ok {
+			continue
+		}
+		i := strings.LastIndexByte(rest, '.')
+		v, err := strconv.ParseFloat(l.JSON.Value, 64)
+		if i < 0 || err != nil {
+			t.Fatalf("a counter of the reference's statistics: %s", line)
+		}
+		rule, stat := rest[:i], rest[i+1:]
+		if out[rule] == nil {
+			out[rule] = map[string]uint64{}
+		}
+		out[rule][stat] += uint64(v)
+	}
+	return out
+}
+
+// compareStats fails when the two services' statistics differ for a rule
+// and a statistic of the reference's (a missing one counts 0).
+func compareStats(t *testing.T, ref, ours *service) int {
+	t.Helper()
+	a, b := ref.stats(t), ours.stats(t)
+	rules := map[string]bool{}
+	for k := range a {
+		rules[k] = true
+	}
+	for k := range b {
+		rules[k] = true
+	}
+	names := []string{"total_hits", "over_limit", "near_limit", "within_limit", "shadow_mode", "over_limit_with_local_cache"}
+	n := 0
+	cached := uint64(0)
+	for rule := range rules {
+		if strings.HasSuffix(rule, "domain_not_found") {
+			continue
+		}
+		cached += b[rule]["over_limit_with_local_cache"]
+		for _, name := range names {
+			if name == "over_limit_with_local_cache" && ours.denyCache {
+				continue
+			}
+			if a[rule][name] != b[rule][name] {
+				t.Errorf("statistic %s.%s: reference %d, ratelua-rls %d", rule, name, a[rule][name], b[rule][name])
+			}
+		}
+		n++
+	}
+	if n == 0 {
+		t.Error("no statistics to compare")
+	}
+	if ours.denyCache && cached == 0 {
+		t.Error("the deny cache answered no hit")
+	}
+	return n
+}
+
+// postJSON sends body to a service's /json endpoint and returns the HTTP
+// status and, when the body is a response, the response as answer shows
+// it.
+func (s *service) postJSON(t testing.TB, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post("http://127.0.0.1:"+strconv.Itoa(s.http)+"/json", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		return resp.StatusCode, "not JSON: " + ct
+	}
+	var r pb.RateLimitResponse
+	if err := protojson.Unmarshal(b, &r); err != nil {
+		return resp.StatusCode, "not a response: " + err.Error()
+	}
+	return resp.StatusCode, answer(&r, nil)
 }
 
 // answer is a response (or error) in a form two services' can be compared in.

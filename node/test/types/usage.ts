@@ -1,5 +1,5 @@
 // Compiled (not run) by types.test.js: the declarations describe the API.
-import { SlidingWindow, LimitError, type Result } from "ratelua";
+import { SlidingWindow, Semaphore, LeaseLostError, LimitError, type Result } from "ratelua";
 import { rateLimit } from "ratelua/express";
 import { Redis } from "ioredis";
 
@@ -9,4 +9,18 @@ async function decide(who: string): Promise<number> {
   return r.allowed ? 0 : r.retryAfter;
 }
 const mw = rateLimit({ limits: [{ limiter: logins, name: "login" }], trustedProxies: ["10.0.0.0/8"] });
-export { decide, mw, LimitError };
+const exports = new Semaphore(new Redis(), { max: 10, lease: 30_000 }, { prefix: "export" });
+async function exportFor(tenant: string): Promise<number> {
+  const { lease, result } = await exports.acquire(tenant);
+  if (lease === null) return result.retryAfter;
+  try {
+    await lease.renew();
+  } catch (err) {
+    if (err instanceof LeaseLostError) return err.leaseId;
+  } finally {
+    await lease.release();
+  }
+  const deadline: number | null = lease.deadline;
+  return deadline ?? 0;
+}
+export { decide, exportFor, mw, LimitError };

@@ -406,6 +406,222 @@ return { 0, remaining, retry, reset_after, index }
 end)
 end
 
+-- concurrency v5 (lua/concurrency.v5.lua)
+do
+-- refused is the error reply for ARGV[i], which must be `what`: the value
+-- is quoted (at most 40 bytes, control and non-ASCII bytes escaped).
+local function refused(ARGV, i, what)
+  local value, shown = ARGV[i], 'nothing'
+  if value then
+    shown = "'" .. (string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+      return string.format('\\x%02x', string.byte(byte))
+    end))
+    if #value > 40 then
+      shown = shown .. '...'
+    end
+    shown = shown .. "'"
+  end
+  return redis.error_reply('ERR ratelua: ARGV[' .. i .. '] ' .. what .. ', got ' .. shown)
+end
+
+-- until_last is the time from now until the latest expiry in the set of
+-- key, 0 when no lease is held (the highest score is then an expired
+-- lease or '#'), at most 2^52.
+local function until_last(key, now)
+  local last = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')[2]
+  if last == nil then
+    return 0
+  end
+  local wait = tonumber(last) - now
+  if wait < 0 then
+    return 0
+  elseif wait > MAX_TIME then
+    return MAX_TIME
+  end
+  return wait
+end
+
+-- each_member sends the command head (a table: the command, the key and
+-- its options) for every member of lease `name` of `slots` slots, each
+-- member preceded by `score` when set, at most 2000 arguments at a time.
+local function each_member(head, name, slots, score)
+  local batch, b = {}, #head
+  for i = 1, b do
+    batch[i] = head[i]
+  end
+  for k = 1, slots do
+    if score then
+      batch[b + 1] = score
+      b = b + 1
+    end
+    if k == 1 then
+      batch[b + 1] = name
+    else
+      batch[b + 1] = string.format('%s.%d', name, k)
+    end
+    b = b + 1
+    if b >= 2000 or k == slots then
+      redis.call(unpack(batch, 1, b))
+      b = #head
+    end
+  end
+end
+
+redis.register_function('ratelua_concurrency_v5', function(KEYS, ARGV)
+local tonumber, format = tonumber, string.format
+local unit, mode, now = ARGV[2], ARGV[4], false
+local count = 1
+if ARGV[1] ~= '1' then
+  count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
+end
+if ARGV[3] ~= '' then
+  -- Canonical: what '%d' writes back.
+  now = tonumber(ARGV[3])
+  if not (now and now >= 0 and now <= MAX_TIME and format('%d', now) == ARGV[3]) then
+    now = nil
+  end
+end
+if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us') then
+  return rare().refuse(KEYS, ARGV, 2)
+end
+local acquire = mode == '0'
+if not acquire and mode ~= 'renew' and mode ~= 'release' then
+  return refused(ARGV, 4, "mode must be '0' (acquire), 'renew' or 'release'")
+end
+if not acquire and (count < 1 or count > 1000000) then
+  return refused(ARGV, 1, 'eventCount must be the slots of the lease, an integer in [1, 10^6], in mode ' .. mode)
+end
+if acquire and #ARGV ~= 6 then
+  return redis.error_reply("ERR ratelua: expected 2 arguments after ARGV[4] in mode '0' (max, lease), got " .. math.max(#ARGV - 4, 0))
+elseif not acquire and #ARGV ~= 7 then
+  return redis.error_reply("ERR ratelua: expected 3 arguments after ARGV[4] in mode '" .. mode .. "' (max, lease, lease id), got " .. math.max(#ARGV - 4, 0))
+end
+local max, lease = tonumber(ARGV[5]), tonumber(ARGV[6])
+if not (max and max >= 1 and max <= 1000000 and format('%d', max) == ARGV[5]) then
+  return refused(ARGV, 5, 'max must be a canonical integer in [1, 10^6]')
+end
+if not (lease and lease >= 1 and lease <= MAX_TIME and format('%d', lease) == ARGV[6]) then
+  return refused(ARGV, 6, 'lease must be a canonical integer in [1, 2^52]')
+end
+local key = KEYS[1]
+
+-- A reset drops every lease and keeps the counter, with its TTL.
+if acquire and count < 0 then
+  redis.call('ZREMRANGEBYSCORE', key, '0', '+inf')
+  return { 1, max, 0, 0, 0 }
+end
+
+local id
+if not acquire then
+  id = tonumber(ARGV[7])
+  if not (id and id >= 1 and id <= MAX_TIME and format('%d', id) == ARGV[7]) then
+    return refused(ARGV, 7, 'the lease id must be a canonical integer in [1, 2^52]')
+  end
+end
+now = now or server_now(unit)
+local live = format('(%d', now)
+
+if acquire then
+  local held = redis.call('ZCOUNT', key, live, '+inf')
+  local asked = count
+  if asked < 1 then
+    asked = 1
+  end
+  local remaining = max - held
+  if remaining < 0 then
+    remaining = 0
+  end
+  if held + asked <= max then
+    if count == 0 then
+      local reset_after = 0
+      if held > 0 then
+        reset_after = until_last(key, now)
+      end
+      return { 1, remaining, 0, reset_after, 1 }
+    end
+    redis.call('ZREMRANGEBYSCORE', key, '0', format('%d', now))
+    id = -tonumber(redis.call('ZINCRBY', key, '-1', '#'))
+    local expiry = format('%d', now + lease)
+    local name = format('%d', id)
+    if count == 1 then
+      redis.call('ZADD', key, expiry, name)
+    else
+      each_member({ 'ZADD', key }, name, count, expiry)
+    end
+    local reset_after = until_last(key, now)
+    -- A fresh key (id 1) has no TTL yet: GT would treat it as infinite.
+    if id == 1 then
+      redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
+    else
+      redis.call('PEXPIRE', key, ttl_ms(unit, reset_after), 'GT')
+    end
+    return { 1, remaining - count, 0, reset_after, id }
+  end
+  -- Denied. Wait until the need-th earliest live slot expires.
+  local retry, reset_after = -1, 0
+  if held > 0 then
+    reset_after = until_last(key, now)
+  end
+  if asked <= max then
+    local need = held + asked - max
+    if need == held then
+      retry = reset_after
+    else
+      local expiry = redis.call('ZRANGE', key, live, '+inf', 'BYSCORE', 'LIMIT', format('%d', need - 1), '1', 'WITHSCORES')[2]
+      retry = tonumber(expiry) - now
+      if retry > MAX_TIME then
+        retry = MAX_TIME
+      end
+    end
+  end
+  return { 0, remaining, retry, reset_after, 1 }
+end
+
+-- Renew or release lease ARGV[7] of count slots: it is held when '<id>'
+-- (and '<id>.<count>') expire after now and '<id>.<count + 1>' does not
+-- exist; the slots of one lease always share one score.
+local name = ARGV[7]
+local scores
+if count == 1 then
+  scores = redis.call('ZMSCORE', key, name, name .. '.2')
+else
+  scores = redis.call('ZMSCORE', key, name, format('%s.%d', name, count), format('%s.%d', name, count + 1))
+end
+local held = scores[1] and tonumber(scores[1]) > now and scores[#scores - 1] and not scores[#scores]
+if held then
+  if mode == 'renew' then
+    local expiry = format('%d', now + lease)
+    if count == 1 then
+      redis.call('ZADD', key, 'XX', 'GT', expiry, name)
+    else
+      each_member({ 'ZADD', key, 'XX', 'GT' }, name, count, expiry)
+    end
+  else
+    if count == 1 then
+      redis.call('ZREM', key, name)
+    else
+      each_member({ 'ZREM', key }, name, count, nil)
+    end
+  end
+end
+local holding = redis.call('ZCOUNT', key, live, '+inf')
+local remaining, reset_after = max - holding, 0
+if remaining < 0 then
+  remaining = 0
+end
+if holding > 0 then
+  reset_after = until_last(key, now)
+end
+if not held then
+  return { 0, remaining, -1, reset_after, 0 }
+end
+if mode == 'renew' then
+  redis.call('PEXPIRE', key, ttl_ms(unit, reset_after), 'GT')
+end
+return { 1, remaining, 0, reset_after, id }
+end)
+end
+
 -- sliding_window v5 (lua/sliding_window.v5.lua)
 do
 -- read_call checks KEYS and ARGV[1..4] and counts the limits of `group`

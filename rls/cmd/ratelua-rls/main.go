@@ -16,6 +16,9 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/ratelua/ratelua"
 	"github.com/ratelua/ratelua/rls"
@@ -55,11 +58,34 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	defer client.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := rls.NewServer(s, ratelua.Rueidis(client), log).Run(ctx); err != nil {
+	meters, err := rls.NewMeterProvider(ctx, s)
+	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	return 0
+	var mp metric.MeterProvider
+	if meters != nil {
+		mp = meters
+	}
+	srv, err := rls.NewServer(s, ratelua.Rueidis(client), log, mp)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	code := 0
+	if err := srv.Run(ctx); err != nil {
+		fmt.Fprintln(stderr, err)
+		code = 1
+	}
+	if meters != nil {
+		// Send what was counted since the last export.
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := meters.Shutdown(sctx); err != nil {
+			log.Error("metrics not exported at shutdown", "error", err)
+		}
+	}
+	return code
 }
 
 func check(args []string, getenv func(string) string, stdout, stderr io.Writer) int {

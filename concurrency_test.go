@@ -1,0 +1,260 @@
+package ratelua_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/internal/limitertest"
+)
+
+// newLogins is "2 concurrent logins per account" on the embedded engine,
+// leases of 30 s by a caller clock the test moves.
+func newLogins(t *testing.T, opts ratelua.Options) (*ratelua.Semaphore, *limitertest.EngineClient, *limitertest.ManualClock) {
+	t.Helper()
+	client := limitertest.NewEngineClient()
+	clock := limitertest.NewManualClock(time.Unix(1_800_000_000, 0))
+	opts.Clock = clock.Now
+	s, err := ratelua.NewConcurrency(client, opts, ratelua.Slots{Max: 2, Lease: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, client, clock
+}
+
+func TestSemaphoreLogins(t *testing.T) {
+	ctx := context.Background()
+	logins, _, clock := newLogins(t, ratelua.Options{Prefix: "login"})
+	a, r, err := logins.Acquire(ctx, "account:42")
+	if err != nil || a == nil || !r.Allowed || r.Remaining != 1 || r.ResetAfter != 30*time.Second || r.Limit != 0 {
+		t.Fatalf("first: %v %+v %v", a, r, err)
+	}
+	clock.Advance(10 * time.Second)
+	b, r, err := logins.Acquire(ctx, "account:42")
+	if err != nil || b == nil || r.Remaining != 0 || b.ID() == a.ID() {
+		t.Fatalf("second: %v %+v %v", b, r, err)
+	}
+	if other, r, _ := logins.Acquire(ctx, "account:7"); other == nil || r.Remaining != 1 {
+		t.Fatalf("another account: %+v", r)
+	}
+	clock.Advance(5 * time.Second)
+	c, r, err := logins.Acquire(ctx, "account:42")
+	if err != nil || c != nil || r.Allowed || r.RetryAfter != 15*time.Second || r.ResetAfter != 25*time.Second {
+		t.Fatalf("third: %v %+v %v, want denied until a's lease ends in 15 s", c, r, err)
+	}
+	if r, err := logins.Peek(ctx, "account:42"); err != nil || r.Allowed || r.Remaining != 0 {
+		t.Fatalf("peek: %+v %v", r, err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Errorf("a second release: %v", err)
+	}
+	c, r, err = logins.Acquire(ctx, "account:42")
+	if err != nil || c == nil || r.Remaining != 0 {
+		t.Fatalf("after a release: %v %+v %v", c, r, err)
+	}
+	if err := a.Renew(ctx); !errors.Is(err, ratelua.ErrLeaseLost) {
+		t.Errorf("renewing a released lease: %v", err)
+	}
+	// Three slots at once are never granted; two are once both leases end.
+	if l, r, _ := logins.AcquireN(ctx, "account:42", 3); l != nil || r.RetryAfter != ratelua.Never {
+		t.Errorf("3 of 2 slots: %+v", r)
+	}
+	if _, _, err := logins.AcquireN(ctx, "account:42", 0); !errors.Is(err, ratelua.ErrInvalidLimit) {
+		t.Errorf("0 slots: %v", err)
+	}
+	b.Release(ctx)
+	c.Release(ctx)
+	two, r, err := logins.AcquireN(ctx, "account:42", 2)
+	if err != nil || two == nil || two.Slots() != 2 || r.Remaining != 0 {
+		t.Fatalf("2 slots: %v %+v %v", two, r, err)
+	}
+	if err := two.Renew(ctx); err != nil {
+		t.Errorf("renewing 2 slots: %v", err)
+	}
+	if err := two.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := logins.Peek(ctx, "account:42"); !r.Allowed || r.Remaining != 2 {
+		t.Errorf("all released: %+v", r)
+	}
+}
+
+// TestLeaseDeadline: a lease not renewed is lost at its local deadline,
+// and then Renew and Release send nothing (the key may have vanished and
+// its ids may be handed out again); a renewal moves the deadline.
+func TestLeaseDeadline(t *testing.T) {
+	ctx := context.Background()
+	var rec limitertest.Recorder
+	logins, client, clock := newLogins(t, ratelua.Options{Observe: rec.Observe})
+	a, _, err := logins.Acquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := clock.Now()
+	// The script reads now in ms: the deadline is a millisecond short.
+	if want := start.Add(30*time.Second - time.Millisecond); !a.Deadline().Equal(want) {
+		t.Errorf("deadline %v, want %v", a.Deadline(), want)
+	}
+	clock.Advance(20 * time.Second)
+	if err := a.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if want := start.Add(50*time.Second - time.Millisecond); !a.Deadline().Equal(want) {
+		t.Errorf("deadline after a renewal %v, want %v", a.Deadline(), want)
+	}
+	clock.Advance(30 * time.Second)
+	select {
+	case <-a.Lost():
+		t.Fatal("lost before anyone looked, with a Clock")
+	default:
+	}
+	calls := client.Ran()
+	if err := a.Renew(ctx); !errors.Is(err, ratelua.ErrLeaseLost) {
+		t.Fatalf("renew after the deadline: %v", err)
+	}
+	if err := a.Release(ctx); !errors.Is(err, ratelua.ErrLeaseLost) {
+		t.Errorf("release after the deadline: %v", err)
+	}
+	if client.Ran() != calls {
+		t.Errorf("%d calls sent after the deadline", client.Ran()-calls)
+	}
+	select {
+	case <-a.Lost():
+	default:
+		t.Error("Lost not closed")
+	}
+	if k := limitertest.Kinds(rec.Take()); k[ratelua.KindLost] != 1 {
+		t.Errorf("events %v, want one %s", k, ratelua.KindLost)
+	}
+}
+
+// TestLeaseLostToReset: a reset drops the lease; its holder's renewal
+// learns it from the server, and the next acquire gets a new id.
+func TestLeaseLostToReset(t *testing.T) {
+	ctx := context.Background()
+	logins, _, _ := newLogins(t, ratelua.Options{})
+	a, _, _ := logins.Acquire(ctx, "k")
+	if err := logins.Reset(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	b, _, _ := logins.Acquire(ctx, "k")
+	if b == nil || b.ID() == a.ID() {
+		t.Fatalf("after the reset: %v, a's id %d", b, a.ID())
+	}
+	if err := a.Renew(ctx); !errors.Is(err, ratelua.ErrLeaseLost) || !errors.Is(a.Err(), ratelua.ErrLeaseLost) {
+		t.Fatalf("renewing a dropped lease: %v, Err %v", err, a.Err())
+	}
+	if err := a.Release(ctx); !errors.Is(err, ratelua.ErrLeaseLost) {
+		t.Errorf("releasing a lost lease: %v", err)
+	}
+	if err := b.Release(ctx); err != nil {
+		t.Errorf("b: %v", err)
+	}
+}
+
+// TestLeaseTimer: without a Clock, a timer marks the loss at the deadline;
+// Slots.Renew keeps a lease held past many lease times.
+func TestLeaseTimer(t *testing.T) {
+	ctx := context.Background()
+	client := limitertest.NewEngineClient()
+	short, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "short"}, ratelua.Slots{Max: 1, Lease: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _, err := short.Acquire(ctx, "k")
+	if err != nil || a == nil {
+		t.Fatal(a, err)
+	}
+	select {
+	case <-a.Lost():
+	case <-time.After(10 * time.Second):
+		t.Fatal("not lost 10 s after a 50 ms lease")
+	}
+	if !errors.Is(a.Err(), ratelua.ErrLeaseLost) {
+		t.Errorf("Err %v", a.Err())
+	}
+	renewed, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "renewed"}, ratelua.Slots{Max: 1, Lease: 2 * time.Second, Renew: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := renewed.Acquire(ctx, "k")
+	if err != nil || b == nil {
+		t.Fatal(b, err)
+	}
+	first := b.Deadline()
+	time.Sleep(300 * time.Millisecond)
+	if !b.Deadline().After(first) || b.Err() != nil {
+		t.Errorf("after 3 renewal periods: deadline %v (first %v), Err %v", b.Deadline(), first, b.Err())
+	}
+	if err := b.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	calls := client.Ran()
+	time.Sleep(300 * time.Millisecond)
+	if client.Ran() != calls {
+		t.Errorf("%d calls after the release: the renewals did not stop", client.Ran()-calls)
+	}
+}
+
+// TestSemaphoreFailOpenAndDryRun: FailOpen admits an acquire the server
+// could not answer with a local lease; DryRun admits a denied one; failing
+// closed gives no lease.
+func TestSemaphoreFailOpenAndDryRun(t *testing.T) {
+	ctx := context.Background()
+	open, client, _ := newLogins(t, ratelua.Options{FailOpen: true})
+	client.SetDown(true)
+	l, r, err := open.Acquire(ctx, "k")
+	if !errors.Is(err, ratelua.ErrUnavailable) || !r.Allowed || l == nil || !l.Local() || l.Release(ctx) != nil || l.Renew(ctx) != nil {
+		t.Fatalf("fail open: %v %+v %v", l, r, err)
+	}
+	closed, client, _ := newLogins(t, ratelua.Options{})
+	client.SetDown(true)
+	if l, r, err := closed.Acquire(ctx, "k"); !errors.Is(err, ratelua.ErrUnavailable) || r.Allowed || l != nil {
+		t.Fatalf("fail closed: %v %+v %v", l, r, err)
+	}
+	dry, _, _ := newLogins(t, ratelua.Options{DryRun: true})
+	for i := range 3 {
+		l, r, err := dry.Acquire(ctx, "k")
+		if err != nil || !r.Allowed || l == nil || r.DryRunDenied != (i == 2) || l.Local() != (i == 2) {
+			t.Fatalf("dry run %d: %v %+v %v", i, l, r, err)
+		}
+	}
+}
+
+// TestSemaphoreOptions: what a Semaphore refuses, and that Max and Lease
+// are not part of the key.
+func TestSemaphoreOptions(t *testing.T) {
+	client := limitertest.NewEngineClient()
+	for _, c := range []struct {
+		name  string
+		opts  ratelua.Options
+		slots ratelua.Slots
+		field string
+	}{
+		{"count denied", ratelua.Options{CountDenied: true}, ratelua.Slots{1, time.Second, 0}, "CountDenied"},
+		{"deny cache", ratelua.Options{DenyCache: 10}, ratelua.Slots{1, time.Second, 0}, "DenyCache"},
+		{"fallback", ratelua.Options{Fallback: 0.5}, ratelua.Slots{1, time.Second, 0}, "Fallback"},
+		{"renew as long as the lease", ratelua.Options{}, ratelua.Slots{1, time.Second, time.Second}, "Renew"},
+		{"max 0", ratelua.Options{}, ratelua.Slots{0, time.Second, 0}, "Max"},
+		{"max 10^6 + 1", ratelua.Options{}, ratelua.Slots{1_000_001, time.Second, 0}, "Max"},
+		{"no lease", ratelua.Options{}, ratelua.Slots{1, 0, 0}, "Lease"},
+		{"nanoseconds", ratelua.Options{}, ratelua.Slots{1, time.Second + 1, 0}, "durations"},
+	} {
+		_, err := ratelua.NewConcurrency(client, c.opts, c.slots)
+		var le *ratelua.LimitError
+		if !errors.As(err, &le) || le.Field != c.field {
+			t.Errorf("%s: %v, want a LimitError on %s", c.name, err, c.field)
+		}
+	}
+	a, _ := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "p"}, ratelua.Slots{Max: 2, Lease: time.Minute})
+	b, _ := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "p"}, ratelua.Slots{Max: 3, Lease: time.Second})
+	us, _ := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "p"}, ratelua.Slots{Max: 2, Lease: 1500 * time.Microsecond})
+	if a.Key("x") != b.Key("x") || a.Key("x") == us.Key("x") {
+		t.Errorf("keys %q %q %q: want Max and Lease out of the key, the unit in it", a.Key("x"), b.Key("x"), us.Key("x"))
+	}
+}

@@ -1,0 +1,237 @@
+"""Concurrency: at most max slots held at once across every process that
+shares a key (script concurrency), each by a lease that comes back on its
+own when its holder stops renewing it. The state key and ARGV are the Go
+API's (ratelua.NewConcurrency), so Go, Python and Node holders share one
+semaphore.
+
+No background renewal: a holder whose work may outlast the lease calls
+Lease.renew() itself, more often than the lease time."""
+
+import hashlib
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+from typing import Optional, Tuple
+
+from .core import Clock, Spec
+from .errors import LeaseLostError, LimitError, UnavailableError
+from .keys import EventKey
+from .limiter import Limiter
+from .limits import Slots
+from .result import Result, open_result
+
+_UNIT = {"ms": timedelta(milliseconds=1), "us": timedelta(microseconds=1)}
+
+
+class SemaphoreSpec(Spec):
+    """What the sync and asyncio semaphores share."""
+
+    kind = Slots
+    script_name = "concurrency"
+
+    def __init__(self, client, slots: Slots, prefix: str = "ratelua", clock: Optional[Clock] = None,
+                 fail_open: bool = False, functions: bool = False):
+        if not isinstance(slots, Slots):
+            raise LimitError(0, "Slots", f"expected a ratelua.Slots, got {type(slots).__name__}")
+        super().__init__(client, [slots], prefix=prefix, clock=clock, fail_open=fail_open, functions=functions)
+        # One key per event key whatever max and the lease time: the hash
+        # names only the script's state version and the unit (as in Go).
+        text = f"{self.script.name}@v{self.script.state_version} {self.unit}"
+        self.hash = hashlib.sha1(text.encode()).hexdigest()[:8]
+        self.slots = slots
+        self._lease = timedelta(microseconds=slots._durations()[0])
+        self._slack = _UNIT[self.unit]
+
+    def reading(self) -> Tuple[datetime, str]:
+        """The time of a call and its now argument ('' for the server's clock)."""
+        if self.clock is None:
+            return datetime.now(timezone.utc), ""
+        t = self.clock()
+        if t.tzinfo is None:
+            t = t.replace(tzinfo=timezone.utc)
+        return t, self.now_of(t)
+
+    def op_args(self, n: int, now: str, mode: str = "0", lease_id: int = 0):
+        args = [str(n), self.unit, now, mode, *self._limit_args]
+        if mode != "0":
+            args.append(str(lease_id))
+        return args
+
+    def args(self, n: int, now: Optional[str] = None):
+        """The ARGV of an acquire of n slots (0: peek, < 0: reset), as the Go
+        API's Semaphore.Args sends it."""
+        return self.op_args(n, self.now() if now is None else now)
+
+    def decode(self, reply) -> Result:
+        r = super().decode(reply)
+        return replace(r, limit=0 if reply[4] != 0 else -1)
+
+    def deadline_of(self, at: datetime) -> datetime:
+        return at + self._lease - self._slack
+
+    def now_dt(self) -> datetime:
+        return self.reading()[0]
+
+
+class LeaseState:
+    """A lease's bookkeeping, shared by the sync and asyncio leases."""
+
+    def __init__(self, sem: SemaphoreSpec, event_key: EventKey, slots: int, lease_id: int, at: Optional[datetime]):
+        self._sem, self.event_key, self.slots, self.id = sem, event_key, slots, lease_id
+        #: True for a lease admitted by fail_open without an answer: renew
+        #: and release do nothing.
+        self.local = at is None
+        self._deadline = None if at is None else sem.deadline_of(at)
+        self._released = False
+        self._error: Optional[LeaseLostError] = None
+
+    @property
+    def deadline(self) -> Optional[datetime]:
+        """When the lease is lost unless renewed before (on the
+        semaphore's clock); None for a local lease."""
+        self._check_deadline()
+        return self._deadline
+
+    @property
+    def error(self) -> Optional[LeaseLostError]:
+        """Why the lease was lost; None while it is held (or released)."""
+        self._check_deadline()
+        return self._error
+
+    @property
+    def lost(self) -> bool:
+        """True once the lease is known not to be held any more."""
+        return self.error is not None
+
+    def _check_deadline(self) -> None:
+        if self._error is None and not self._released and not self.local and self._sem.now_dt() >= self._deadline:
+            self._lose("not renewed before its deadline")
+
+    def _lose(self, reason: str) -> LeaseLostError:
+        if self._error is None:
+            self._error = LeaseLostError(self.id, reason)
+        return self._error
+
+    def _before_renew(self) -> bool:
+        """Whether a renew goes to the server; raises if the lease is lost."""
+        if self.local:
+            return False
+        self._check_deadline()
+        if self._error is not None:
+            raise self._error
+        if self._released:
+            raise LeaseLostError(self.id, "was released")
+        return True
+
+    def _after_renew(self, at: datetime, reply) -> None:
+        if self._released and self._error is None:
+            raise LeaseLostError(self.id, "was released")
+        if reply[0] != 1:
+            raise self._lose("the server does not hold it (expired, reset, or forgotten by a failover)")
+        deadline = self._sem.deadline_of(at)
+        if self._error is None and deadline > self._deadline:
+            self._deadline = deadline
+        if self._error is not None:
+            raise self._error
+
+    def _before_release(self) -> bool:
+        """Whether a release goes to the server; raises if the lease is lost."""
+        if self._released or self.local:
+            self._released = True
+            return False
+        self._check_deadline()
+        self._released = True
+        if self._error is not None:
+            raise self._error
+        return True
+
+    def _after_release(self, reply) -> None:
+        if reply[0] != 1:
+            raise self._lose("the server did not hold it any more (expired, reset, or forgotten by a failover)")
+
+    def __repr__(self) -> str:
+        return f"<ratelua lease {self.id} of {self.slots} slot(s) on {self.event_key!r}>"
+
+
+class Lease(LeaseState):
+    """Slots held on one semaphore key until released or lost. Use it as a
+    context manager to release it on exit."""
+
+    def renew(self) -> None:
+        """Extend the lease to a full lease time from now. Raises
+        LeaseLostError when the lease is no longer held (its slots may be
+        another holder's), ScriptError or UnavailableError when the server
+        did not renew it."""
+        if not self._before_renew():
+            return
+        at, reply = self._sem._op(self.event_key, self.slots, "renew", self.id)
+        self._after_renew(at, reply)
+
+    def release(self) -> None:
+        """Give the slots back. A second release does nothing; a release of
+        a lease that was lost raises LeaseLostError."""
+        if not self._before_release():
+            return
+        _, reply = self._sem._op(self.event_key, self.slots, "release", self.id)
+        self._after_release(reply)
+
+    def __enter__(self) -> "Lease":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+class Semaphore(SemaphoreSpec):
+    """At most slots.max slots held at once per event key, over a
+    synchronous redis-py client (script concurrency).
+
+        jobs = ratelua.Semaphore(redis.Redis(), ratelua.Slots(10, 30), prefix="export")
+        lease, r = jobs.acquire("tenant-7")
+        if lease is None: ...  # r.retry_after seconds until a lease expires
+        with lease: ...        # renew() within 30 s if the work lasts longer
+
+    Options (keywords): prefix, clock, fail_open and functions, as for
+    ratelua.Limiter (counting denied acquires does not apply)."""
+
+    _run = Limiter._run
+    load_functions = Limiter.load_functions
+
+    def acquire(self, event_key: EventKey) -> Tuple[Optional[Lease], Result]:
+        """Acquire one slot: (a Lease, the Result) when allowed, (None, the
+        Result with retry_after) when every slot is held."""
+        return self.acquire_n(event_key, 1)
+
+    def acquire_n(self, event_key: EventKey, n: int) -> Tuple[Optional[Lease], Result]:
+        """Acquire n slots (n >= 1) as one lease, all or none."""
+        self.check_n(n)
+        try:
+            at, reply = self._op(event_key, n)
+        except UnavailableError as err:  # no answer: admitted under fail_open, with a local lease
+            if not self.fail_open:
+                raise
+            return Lease(self, event_key, n, 0, None), open_result(err)
+        r = self.decode(reply)
+        return (Lease(self, event_key, n, reply[4], at) if r.allowed else None), r
+
+    def peek(self, event_key: EventKey) -> Result:
+        """Whether one more slot is free, holding nothing."""
+        return self.decode(self._op(event_key, 0)[1])
+
+    def reset(self, event_key: EventKey) -> None:
+        """Drop every lease of event_key: their holders lose them."""
+        self._op(event_key, -1)
+
+    def _op(self, event_key: EventKey, n: int, mode: str = "0", lease_id: int = 0):
+        at, now = self.reading()
+        try:
+            reply = self._run(self.key(event_key), self.op_args(n, now, mode, lease_id))
+            self.decode(reply)  # the shape
+        except Exception as err:
+            raise self.classify(err) from err
+        return at, reply
+
+
+#: The Go API's name for the semaphore's constructor, NewConcurrency.
+Concurrency = Semaphore
+
+__all__ = ["Concurrency", "Lease", "LeaseState", "Semaphore", "SemaphoreSpec", "Slots"]

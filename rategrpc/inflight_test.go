@@ -1,0 +1,85 @@
+package rategrpc_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/rategrpc"
+)
+
+// TestInFlight: a Semaphore of 2 slots per peer; two open Watch streams
+// hold them, a third call fails with ResourceExhausted (RetryInfo: the
+// lease); a stream that ends gives its slot back, and a unary call holds
+// one only while it runs. Interceptor.Limit, which cannot release, skips
+// the semaphore.
+func TestInFlight(t *testing.T) {
+	eachServer(t, func(t *testing.T, client ratelua.Client) {
+		at := time.Unix(1_800_000_000, 0)
+		sem, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: t.Name(), Clock: func() time.Time { return at }},
+			ratelua.Slots{Max: 2, Lease: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := rategrpc.New(rategrpc.Options{}, rategrpc.Limit{Semaphore: sem, Name: "inflight"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc := healthServer(t, grpc.ChainUnaryInterceptor(in.Unary()), grpc.ChainStreamInterceptor(in.Stream()))
+		free := func() int64 {
+			r, err := sem.Peek(context.Background(), "127.0.0.1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Remaining
+		}
+		var cancels []context.CancelFunc
+		for i := range 2 {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancels = append(cancels, cancel)
+			stream, err := hc.Watch(ctx, &healthpb.HealthCheckRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := stream.Recv(); err != nil {
+				t.Fatalf("stream %d: %v", i, err)
+			}
+		}
+		if n := free(); n != 0 {
+			t.Fatalf("%d free with two streams open", n)
+		}
+		exhausted(t, "a third stream", watch(hc), 30*time.Second, "inflight")
+		if err := in.Limit(context.Background()); err != nil {
+			t.Errorf("Limit with every slot held: %v, want the semaphore skipped", err)
+		}
+		cancels[0]()
+		deadline := time.Now().Add(10 * time.Second)
+		for free() != 1 {
+			if time.Now().After(deadline) {
+				t.Fatal("the slot of a cancelled stream did not come back")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := check(hc); err != nil {
+			t.Fatalf("a unary call with a slot free: %v", err)
+		}
+		if n := free(); n != 1 {
+			t.Errorf("%d free after a unary call returned, want its slot back", n)
+		}
+		cancels[1]()
+		for free() != 2 {
+			if time.Now().After(deadline) {
+				t.Fatal("the slots did not all come back")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if _, err := rategrpc.New(rategrpc.Options{}, rategrpc.Limit{Semaphore: sem, Limiter: &ratelua.Limiter{}, Name: "x"}); !errors.Is(err, rategrpc.ErrInvalidConfig) {
+			t.Errorf("a Limiter and a Semaphore: %v", err)
+		}
+	})
+}
