@@ -133,6 +133,16 @@ generate:
 check-generated:
 	$(GO) test -count=1 -run 'TestGenerated' .
 
+## mutants: the planted bugs of mutants/, a test of the tests: each patch
+## applied to a temporary copy of the tree, its test command run (it must
+## fail); every bug must be caught (mutants/README.md). mutants-cheap runs
+## the cheap ones (each command under 30 s), what CI runs with make test.
+.PHONY: mutants mutants-cheap
+mutants: servers
+	bash mutants/run
+mutants-cheap: servers
+	bash mutants/run --cheap
+
 ## fuzz: run each script's fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s
 fuzz:

@@ -177,6 +177,50 @@ func TestFallbackAdmitsTheShare(t *testing.T) {
 	}
 }
 
+// TestFallbackShareRoundsDown: a share that does not divide a limit gives
+// the largest whole number of events within the share of the limit as
+// written (0.3 of 10 is 3, 0.7 of 3 is 2, 0.7 of 90 is 63, not the 62 of
+// a float product just below 63), for every script, with the server down
+// and the clock frozen.
+func TestFallbackShareRoundsDown(t *testing.T) {
+	ctx := context.Background()
+	at := func() time.Time { return time.Unix(1_800_000_000, 0) }
+	for _, c := range []struct {
+		max   int64
+		share float64
+		want  int
+	}{
+		{10, 0.3, 3}, {3, 0.7, 2}, {7, 0.5, 3}, {9, 0.999, 8}, {100, 0.29, 29}, {90, 0.7, 63},
+		{50, 0.58, 29}, {1000, 0.001, 1}, {1000, 0.999, 999}, {10, 1, 10},
+	} {
+		client := limitertest.NewEngineClient()
+		client.SetDown(true)
+		opts := ratelua.Options{Prefix: "share", Clock: at, Fallback: c.share}
+		sw, err1 := ratelua.NewSlidingWindow(client, opts, ratelua.Window{c.max, time.Hour, time.Minute})
+		zl, err2 := ratelua.NewZSetLog(client, opts, ratelua.Log{c.max, time.Hour})
+		tb, err3 := ratelua.NewTokenBucket(client, opts, ratelua.Bucket{c.max, 1, time.Hour})
+		ar, err4 := ratelua.NewAR1(client, opts, ratelua.Decay{c.max, 2, time.Hour})
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
+			t.Fatal(err)
+		}
+		for name, l := range map[string]*ratelua.Limiter{ratelua.SlidingWindow: sw, ratelua.ZSetLog: zl, ratelua.TokenBucket: tb, ratelua.AR1: ar} {
+			admitted := 0
+			for range 2*c.want + 5 {
+				r, err := l.Allow(ctx, "k")
+				if err != nil {
+					t.Fatalf("%s, %v of %d: %v", name, c.share, c.max, err)
+				}
+				if r.Allowed {
+					admitted++
+				}
+			}
+			if admitted != c.want {
+				t.Errorf("%s: a share of %v of %d admitted %d, want %d", name, c.share, c.max, admitted, c.want)
+			}
+		}
+	}
+}
+
 // TestFallbackOptions refuses shares out of range.
 func TestFallbackOptions(t *testing.T) {
 	client := limitertest.NewEngineClient()

@@ -3,6 +3,8 @@ package ratelua
 import (
 	"hash/maphash"
 	"math"
+	"math/big"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -150,9 +152,16 @@ func (f *fallback) fail(s int, probe bool, start, now time.Time) (use, entered b
 	return f.active, entered, unanswered
 }
 
-// scaleMax is a limit's maximum under share, rounded down.
+// scaleMax is a limit's maximum under share, rounded down: exactly, from
+// the share as written (its shortest decimal), since the float product can
+// fall just below a whole number (0.7 * 90 is 62.99999999999999).
 func scaleMax(max int64, share float64) int64 {
-	return int64(math.Floor(float64(max) * share))
+	r, ok := new(big.Rat).SetString(strconv.FormatFloat(share, 'g', -1, 64))
+	if !ok {
+		return int64(math.Floor(float64(max) * share))
+	}
+	r.Mul(r, new(big.Rat).SetInt64(max))
+	return new(big.Int).Quo(r.Num(), r.Denom()).Int64()
 }
 
 // scaleRate scales amount per interval by share, rounded down to a

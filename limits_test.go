@@ -85,7 +85,7 @@ func FuzzGoRefusesWhatScriptsRefuse(f *testing.F) {
 			}
 			return
 		}
-		for _, s := range versions(l.script.Name) {
+		for _, s := range versions(t, l.script.Name) {
 			engine.FlushAll()
 			for _, n := range []int64{1, 0, -1} {
 				if _, err := engine.Run(s.Source, []string{testKey}, l.Args(n)); err != nil {

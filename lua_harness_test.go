@@ -2,6 +2,7 @@ package ratelua
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -22,14 +23,33 @@ func source(t testing.TB, name string) string {
 	return s.Source
 }
 
+// allScripts is Scripts() for a test that loops over it: it fails when the
+// embedded set does not load or is empty, where Scripts() answers none
+// and the loop would pass having run nothing.
+func allScripts(t testing.TB) []Script {
+	t.Helper()
+	all, err := embedded()
+	if err != nil {
+		t.Fatalf("the embedded scripts do not load: %v", err)
+	}
+	if len(all) == 0 {
+		t.Fatal("no script is embedded")
+	}
+	return slices.Clone(all)
+}
+
 // versions returns every embedded version of a script, oldest first: the
 // tests of behaviour that every version shares run on each.
-func versions(name string) []Script {
+func versions(t testing.TB, name string) []Script {
+	t.Helper()
 	var out []Script
-	for _, s := range Scripts() {
+	for _, s := range allScripts(t) {
 		if s.Name == name {
 			out = append(out, s)
 		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no version of %s is embedded", name)
 	}
 	return out
 }

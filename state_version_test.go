@@ -13,7 +13,7 @@ import (
 // be a development version that left the tree at 0.1.0 (zset_log v5 keeps
 // v3's layout): the state key names the layout, not the script.
 func TestStateVersionsInManifest(t *testing.T) {
-	for _, s := range Scripts() {
+	for _, s := range allScripts(t) {
 		if s.StateVersion < 1 || s.StateVersion > s.Version {
 			t.Errorf("%s: state version %d, want 1 to %d", s, s.StateVersion, s.Version)
 		}
@@ -27,8 +27,14 @@ func TestStateVersionsInManifest(t *testing.T) {
 // call, so the two versions may run on one key in any order.
 func TestScriptsShareStateWithTheirStateVersion(t *testing.T) {
 	reg := NewRegistry()
+	pairs := 0
+	defer func() {
+		if pairs == 0 && !t.Failed() {
+			t.Skip("no embedded script keeps the state layout of another embedded version")
+		}
+	}()
 	for _, name := range []string{SlidingWindow, AR1, ZSetLog, TokenBucket} {
-		for _, script := range versions(name) {
+		for _, script := range versions(t, name) {
 			if script.StateVersion == script.Version {
 				continue
 			}
@@ -37,9 +43,10 @@ func TestScriptsShareStateWithTheirStateVersion(t *testing.T) {
 				// A layout of a version that is no longer embedded.
 				continue
 			}
+			pairs++
 			t.Run(script.String()+"+"+older.String(), func(t *testing.T) {
 				t.Parallel()
-				shareState(t, name, script, older, *propertyCalls/5)
+				shareState(t, name, script, older, max(1, *propertyCalls/5))
 			})
 		}
 	}

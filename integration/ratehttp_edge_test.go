@@ -117,7 +117,7 @@ func TestHalfClosedClientsDoNotPassFailOpen(t *testing.T) {
 				select {
 				case <-r.Context().Done():
 					cancelled.Add(1)
-				case <-time.After(2 * time.Second):
+				case <-time.After(30 * time.Second): // a generous bound: the hang-up comes at once
 				}
 			}
 			limited.ServeHTTP(w, r)

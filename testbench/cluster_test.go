@@ -283,7 +283,28 @@ func testPause(t *testing.T, c *Cluster, client rueidis.Client) {
 	if err := client.Do(ctx, client.B().Set().Key("during-pause").Value("1").Build()).Error(); err != nil {
 		t.Errorf("SET while a replica hangs: %v", err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// Wait until another node flags it (fail? or fail), past
+	// cluster-node-timeout, rather than for a fixed time.
+	other := c.Masters()[0]
+	flagged := ""
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := poll(wctx, "the paused replica flagged as failing", 20*time.Millisecond, func(ctx context.Context) error {
+		entries, err := clusterNodes(ctx, other)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if e.id == r.ID && (e.flags["fail?"] || e.flags["fail"]) {
+				flagged = e.flagText
+				return nil
+			}
+		}
+		return fmt.Errorf("%v does not flag %v", other, r)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%v flags the paused replica %s", other, flagged)
 	if err := r.Resume(); err != nil {
 		t.Fatal(err)
 	}
@@ -319,11 +340,11 @@ func testRestart(t *testing.T, c *Cluster, client rueidis.Client) {
 		k := "r:" + strconv.Itoa(i)
 		var got string
 		var err error
-		for try := 0; try < 50; try++ { // the client reconnects
-			if got, err = client.Do(ctx, client.B().Get().Key(k).Build()).ToString(); err == nil {
+		// The client reconnects: a generous deadline, not a count of tries.
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			if got, err = client.Do(ctx, client.B().Get().Key(k).Build()).ToString(); err == nil || time.Now().After(deadline) {
 				break
 			}
-			time.Sleep(100 * time.Millisecond)
 		}
 		if err != nil || got != strconv.Itoa(i) {
 			t.Fatalf("after Restart, GET %s = %q, %v", k, got, err)
@@ -404,11 +425,11 @@ func TestClusterCrash(t *testing.T) {
 				t.Errorf("after the crash: masters %v, replicas %v", c.Masters(), c.Replicas())
 			}
 			var got string
-			for try := 0; try < 50; try++ { // the client finds the new master
-				if got, err = client.Do(ctx, client.B().Get().Key("{crash}").Build()).ToString(); err == nil {
+			// The client finds the new master: a generous deadline.
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+				if got, err = client.Do(ctx, client.B().Get().Key("{crash}").Build()).ToString(); err == nil || time.Now().After(deadline) {
 					break
 				}
-				time.Sleep(100 * time.Millisecond)
 			}
 			if err != nil || got != "kept" {
 				t.Fatalf("GET {crash} after the failover = %q, %v", got, err)

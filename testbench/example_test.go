@@ -12,7 +12,8 @@ import (
 
 // A cluster outside a test (in a test, testbench.Start does the skipping
 // and the cleanup): crash a master, wait for its replica to take over,
-// bring the old master back as a replica.
+// bring the old master back as a replica. It needs valkey-server on PATH
+// (an example cannot skip).
 func ExampleStartCluster() {
 	ctx := context.Background()
 	c, err := testbench.StartCluster(ctx, testbench.Options{Kind: testbench.Valkey})
@@ -38,5 +39,9 @@ func ExampleStartCluster() {
 	if err := m.Restart(ctx); err != nil { // back, as a replica
 		log.Fatal(err)
 	}
-	fmt.Println(len(c.Masters()), len(c.Replicas()))
+	if err := c.WaitHealthy(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(c.Masters()), "masters,", len(c.Replicas()), "replicas")
+	// Output: 3 masters, 3 replicas
 }

@@ -3,8 +3,10 @@ package valkeygo_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/valkey-io/valkey-go"
 
@@ -189,5 +191,85 @@ func TestNodes(t *testing.T) {
 	var se *ratelua.ServerError
 	if _, err := n.Do(ctx, "NOSUCHCOMMAND"); !errors.As(err, &se) || !strings.HasPrefix(se.Message, "unknown command") {
 		t.Errorf("unknown command: %v", err)
+	}
+}
+
+// TestNoSlotIsUnavailable: a cluster key whose slot no node serves fails in
+// valkey-go before anything is sent (valkey.ErrNoSlot): that is
+// unavailability, so a FailOpen limiter admits and a fail-closed one
+// denies, and neither takes it for a server's answer. On a one-node
+// cluster that serves half the slots.
+func TestNoSlotIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	s := testbench.StartSingle(t, testbench.Options{Kind: testbench.Valkey, Config: []string{
+		"cluster-enabled yes", "cluster-require-full-coverage no",
+	}})
+	if _, err := s.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", "0", "8191"); err != nil {
+		t.Fatal(err)
+	}
+	// The node says cluster_state:ok once it has settled (a second or two
+	// after it starts).
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		info, err := s.Do(ctx, "CLUSTER", "INFO")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(info.(string), "cluster_state:ok") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the one-node cluster is not ok after a minute: %s", info)
+		}
+	}
+	served, unserved := "", ""
+	for i := 0; served == "" || unserved == ""; i++ {
+		key := "nosl{" + strconv.Itoa(i) + "}"
+		slot, err := s.Do(ctx, "CLUSTER", "KEYSLOT", key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slot.(int64) < 8192 {
+			served = key
+		} else {
+			unserved = key
+		}
+	}
+	vc, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, DisableRetry: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vc.Close)
+	c := valkeygo.New(vc)
+	call := ratelua.Call{Command: "EVAL", Script: "return {1,2,3,4,5}", Key: served}
+	if err := c.Run(ctx, call, make([]int64, 5)); err != nil {
+		t.Fatalf("a key of a served slot: %v", err)
+	}
+	call.Key = unserved
+	err = c.Run(ctx, call, make([]int64, 5))
+	var se *ratelua.ServerError
+	if !errors.Is(err, ratelua.ErrUnavailable) || !errors.Is(err, valkey.ErrNoSlot) || errors.As(err, &se) {
+		t.Errorf("a key of a slot no node serves: %v, want ErrUnavailable wrapping valkey.ErrNoSlot", err)
+	}
+	errs := c.(batcher).RunBatch(ctx, []ratelua.Call{call}, [][]int64{make([]int64, 5)})
+	if !errors.Is(errs[0], ratelua.ErrUnavailable) {
+		t.Errorf("the same in a batch: %v, want ErrUnavailable", errs[0])
+	}
+	open, _ := ratelua.NewTokenBucket(c, ratelua.Options{FailOpen: true}, ratelua.PerSecond(1, 1))
+	closed, _ := ratelua.NewTokenBucket(c, ratelua.Options{}, ratelua.PerSecond(1, 1))
+	for i := 0; ; i++ {
+		slot, err := s.Do(ctx, "CLUSTER", "KEYSLOT", open.Key(strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slot.(int64) < 8192 {
+			continue
+		}
+		if r, err := open.Allow(ctx, strconv.Itoa(i)); !r.Allowed || !errors.Is(err, ratelua.ErrUnavailable) {
+			t.Errorf("FailOpen, no slot: %+v, %v; want admitted with ErrUnavailable", r, err)
+		}
+		if r, err := closed.Allow(ctx, strconv.Itoa(i)); r.Allowed || !errors.Is(err, ratelua.ErrUnavailable) {
+			t.Errorf("fail closed, no slot: %+v, %v; want denied with ErrUnavailable", r, err)
+		}
+		break
 	}
 }

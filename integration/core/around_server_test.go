@@ -132,6 +132,94 @@ func TestDenyCacheOnServers(t *testing.T) {
 	}
 }
 
+// TestDenyCacheOnTheServersClock: the deny cache of a limiter without a
+// Clock, on the server's clock (the server reads TIME and rounds it down to
+// the millisecond, after the call began on this machine's clock, which is
+// the same clock). Per trial, on a fresh key of a log of 1 per 50 ms: an
+// admitted call, then a denied one begun late in a millisecond (so that
+// the server's rounding matters most), a call midway answered from the
+// cache, and a call once the server's retry time has surely passed (the
+// denial's latest possible millisecond plus its RetryAfter): that one
+// must go to the server, which admits it. A cache that kept the server's
+// wait from the process's reading (no slack for the rounding) or any
+// longer answers it locally.
+func TestDenyCacheOnTheServersClock(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		ctx := context.Background()
+		var rec limitertest.Recorder
+		const window = 50 * time.Millisecond
+		l, err := ratelua.NewZSetLog(ratelua.Rueidis(client), ratelua.Options{Prefix: "deny-server-clock", DenyCache: 100, Observe: rec.Observe},
+			ratelua.Log{Max: 1, Window: window})
+		if err != nil {
+			t.Fatal(err)
+		}
+		call := func(key string) (ratelua.Result, ratelua.Event, time.Time, time.Time) {
+			t.Helper()
+			began := time.Now()
+			r, err := l.Allow(ctx, key)
+			ended := time.Now()
+			if err != nil {
+				t.Fatalf("%s: %v", key, err)
+			}
+			events := rec.Decisions()
+			if len(events) != 1 {
+				t.Fatalf("%s: %d decision events", key, len(events))
+			}
+			return r, events[0], began, ended
+		}
+		millis := func(at time.Time) time.Time { return at.Truncate(time.Millisecond) }
+		trials, local := 0, 0
+		for i := 0; trials < 40; i++ {
+			if i == 400 {
+				t.Fatalf("%d trials of 400 kept their order on a loaded machine, want 40", trials)
+			}
+			key := "k" + strconv.Itoa(i)
+			if r, _, _, _ := call(key); !r.Allowed {
+				t.Fatalf("%s: the first call was denied: %+v", key, r)
+			}
+			for time.Since(millis(time.Now())) < 600*time.Microsecond {
+				// late in a millisecond
+			}
+			denied, e, began, ended := call(key)
+			if denied.Allowed {
+				continue // the machine stalled past the window: not a trial
+			}
+			if e.Local || denied.RetryAfter <= 0 {
+				t.Fatalf("%s: the first denial %+v (local %v) is not the server's, with a wait", key, denied, e.Local)
+			}
+			// The server decided in a millisecond of [began, ended] and
+			// admits RetryAfter after it.
+			admitsBy := millis(ended).Add(denied.RetryAfter)
+			if mid := millis(began).Add(denied.RetryAfter / 2); time.Now().Before(mid) {
+				time.Sleep(time.Until(mid))
+				r, e, _, done := call(key)
+				if r.Allowed && done.Before(millis(began).Add(denied.RetryAfter)) {
+					t.Fatalf("%s: admitted before the server's retry time: %+v (local %v)", key, r, e.Local)
+				}
+				if r.Allowed {
+					continue // the machine stalled past the retry time: not a trial
+				}
+				if e.Local {
+					local++
+				}
+			}
+			for time.Now().Before(admitsBy) {
+				// busy: the call must follow the server's time closely
+			}
+			trials++
+			r, e, at, _ := call(key)
+			if e.Local || !r.Allowed {
+				t.Fatalf("%s: the server denied in [+0, +%v] and said retry in %v; at +%v the limiter answered %+v, locally %v: want the server's admission",
+					key, ended.Sub(began), denied.RetryAfter, at.Sub(began), r, e.Local)
+			}
+		}
+		t.Logf("%d trials: each denial's retry time kept by the cache, not past it; %d midway calls answered locally", trials, local)
+		if local == 0 {
+			t.Error("no call was answered from the cache: the server-clock path of the deny cache never ran")
+		}
+	})
+}
+
 // TestDenyCacheInFlightOnServers: on both servers, a denial the server
 // gave while a Reset, a ResetMany or an admission ran through the same
 // Limiter, reaching the limiter after it, is not cached: the next request
@@ -174,10 +262,21 @@ func newOutageTally() *outageTally {
 	return &outageTally{fallback: map[string]int{}, admitted: map[string]int{}, server: map[string]int{}}
 }
 
-// call makes one Allow of key with a short deadline and tallies it.
+// The deadlines of outageTally's calls: a call to a server that is away
+// gives up after outageDeadline (any deadline would do: the fallback
+// begins FallbackAfter after the first unanswered call); a call that must
+// be answered (a bystander on a live master, a key whose server is back)
+// has answerDeadline, well above any stall of a loaded machine, so that a
+// slow answer is never taken for an outage.
+const (
+	outageDeadline = 300 * time.Millisecond
+	answerDeadline = 10 * time.Second
+)
+
+// call makes one Allow of key with outageDeadline and tallies it.
 func (o *outageTally) call(t *testing.T, l *ratelua.Limiter, rec *limitertest.Recorder, key string) ratelua.Event {
 	t.Helper()
-	return o.callWithin(t, l, rec, key, 300*time.Millisecond)
+	return o.callWithin(t, l, rec, key, outageDeadline)
 }
 
 // callWithin makes one Allow of key with a deadline and tallies it.
@@ -259,7 +358,7 @@ func (o *outageTally) untilServerAnswers(t *testing.T, l *ratelua.Limiter, rec *
 				t.Fatalf("the server never answered for %s again", k)
 			}
 			calls++
-			if e := o.call(t, l, rec, k); (e.Kind == ratelua.KindAllowed || e.Kind == ratelua.KindDenied) && !e.Local {
+			if e := o.callWithin(t, l, rec, k, answerDeadline); (e.Kind == ratelua.KindAllowed || e.Kind == ratelua.KindDenied) && !e.Local {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -420,7 +519,7 @@ func TestClusterFallbackThroughOutages(t *testing.T) {
 			}
 			paused.duringOutage(t, l, &rec, first, 20)
 			for _, k := range bystanders {
-				if e := paused.call(t, l, &rec, k); e.Kind == ratelua.KindFallback {
+				if e := paused.callWithin(t, l, &rec, k, answerDeadline); e.Kind == ratelua.KindFallback {
 					t.Errorf("bystander %s on a live master decided by the fallback", k)
 				}
 			}
@@ -459,7 +558,7 @@ func TestClusterFallbackThroughOutages(t *testing.T) {
 			}
 			stopped.duringOutage(t, l, &rec, second, 20)
 			for _, k := range bystanders {
-				if e := stopped.call(t, l, &rec, k); e.Kind == ratelua.KindFallback {
+				if e := stopped.callWithin(t, l, &rec, k, answerDeadline); e.Kind == ratelua.KindFallback {
 					t.Errorf("bystander %s on a live master decided by the fallback", k)
 				}
 			}
@@ -570,7 +669,7 @@ func TestFallbackRecordedAfterOutage(t *testing.T) {
 					}
 					// A long deadline: the answer that ends the fallback
 					// (after a NOSCRIPT and its EVAL) must not be lost.
-					e := o.callWithin(t, l, &rec, "k", 5*time.Second)
+					e := o.callWithin(t, l, &rec, "k", answerDeadline)
 					if (e.Kind == ratelua.KindAllowed || e.Kind == ratelua.KindDenied) && !e.Local {
 						if e.Result.Allowed {
 							after++

@@ -213,10 +213,25 @@ func underFault(t *testing.T, client rueidis.Client, prefix string, functions bo
 			}
 		}()
 	}
-	time.Sleep(300 * time.Millisecond)
+	// The callers are deciding before the fault, and keep deciding after
+	// it: at least a second and 500 more calls (counted, not slept: a
+	// loaded machine makes fewer calls in a second).
+	callsReach := func(what string, n int64, atLeast time.Duration) {
+		t.Helper()
+		start := time.Now()
+		for atomic.LoadInt64(&stats.calls) < n || time.Since(start) < atLeast {
+			if time.Since(start) > time.Minute {
+				close(stop)
+				wg.Wait()
+				t.Fatalf("%s: %d calls in a minute, want %d", what, atomic.LoadInt64(&stats.calls), n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	callsReach("before the fault", 200, 0)
 	began := time.Now()
 	fault()
-	time.Sleep(time.Second)
+	callsReach("after the fault", atomic.LoadInt64(&stats.calls)+500, time.Second)
 	close(stop)
 	wg.Wait()
 	for i := range admitted {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,10 +110,14 @@ func TestServerRefusalsNeverFailOpen(t *testing.T) {
 			_, err := s.Do(ctx, "EVAL", "local t = redis.call('TIME') while true do end", "0")
 			busy <- err
 		}()
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for {
-			if _, err := s.Do(ctx, "PING"); err != nil || time.Now().After(deadline) {
+			_, err := s.Do(ctx, "PING")
+			if err != nil && strings.HasPrefix(err.Error(), "BUSY") {
 				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the server never answered BUSY in 30 s (last PING: %v)", err)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -126,17 +132,16 @@ func TestServerRefusalsNeverFailOpen(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		go s.Do(ctx, "DEBUG", "SLEEP", "1")
-		time.Sleep(100 * time.Millisecond)
-		for name, l := range sleeper {
+		outcomes := whileAsleep(t, s, func(l *ratelua.Limiter) (ratelua.Result, error) {
 			short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-			r, err := l.Allow(short, "victim")
-			cancel()
-			if r.Allowed != strings.Contains(name, "failopen=true") || !errors.Is(err, ratelua.ErrUnavailable) || errors.Is(err, ratelua.ErrScript) {
-				t.Errorf("deadline during DEBUG SLEEP, %s: %+v, %v; want ErrUnavailable, allowed only by FailOpen", name, r, err)
+			defer cancel()
+			return l.Allow(short, "victim")
+		}, sleeper)
+		for name, o := range outcomes {
+			if o.r.Allowed != strings.Contains(name, "failopen=true") || !errors.Is(o.err, ratelua.ErrUnavailable) || errors.Is(o.err, ratelua.ErrScript) {
+				t.Errorf("deadline during DEBUG SLEEP, %s: %+v, %v; want ErrUnavailable, allowed only by FailOpen", name, o.r, o.err)
 			}
 		}
-		time.Sleep(time.Second)
 
 		// A killed server answers nothing.
 		if err := s.Kill(); err != nil {
@@ -160,6 +165,75 @@ func TestServerRefusalsNeverFailOpen(t *testing.T) {
 			}
 		}
 	})
+}
+
+// outcome is a limiter's answer to one call.
+type outcome struct {
+	r   ratelua.Result
+	err error
+}
+
+// debugSleep is how long whileAsleep holds the server.
+const debugSleep = 3 * time.Second
+
+// whileAsleep makes call on every limiter at once while s is held by
+// DEBUG SLEEP, and returns their answers. It waits for the server to stop
+// answering before the calls, and for the sleep's end after them; the
+// answers count only when the sleep provably covered every call: it began
+// before the calls (it ended at the latest when its reply came, and lasted
+// debugSleep) and ended after them (it began at the earliest when it was
+// sent). Otherwise (a loaded machine started it late) it tries again, up
+// to five times.
+func whileAsleep(t *testing.T, s *testbench.Node, call func(*ratelua.Limiter) (ratelua.Result, error), limiters map[string]*ratelua.Limiter) map[string]outcome {
+	t.Helper()
+	ctx := context.Background()
+	for attempt := 1; attempt <= 5; attempt++ {
+		sent := time.Now()
+		woke := make(chan time.Time, 1)
+		go func() {
+			wctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			if _, err := s.Do(wctx, "DEBUG", "SLEEP", strconv.Itoa(int(debugSleep/time.Second))); err != nil {
+				t.Errorf("DEBUG SLEEP: %v", err)
+			}
+			woke <- time.Now()
+		}()
+		// The server sleeps once a PING goes unanswered.
+		asleep := false
+		for !asleep {
+			pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			_, err := s.Do(pctx, "PING")
+			cancel()
+			asleep = errors.Is(err, context.DeadlineExceeded)
+			if !asleep && time.Since(sent) > debugSleep {
+				break
+			}
+		}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		out := map[string]outcome{}
+		began := time.Now()
+		for name, l := range limiters {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := call(l)
+				mu.Lock()
+				out[name] = outcome{r, err}
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		ended := time.Now()
+		end := <-woke
+		if asleep && !end.Add(-debugSleep).After(began) && ended.Before(sent.Add(debugSleep)) {
+			return out
+		}
+		t.Logf("attempt %d: DEBUG SLEEP sent at +0, calls from +%v to +%v, the sleep's reply at +%v: the sleep did not cover the calls, again",
+			attempt, began.Sub(sent).Round(time.Millisecond), ended.Sub(sent).Round(time.Millisecond), end.Sub(sent).Round(time.Millisecond))
+	}
+	t.Fatalf("in five attempts, DEBUG SLEEP %v never covered %d calls of 100 ms", debugSleep, len(limiters))
+	return nil
 }
 
 // TestClusterRefusalsNeverFailOpen: the ACL repro on a six-node cluster,

@@ -143,6 +143,8 @@ func TestLoginOverHTTP(t *testing.T) {
 		}{
 			{0, 200, `"login-5s";r=0;t=5`, ""},
 			{time.Second, 429, `"login-5s";r=0;t=4`, "4"},
+			{3999 * time.Millisecond, 429, `"login-5s";r=0;t=2`, "2"}, // 1.001 s, rounded up
+			{4001 * time.Millisecond, 429, `"login-5s";r=0;t=1`, "1"}, // 0.999 s, rounded up
 			{4500 * time.Millisecond, 429, `"login-5s";r=0;t=1`, "1"}, // 0.5 s, rounded up
 			{5 * time.Second, 200, `"login-5s";r=0;t=5`, ""},
 			{10 * time.Second, 200, `"login-5s";r=0;t=5`, ""},
