@@ -155,16 +155,23 @@ func TestMetricsOfAScriptedSequence(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Until the client has reconnected, through a limiter nobody
-			// observes; then the fallback's next call meets the server.
+			// observes, on bob's slot (rueidis multiplexes a node over
+			// several connections: one answer says nothing of the
+			// connection bob's call takes); then the fallback's next call
+			// meets the server.
 			poll, err := ratelua.NewTokenBucket(ratelua.Rueidis(client), ratelua.Options{Prefix: "poll"}, bucket)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i := 0; ; i++ {
-				if _, err := poll.Peek(ctx, "x"); err == nil {
-					break
+			// Twenty answers in a row, so that every connection the
+			// client may pick has reconnected.
+			for i, answered := 0, 0; answered < 20; i++ {
+				if _, err := poll.Peek(ctx, "bob"); err == nil {
+					answered++
+					continue
 				}
-				if i == 500 {
+				answered = 0
+				if i == 1000 {
 					t.Fatal("the server did not come back")
 				}
 				time.Sleep(20 * time.Millisecond)
