@@ -76,8 +76,8 @@ func TestLimiterArgsAndKey(t *testing.T) {
 	if _, err := NewSlidingWindow(client, Options{Version: 4}, Window{1, time.Second, time.Second}); !errors.Is(err, ErrUnknownScript) {
 		t.Errorf("Version 4: %v, want ErrUnknownScript", err)
 	}
-	if l.Script().Version != 5 {
-		t.Errorf("the default version is %s, want the newest, v5", l.Script())
+	if l.Script().Version != 6 {
+		t.Errorf("the default version is %s, want the newest, v6", l.Script())
 	}
 	if _, err := NewSlidingWindow(client, Options{Version: 99}, Window{1, time.Second, time.Second}); !errors.Is(err, ErrUnknownScript) {
 		t.Errorf("Version 99: %v, want ErrUnknownScript", err)

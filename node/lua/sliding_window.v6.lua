@@ -1,4 +1,4 @@
--- ratelua sliding_window v5: several <max, duration, resolution> limits over
+-- ratelua sliding_window v6: several <max, duration, resolution> limits over
 -- time buckets, all in one hash.
 --
 -- KEYS[1]  the state key (the only key read or written)
@@ -70,8 +70,8 @@
 -- call no function per number. The state layout is new (state version 5):
 -- v5 neither reads nor shares v4's state (a v4 "m" on the key starts fresh).
 
--- ratelua v5 prelude, shared by every v5 script (generated into each
--- released file; do not edit there). In the Functions library ratelua_v5 it
+-- ratelua v6 prelude, shared by every v6 script (generated into each
+-- released file; do not edit there). In the Functions library ratelua_v6 it
 -- runs once per FUNCTION LOAD, and every function uses what it defines (the
 -- standard library cannot be read while a library loads, so it is read
 -- inside the functions). As a script (EVALSHA) every local function here
@@ -275,7 +275,7 @@ local function limits_error(KEYS, ARGV, n)
   return nil
 end
 
--- #call: what follows runs on every call (in ratelua_v5, the function body)
+-- #call: what follows runs on every call (in ratelua_v6, the function body)
 local tonumber, format, match = tonumber, string.format, string.match
 local count, now, n = read_call(KEYS, ARGV, 3)
 if count == nil then

@@ -1,19 +1,19 @@
--- ratelua token_bucket v5: one or more token buckets in one key.
+-- ratelua ar1 v6: exponentially decaying counts (AR(1)), several limits in
+-- one key.
 --
 -- KEYS[1]  the state key (the only key read or written)
--- ARGV[1]  eventCount: > 0 take that many tokens from every bucket and
---          decide; 0 decide whether one token could be taken (writes
---          nothing); < 0 delete the state and reply as for a fresh key
+-- ARGV[1]  eventCount: > 0 add that many events and decide; 0 decide
+--          whether one more event would pass (writes nothing); < 0 delete
+--          the state and reply as for a fresh key
 -- ARGV[2]  unit of now and of every duration: 's', 'ms' or 'us'
 -- ARGV[3]  now in that unit, or '' for the server clock (TIME)
--- ARGV[4]  mode: '0' a denied call takes nothing from any bucket;
---          '1' every call takes its tokens, and a bucket may go down to
---          -capacity (a caller that keeps hammering stays blocked)
+-- ARGV[4]  mode: '0' a denied call adds nothing to any count;
+--          '1' every call adds its events, allowed or not
 -- ARGV[5..] 1 to 16 limits of three integers:
---          capacity         tokens in a full bucket, 1..10^9
---          refill_amount    tokens added per refill_interval, 1..10^9
---          refill_interval  in the unit, 1..2^52;
---                           capacity * refill_interval <= 2^50
+--          max         events allowed in the decayed count, 1..10^9
+--          decay       divisor applied at each resolution boundary, in
+--                      thousandths (2000 = halve), 1001..10^9
+--          resolution  the decay period in the unit, 1..2^52
 -- reply    {allowed, remaining, retry_after, reset_after, limit_index}
 --
 -- Every integer is canonical decimal text: '0', or an optional '-' then a
@@ -21,45 +21,44 @@
 -- input is an error reply 'ERR ratelua: ...' naming the argument, and
 -- writes nothing.
 --
--- A fresh bucket is full. Tokens refill continuously: refill_amount per
--- refill_interval, exactly (tokens are kept as integers scaled by
--- refill_interval). Fresh means every bucket is full; reset_after is the time
--- until then. remaining is the whole tokens left in the emptiest bucket.
--- The executable specification is internal/model/token_bucket.go; v5
--- replies as v4 and v3 do to every call.
+-- Each limit keeps a count c. At every boundary of its resolution (t
+-- crossing a multiple of resolution) c is divided by decay/1000; a count
+-- below 1/1000 of an event becomes 0. Events are allowed when
+-- c + eventCount <= max for every limit. Powers are computed by repeated
+-- squaring; a boundary is estimated with a logarithm and then decided by an
+-- exact check of that same arithmetic. Fresh means every count is 0;
+-- reset_after is the time until then. remaining is floor(max - c). The
+-- executable specification is internal/model/ar1.go; v5 replies as v4
+-- and v3 do to every call.
 --
--- State with one limit (the common case): a string "<time> <deficit>" in
--- unit ms, "<time> <deficit> s" in unit s, "<time> <deficit> us" in unit
--- us, where time is the last write in the unit and deficit = (capacity -
--- tokens) * refill_interval, an integer in [0, 2 * capacity *
--- refill_interval]. The limits are not stored: every call checks them. A
--- call with other limits (same unit) carries the state over: it reads the
--- same time and deficit under its own limits, the deficit clamped to 2 *
--- capacity * refill_interval of the new limits (so a call that changes only
--- the capacity keeps the missing tokens, and one that keeps refill_amount
--- keeps the time until full, within the new bounds). A call in another unit,
--- or with another number of limits, starts fresh (the layouts differ).
+-- State with one limit (the common case): a string "<time> <count>" in
+-- unit ms, "<time> <count> s" in unit s, "<time> <count> us" in unit us,
+-- where time is the last write in the unit and count is written as %.17g.
+-- The limits are not stored: every call checks them. A call with other
+-- limits (same unit) carries the state over: the count is decayed from the
+-- stored time with the new decay and resolution and compared with the new
+-- max (events recorded stay counted; a count above the new max denies until
+-- it decays). A call in another unit, or with another number of limits,
+-- starts fresh (the layouts differ).
 --
--- State with two or more limits: v4's, a string "<limits>|<time>
--- <tokens_1> ... <tokens_n>" where <limits> is ARGV[2] and ARGV[5..] joined
--- by spaces, exactly as the call that wrote it sent them (a call with other
--- limits or another unit starts fresh; a call with the same ones need not
--- check them again), time is the last write in the unit and tokens_i =
--- tokens * refill_interval.
+-- State with two or more limits: v4's, a string "<limits>|<time> <c_1> ...
+-- <c_n>" where <limits> is ARGV[2] and ARGV[5..] joined by spaces, exactly
+-- as the call that wrote it sent them (a call with other limits or another
+-- unit starts fresh; a call with the same ones need not check them again),
+-- time is the last write in the unit and the counts are written as %.17g.
 --
--- TTL: reset_after, so the key vanishes when every bucket is full. A now
--- earlier than the last write is treated as the time of the last write (a
--- clock behind never refills). The key must be written by this script only.
+-- TTL: reset_after. A now earlier than the last write is treated as the
+-- time of the last write. The key must be written by this script only.
 --
--- What v5 does apart from v4: one limit's state is the time and the
--- deficit, without the limits text (a smaller value, and no limits text to
--- build, find and write on each call); the call checks its three limit
--- integers inline instead (tonumber, range and one anchored find each).
--- Two or more limits: as v4. v4's and v5's states do not mix (state
--- version 5): either reads the other's one-limit state as absent.
+-- What v5 does apart from v4: one limit's state is the time and the count,
+-- without the limits text (a smaller value, and no limits text to build,
+-- find and write on each call); the call checks its three limit integers
+-- inline instead (tonumber, range and one anchored find each). Two or more
+-- limits: as v4. v4's and v5's states do not mix (state version 5): either
+-- reads the other's one-limit state as absent.
 
--- ratelua v5 prelude, shared by every v5 script (generated into each
--- released file; do not edit there). In the Functions library ratelua_v5 it
+-- ratelua v6 prelude, shared by every v6 script (generated into each
+-- released file; do not edit there). In the Functions library ratelua_v6 it
 -- runs once per FUNCTION LOAD, and every function uses what it defines (the
 -- standard library cannot be read while a library loads, so it is read
 -- inside the functions). As a script (EVALSHA) every local function here
@@ -189,29 +188,65 @@ local function rare()
   return helpers
 end
 
+local EPSILON = 0.001
+
+-- decayed returns count after k >= 0 boundaries with the factor: count
+-- divided by factor^k (by repeated squaring), 0 below EPSILON.
+local function decayed(count, factor, k)
+  local power = 1
+  while k > 0 do
+    if k % 2 == 1 then
+      power = power * factor
+    end
+    factor = factor * factor
+    k = math.floor(k / 2)
+  end
+  count = count / power
+  if count < EPSILON then
+    return 0
+  end
+  return count
+end
+
+-- boundaries returns the fewest k >= 1 boundaries after which
+-- decayed(count, factor, k) + asked <= max (count > 0, asked <= max).
+local function boundaries(count, factor, asked, max)
+  local room = max - asked
+  if room < EPSILON then
+    room = EPSILON
+  end
+  local k = 1
+  if count > room then
+    k = math.ceil(math.log(count / room) / math.log(factor))
+    if k < 1 then
+      k = 1
+    end
+  end
+  while decayed(count, factor, k) + asked > max do
+    k = k + 1
+  end
+  while k > 1 and decayed(count, factor, k - 1) + asked <= max do
+    k = k - 1
+  end
+  return k
+end
+
 -- limits_error checks the n limits in ARGV: the error reply for the first
 -- bad one, or nil when every limit is valid.
 local function limits_error(KEYS, ARGV, n)
   for i = 5, 2 + 3 * n, 3 do
     if integer(ARGV[i], 1, 1000000000) == nil then
-      return rare().refuse(KEYS, ARGV, 3, i, 'capacity', '[1, 10^9]')
-    elseif integer(ARGV[i + 1], 1, 1000000000) == nil then
-      return rare().refuse(KEYS, ARGV, 3, i + 1, 'refill_amount', '[1, 10^9]')
+      return rare().refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
+    elseif integer(ARGV[i + 1], 1001, 1000000000) == nil then
+      return rare().refuse(KEYS, ARGV, 3, i + 1, 'decay', '[1001, 10^9]')
     elseif integer(ARGV[i + 2], 1, MAX_TIME) == nil then
-      return rare().refuse(KEYS, ARGV, 3, i + 2, 'refill_interval', '[1, 2^52]')
-    end
-  end
-  for i = 5, 2 + 3 * n, 3 do
-    local capacity, interval = tonumber(ARGV[i]), tonumber(ARGV[i + 2])
-    if capacity * interval > 1125899906842624 then
-      return redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3 .. ': capacity * refill_interval must be at most 2^50, got '
-        .. string.format('%d * %d', capacity, interval))
+      return rare().refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
     end
   end
   return nil
 end
 
--- #call: what follows runs on every call (in ratelua_v5, the function body)
+-- #call: what follows runs on every call (in ratelua_v6, the function body)
 local tonumber, floor, format = tonumber, math.floor, string.format
 local unit, now, mode = ARGV[2], false, ARGV[4]
 local count = 1
@@ -237,77 +272,61 @@ if count < 0 then
 end
 
 if n == 1 then
-  -- One bucket: the state is "<time> <deficit>" (plus " s" or " us" in
-  -- those units). The limits are checked on every call.
-  local capacity, amount, interval = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-  if not (capacity and amount and interval and capacity >= 1 and capacity <= 1000000000
-      and amount >= 1 and amount <= 1000000000 and interval >= 1 and capacity * interval <= 1125899906842624
-      and format('%d', capacity) == ARGV[5] and format('%d', amount) == ARGV[6]
-      and format('%d', interval) == ARGV[7]) then
+  -- One limit: the state is "<time> <count>" (plus " s" or " us" in those
+  -- units). The limits are checked on every call.
+  local max, decay, resolution = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+  if not (max and decay and resolution and max >= 1 and max <= 1000000000
+      and decay >= 1001 and decay <= 1000000000 and resolution >= 1 and resolution <= MAX_TIME
+      and format('%d', max) == ARGV[5] and format('%d', decay) == ARGV[6]
+      and format('%d', resolution) == ARGV[7]) then
     return limits_error(KEYS, ARGV, 1)
   end
-  local pattern, layout = '^(%d+) (%d+)$', '%d %d'
+  local pattern, layout, integral = '^(%d+) ([^ ]+)$', '%d %.17g', '%d %d'
   if unit == 's' then
-    pattern, layout = '^(%d+) (%d+) s$', '%d %d s'
+    pattern, layout, integral = '^(%d+) ([^ ]+) s$', '%d %.17g s', '%d %d s'
   elseif unit == 'us' then
-    pattern, layout = '^(%d+) (%d+) us$', '%d %d us'
+    pattern, layout, integral = '^(%d+) ([^ ]+) us$', '%d %.17g us', '%d %d us'
   end
   local state = redis.call('GET', key)
-  local full = capacity * interval
-  local last, level
+  local last, c
   if state then
-    local time, deficit = string.match(state, pattern)
+    local time, stored = string.match(state, pattern)
     if time then
-      last, level = tonumber(time), full - tonumber(deficit)
-      if level < -full then
-        level = -full
+      last, c = tonumber(time), tonumber(stored)
+      if c == nil then
+        last = nil
       end
     end
   end
+  local factor = decay / 1000
   now = now or server_now(unit)
   local stamp = now
   if last == nil then
-    level = full
+    c = 0
   else
     if last > now then
       stamp = last
     end
-    -- Full again once (stamp - last) * amount >= full - level; a product
-    -- past 2^53 is rounded, but stays above full - level <= 2^51.
-    local refill = (stamp - last) * amount
-    if refill >= full - level then
-      level = full
-    else
-      level = level + refill
-    end
+    c = decayed(c, factor, floor(stamp / resolution) - floor(last / resolution))
   end
   local asked = count
   if asked < 1 then
     asked = 1
   end
-  local allowed = asked <= capacity and level >= asked * interval
-  if count > 0 and (allowed or mode == '1') then
-    -- Taking more than 2 * capacity always ends at the floor.
-    local taken = count
-    if taken > 2 * capacity then
-      taken = 2 * capacity
-    end
-    level = level - taken * interval
-    if level < -full then
-      level = -full
-    end
+  local allowed = c + asked <= max
+  local record = count > 0 and (allowed or mode == '1')
+  if record then
+    c = c + count
   end
-  local remaining, reset_after = 0, 0
-  if level > 0 then
-    remaining = floor(level / interval)
+  local slot_start = floor(stamp / resolution) * resolution
+  local remaining, reset_after = floor(max - c), 0
+  if remaining < 0 then
+    remaining = 0
   end
-  if level < full then
-    reset_after = stamp - floor((level - full) / amount) - now
-    if reset_after > MAX_TIME then
-      reset_after = MAX_TIME
-    end
+  if c > 0 then
+    reset_after = math.max(0, math.min(MAX_TIME, slot_start + boundaries(c, factor, 0, 0) * resolution - now))
   end
-  if count > 0 and (allowed or mode == '1') then
+  if record then
     -- ttl_ms inline for ms (a call less).
     local ttl = reset_after
     if unit ~= 'ms' then
@@ -317,36 +336,35 @@ if n == 1 then
     else
       ttl = format('%d', ttl)
     end
-    redis.call('SET', key, format(layout, stamp, full - level), 'PX', ttl)
+    -- A whole count is written by '%d' (the same text as '%.17g' below
+    -- 10^15, and much cheaper).
+    if c % 1 == 0 and c < 1000000000000000 then
+      layout = integral
+    end
+    redis.call('SET', key, format(layout, stamp, c), 'PX', ttl)
   end
   if allowed then
     return { 1, remaining, 0, reset_after, 1 }
   end
   local retry = -1
-  if asked <= capacity then
-    retry = stamp - floor((level - asked * interval) / amount) - now
-    if retry > MAX_TIME then
-      retry = MAX_TIME
-    elseif retry < 0 then
-      retry = 0
-    end
+  if asked <= max then
+    retry = math.max(0, math.min(MAX_TIME, slot_start + boundaries(c, factor, asked, max) * resolution - now))
   end
   return { 0, remaining, retry, reset_after, 1 }
 end
 
--- Two or more buckets. The state counts only if it was written for these limits, which were
--- checked then. lim[4i-3 .. 4i]: limit i's capacity, refill_amount,
--- refill_interval and tokens * refill_interval (as stored, then at stamp).
+-- Two or more limits. The state counts only if it was written for these limits, which were
+-- checked then. counts[i]: limit i's count (as stored, then at stamp).
 local limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
 local state = redis.call('GET', key)
-local lim = {}
+local counts = {}
 local last = nil
 if state then
   local stored, time, at
   stored, time, at = string.match(state, '^([^|]*)|(%d+)()')
-  for i = 4, 4 * n, 4 do
+  for i = 1, n do
     if at then
-      lim[i], at = string.match(state, '^ (%-?%d+)()', at)
+      counts[i], at = string.match(state, '^ ([^ ]+)()', at)
     end
   end
   if at ~= #state + 1 then
@@ -368,90 +386,68 @@ if last and last > now then
   stamp = last
 end
 
--- The buckets at stamp, and the decision. Every quotient below is of
--- integers under 2^52 in magnitude, so math.floor of the division is exact.
+-- The counts decayed to stamp, and the decision.
 local asked = count
 if asked < 1 then
   asked = 1
 end
 local allowed = true
-for i = 4, 4 * n, 4 do
-  local arg = 3 * i / 4 + 2
-  local capacity, amount, interval = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1]), tonumber(ARGV[arg + 2])
-  local full = capacity * interval
-  local level = full
+for i = 1, n do
+  local arg = 3 * i + 2
+  local c = 0
   if last then
-    level = tonumber(lim[i])
-    if level > full then
-      level = full
-    end
-    -- Full again after ceil((full - level) / amount).
-    if stamp - last >= -floor((level - full) / amount) then
-      level = full
-    else
-      level = level + (stamp - last) * amount
-    end
+    local resolution = tonumber(ARGV[arg + 2])
+    c = decayed(tonumber(counts[i]), tonumber(ARGV[arg + 1]) / 1000, floor(stamp / resolution) - floor(last / resolution))
   end
-  lim[i - 3], lim[i - 2], lim[i - 1], lim[i] = capacity, amount, interval, level
-  if asked > capacity or level < asked * interval then
+  counts[i] = c
+  if c + asked > tonumber(ARGV[arg]) then
     allowed = false
   end
 end
 local record = count > 0 and (allowed or mode == '1')
 
--- Take the tokens and reply from the state after this call: when allowed,
+-- Add the events and reply from the state after this call: when allowed,
 -- the limit with the fewest remaining decides; when denied, the one with
 -- the longest retry (never first); ties go to the lower index.
 local remaining, retry, reset_after, index = nil, 0, 0, 1
-for i = 4, 4 * n, 4 do
-  local capacity, amount, interval, level = lim[i - 3], lim[i - 2], lim[i - 1], lim[i]
-  local full = capacity * interval
+for i = 1, n do
+  local arg = 3 * i + 2
+  local max, factor, resolution = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1]) / 1000, tonumber(ARGV[arg + 2])
+  local c = counts[i]
   if record then
-    -- Taking more than 2 * capacity always ends at the floor.
-    local taken = count
-    if taken > 2 * capacity then
-      taken = 2 * capacity
-    end
-    level = level - taken * interval
-    if level < -full then
-      level = -full
-    end
-    lim[i] = level
+    c = c + count
+    counts[i] = c
   end
-  local left = 0
-  if level > 0 then
-    left = floor(level / interval)
+  local slot_start = floor(stamp / resolution) * resolution
+  local left = floor(max - c)
+  if left < 0 then
+    left = 0
   end
   if remaining == nil or left < remaining then
     remaining = left
     if allowed then
-      index = i / 4
+      index = i
     end
   end
-  if level < full then
-    local reset = math.max(0, math.min(MAX_TIME, stamp - floor((level - full) / amount) - now))
+  if c > 0 then
+    local reset = math.max(0, math.min(MAX_TIME, slot_start + boundaries(c, factor, 0, 0) * resolution - now))
     if reset > reset_after then
       reset_after = reset
     end
   end
   if not allowed and retry ~= -1 then
-    local need = asked * interval
-    if asked > capacity then
-      retry, index = -1, i / 4
-    elseif level < need then
-      local wait = math.max(0, math.min(MAX_TIME, stamp - floor((level - need) / amount) - now))
+    if asked > max then
+      retry, index = -1, i
+    elseif c + asked > max then
+      local wait = math.max(0, math.min(MAX_TIME, slot_start + boundaries(c, factor, asked, max) * resolution - now))
       if wait > retry then
-        retry, index = wait, i / 4
+        retry, index = wait, i
       end
     end
   end
 end
 if record then
-  local tokens = {}
-  for i = 1, n do
-    tokens[i] = lim[4 * i]
-  end
-  state = format('%s|%d' .. string.rep(' %d', n), limits, stamp, unpack(tokens, 1, n))
+  state = format('%s|%d' .. string.rep(' %.17g', n), limits, stamp, unpack(counts, 1, n))
   redis.call('SET', key, state, 'PX', ttl_ms(unit, reset_after))
 end
 if allowed then

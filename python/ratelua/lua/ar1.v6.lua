@@ -1,4 +1,4 @@
--- ratelua ar1 v5: exponentially decaying counts (AR(1)), several limits in
+-- ratelua ar1 v6: exponentially decaying counts (AR(1)), several limits in
 -- one key.
 --
 -- KEYS[1]  the state key (the only key read or written)
@@ -57,8 +57,8 @@
 -- limits: as v4. v4's and v5's states do not mix (state version 5): either
 -- reads the other's one-limit state as absent.
 
--- ratelua v5 prelude, shared by every v5 script (generated into each
--- released file; do not edit there). In the Functions library ratelua_v5 it
+-- ratelua v6 prelude, shared by every v6 script (generated into each
+-- released file; do not edit there). In the Functions library ratelua_v6 it
 -- runs once per FUNCTION LOAD, and every function uses what it defines (the
 -- standard library cannot be read while a library loads, so it is read
 -- inside the functions). As a script (EVALSHA) every local function here
@@ -246,7 +246,7 @@ local function limits_error(KEYS, ARGV, n)
   return nil
 end
 
--- #call: what follows runs on every call (in ratelua_v5, the function body)
+-- #call: what follows runs on every call (in ratelua_v6, the function body)
 local tonumber, floor, format = tonumber, math.floor, string.format
 local unit, now, mode = ARGV[2], false, ARGV[4]
 local count = 1

@@ -1,4 +1,4 @@
--- ratelua concurrency v5: at most max slots held at once per key, each by
+-- ratelua concurrency v6: at most max slots held at once per key, each by
 -- a lease that expires unless it is renewed, so that the slots of a holder
 -- that died come back after the lease time.
 --
@@ -50,8 +50,8 @@
 -- not handed out again (a reset or a release keeps '#' and the TTL). The
 -- unit must not change for a key; max and the lease time may.
 
--- ratelua v5 prelude, shared by every v5 script (generated into each
--- released file; do not edit there). In the Functions library ratelua_v5 it
+-- ratelua v6 prelude, shared by every v6 script (generated into each
+-- released file; do not edit there). In the Functions library ratelua_v6 it
 -- runs once per FUNCTION LOAD, and every function uses what it defines (the
 -- standard library cannot be read while a library loads, so it is read
 -- inside the functions). As a script (EVALSHA) every local function here
@@ -240,7 +240,7 @@ local function each_member(head, name, slots, score)
   end
 end
 
--- #call: what follows runs on every call (in ratelua_v5, the function body)
+-- #call: what follows runs on every call (in ratelua_v6, the function body)
 local tonumber, format = tonumber, string.format
 local unit, mode, now = ARGV[2], ARGV[4], false
 local count = 1

@@ -1,11 +1,11 @@
-#!lua name=ratelua_v5
--- Generated from lua/src by luagen: every v5 script as a function with
+#!lua name=ratelua_v6
+-- Generated from lua/src by luagen: every v6 script as a function with
 -- the same KEYS/ARGV/reply contract (FCALL <function> 1 <key> <ARGV...>).
 -- The shared prelude and each script's helpers run once per FUNCTION LOAD;
 -- a function's body is its script's text after the script's '-- #call' line.
 
--- ratelua v5 prelude, shared by every v5 script (generated into each
--- released file; do not edit there). In the Functions library ratelua_v5 it
+-- ratelua v6 prelude, shared by every v6 script (generated into each
+-- released file; do not edit there). In the Functions library ratelua_v6 it
 -- runs once per FUNCTION LOAD, and every function uses what it defines (the
 -- standard library cannot be read while a library loads, so it is read
 -- inside the functions). As a script (EVALSHA) every local function here
@@ -135,7 +135,7 @@ local function rare()
   return helpers
 end
 
--- ar1 v5 (lua/ar1.v5.lua)
+-- ar1 v6 (lua/ar1.v6.lua)
 do
 local EPSILON = 0.001
 
@@ -195,7 +195,7 @@ local function limits_error(KEYS, ARGV, n)
   return nil
 end
 
-redis.register_function('ratelua_ar1_v5', function(KEYS, ARGV)
+redis.register_function('ratelua_ar1_v6', function(KEYS, ARGV)
 local tonumber, floor, format = tonumber, math.floor, string.format
 local unit, now, mode = ARGV[2], false, ARGV[4]
 local count = 1
@@ -406,7 +406,7 @@ return { 0, remaining, retry, reset_after, index }
 end)
 end
 
--- concurrency v5 (lua/concurrency.v5.lua)
+-- concurrency v6 (lua/concurrency.v6.lua)
 do
 -- refused is the error reply for ARGV[i], which must be `what`: the value
 -- is quoted (at most 40 bytes, control and non-ASCII bytes escaped).
@@ -467,7 +467,7 @@ local function each_member(head, name, slots, score)
   end
 end
 
-redis.register_function('ratelua_concurrency_v5', function(KEYS, ARGV)
+redis.register_function('ratelua_concurrency_v6', function(KEYS, ARGV)
 local tonumber, format = tonumber, string.format
 local unit, mode, now = ARGV[2], ARGV[4], false
 local count = 1
@@ -622,7 +622,7 @@ return { 1, remaining, 0, reset_after, id }
 end)
 end
 
--- sliding_window v5 (lua/sliding_window.v5.lua)
+-- sliding_window v6 (lua/sliding_window.v6.lua)
 do
 -- read_call checks KEYS and ARGV[1..4] and counts the limits of `group`
 -- integers after them: it returns eventCount, now (false for the server
@@ -698,7 +698,7 @@ local function limits_error(KEYS, ARGV, n)
   return nil
 end
 
-redis.register_function('ratelua_sliding_window_v5', function(KEYS, ARGV)
+redis.register_function('ratelua_sliding_window_v6', function(KEYS, ARGV)
 local tonumber, format, match = tonumber, string.format, string.match
 local count, now, n = read_call(KEYS, ARGV, 3)
 if count == nil then
@@ -1411,7 +1411,7 @@ return { 0, remaining, retry, reset_after, index }
 end)
 end
 
--- token_bucket v5 (lua/token_bucket.v5.lua)
+-- token_bucket v6 (lua/token_bucket.v6.lua)
 do
 -- limits_error checks the n limits in ARGV: the error reply for the first
 -- bad one, or nil when every limit is valid.
@@ -1435,7 +1435,7 @@ local function limits_error(KEYS, ARGV, n)
   return nil
 end
 
-redis.register_function('ratelua_token_bucket_v5', function(KEYS, ARGV)
+redis.register_function('ratelua_token_bucket_v6', function(KEYS, ARGV)
 local tonumber, floor, format = tonumber, math.floor, string.format
 local unit, now, mode = ARGV[2], false, ARGV[4]
 local count = 1
@@ -1685,9 +1685,9 @@ return { 0, remaining, retry, reset_after, index }
 end)
 end
 
--- zset_log v5 (lua/zset_log.v5.lua)
+-- zset_log v6 (lua/zset_log.v6.lua)
 do
-redis.register_function('ratelua_zset_log_v5', function(KEYS, ARGV)
+redis.register_function('ratelua_zset_log_v6', function(KEYS, ARGV)
 local tonumber, floor, format, match = tonumber, math.floor, string.format, string.match
 local count, now = 1, false
 if ARGV[1] ~= '1' then

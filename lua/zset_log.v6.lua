@@ -1,4 +1,4 @@
--- ratelua zset_log v5: an exact sliding log of event times in one sorted
+-- ratelua zset_log v6: an exact sliding log of event times in one sorted
 -- set, checked against one or more <max, window> limits.
 --
 -- KEYS[1]  the state key (the only key read or written)
@@ -56,8 +56,8 @@
 -- limits run v4's code. The state layout and member names are v4's (state
 -- version 3): v4 and v5 may run on one key.
 
--- ratelua v5 prelude, shared by every v5 script (generated into each
--- released file; do not edit there). In the Functions library ratelua_v5 it
+-- ratelua v6 prelude, shared by every v6 script (generated into each
+-- released file; do not edit there). In the Functions library ratelua_v6 it
 -- runs once per FUNCTION LOAD, and every function uses what it defines (the
 -- standard library cannot be read while a library loads, so it is read
 -- inside the functions). As a script (EVALSHA) every local function here
@@ -187,7 +187,7 @@ local function rare()
   return helpers
 end
 
--- #call: what follows runs on every call (in ratelua_v5, the function body)
+-- #call: what follows runs on every call (in ratelua_v6, the function body)
 local tonumber, floor, format, match = tonumber, math.floor, string.format, string.match
 local count, now = 1, false
 if ARGV[1] ~= '1' then
