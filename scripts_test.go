@@ -26,17 +26,17 @@ var released = map[string]string{
 	"sliding_window@v5": "0d015f7c7eb2e9b8c3a661fb8ab7c2ea83fa2f33",
 	"token_bucket@v5":   "d8e8a67049b1f4563ecb34d32b307cd4d7a94d74",
 	"zset_log@v5":       "20313d7d919b4996c3f81a69b57d43efce28cc27",
-	"ar1@v6":            "44e6872c35bd378ebea208e7ca0c25d5225114da",
-	"concurrency@v6":    "1b57c40b3dd37db4d6741f0913bd102043ff33f1",
-	"sliding_window@v6": "a948a22e3c4f945563b0ba0ee17142e5888f02cc",
-	"token_bucket@v6":   "6ad60426daa3d651b19ab9aaec95fc453586334d",
-	"zset_log@v6":       "e5c90c1220b24c218d559fc382bf2e3265bafc9d",
+	"ar1@v6":            "39ad4bd667a185f059f936446789f17b07d2090d",
+	"concurrency@v6":    "ecbbb0b668a8d08f9a3354650c744c06d502f018",
+	"sliding_window@v6": "c212a93928a21440b20c49fc4be6a552d0b66c9f",
+	"token_bucket@v6":   "f0ae4400630eca2b5a0002fd469f9ca70bc6840b",
+	"zset_log@v6":       "46c248b52616e45e2739f663f8c5448b43852111",
 }
 
 // releasedLibraries pins the SHA1 of every released Functions library.
 var releasedLibraries = map[int]string{
 	5: "298920f9ca406f17490499ae4fcc5816ff7bc413",
-	6: "86397dd43c4719000faf78618d0fe570b5eb3f10",
+	6: "924a310c2db20a3a86f391508daa5b258a6f8a49",
 }
 
 // embeddedLibraries lists the release of every Functions library file

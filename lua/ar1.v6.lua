@@ -58,12 +58,12 @@
 -- reads the other's one-limit state as absent.
 
 -- ratelua v6 prelude, shared by every v6 script (generated into each
--- released file; do not edit there). In the Functions library ratelua_v6 it
--- runs once per FUNCTION LOAD, and every function uses what it defines (the
--- standard library cannot be read while a library loads, so it is read
--- inside the functions). As a script (EVALSHA) every local function here
--- is built again on every call, so the prelude holds only what most calls
--- of most scripts use; the rest lives with the script that needs it.
+-- released file; do not edit there). It holds two constants and macros
+-- (-- #define ... -- #end, see internal/luagen/macro.go): a script expands
+-- a macro where it needs its code, so a script run by EVALSHA builds no
+-- function on its common path (v5's prelude built four closures on every
+-- call). In the Functions library ratelua_v6 the constants are set once
+-- per FUNCTION LOAD.
 --
 -- Integers are canonical decimal text: '0', or an optional '-' then a digit
 -- 1-9 then digits. '-0', leading zeros, '+', spaces, exponents, hex and

@@ -17,6 +17,10 @@
 // as a comment; in the release's Functions library (see SharedLibrary) what
 // comes before it runs once per FUNCTION LOAD and what follows it is the
 // function's body, run on every call.
+//
+// A source and the files it includes may define macros (-- #define ...
+// -- #end) that the source uses on lines of their own (-- #expand ...): see
+// macro.go. They leave no function to build on a call.
 package luagen
 
 import (
@@ -58,7 +62,8 @@ func Assemble(fsys fs.FS, src, name string) ([]byte, error) {
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	return out, nil
+	_, out, err = macroText(nil, out, name)
+	return out, err
 }
 
 // Entry is one script version in the manifest (the runtime reads it with
@@ -216,19 +221,23 @@ func SharedLibrary(fsys fs.FS, src string, version int) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("luagen: read source: %w", err)
 		}
+		var shared []byte
+		for _, inc := range includeLine.FindAllSubmatch(source, -1) {
+			text, err := fs.ReadFile(fsys, path.Join(src, string(inc[1])))
+			if err != nil {
+				return nil, fmt.Errorf("luagen: %s includes %s: %w", file, inc[1], err)
+			}
+			shared = append(shared, text...)
+		}
+		// The prelude's macros leave it; the script's uses become code.
+		shared, source, err = macroText(shared, source, file)
+		if err != nil {
+			return nil, err
+		}
 		includes := includeLine.FindAllIndex(source, -1)
 		call := callLine.FindIndex(source)
 		if len(includes) == 0 || call[0] < includes[len(includes)-1][1] {
 			return nil, fmt.Errorf("luagen: %s: the -- #call line must follow its includes", file)
-		}
-		var shared []byte
-		for _, inc := range includes {
-			name := includeLine.FindSubmatch(source[inc[0]:inc[1]])[1]
-			text, err := fs.ReadFile(fsys, path.Join(src, string(name)))
-			if err != nil {
-				return nil, fmt.Errorf("luagen: %s includes %s: %w", file, name, err)
-			}
-			shared = append(shared, text...)
 		}
 		if prelude == nil {
 			prelude = shared

@@ -98,3 +98,37 @@ func TestSharedLibrary(t *testing.T) {
 		t.Error("scripts including other preludes were accepted")
 	}
 }
+
+func TestMacros(t *testing.T) {
+	fsys := fstest.MapFS{
+		"src/_lib.v1.lua": {Data: []byte("local K = 1\n-- #define add(OUT, A, B)\nOUT = A + B -- OUT.x stays\nt.A = f(A)\n-- #end\n")},
+		"src/a.v1.lua": {Data: []byte("-- #include _lib.v1.lua\n-- #define twice(X)\nX = X * 2\n-- #end\n-- #call\n" +
+			"if x then\n  -- #expand add(y, g(1, 2), 'a,b')\n  -- #expand twice(y)\nend\nreturn y\n")},
+		"src/b.v1.lua":     {Data: []byte("-- #include _lib.v1.lua\n-- #call\n-- #expand add(y, 1)\n")},
+		"src/c.v1.lua":     {Data: []byte("-- #include _lib.v1.lua\n-- #call\n-- #expand nothing(y)\n")},
+		"src/d.v1.lua":     {Data: []byte("-- #define open(X)\nX = 1\n")},
+		"src/e.v1.lua":     {Data: []byte("-- #include _lib.v1.lua\n-- #call\nlocal z = 1 -- #expand add(y, 1, 2)\n")},
+		"src/plain.v1.lua": {Data: []byte("-- #include _lib.v1.lua\n-- #call\nreturn K\n")},
+	}
+	got, err := Assemble(fsys, "src", "a.v1.lua")
+	want := "local K = 1\n-- #call\nif x then\n  y = g(1, 2) + 'a,b' -- y.x stays\n  t.A = f(g(1, 2))\n  y = y * 2\nend\nreturn y\n"
+	if err != nil || string(got) != want {
+		t.Errorf("Assemble = %q, %v\nwant %q", got, err, want)
+	}
+	for file, problem := range map[string]string{
+		"b.v1.lua": "with 2 arguments, want 3", "c.v1.lua": "nothing, which is not defined",
+		"d.v1.lua": "without its -- #end", "e.v1.lua": "not a line of its own",
+	} {
+		if _, err := Assemble(fsys, "src", file); err == nil || !strings.Contains(err.Error(), problem) {
+			t.Errorf("%s: %v, want an error saying %q", file, err, problem)
+		}
+	}
+	for _, f := range []string{"b", "c", "d", "e"} {
+		delete(fsys, "src/"+f+".v1.lua")
+	}
+	lib, err := SharedLibrary(fsys, "src", 1)
+	if err != nil || !strings.Contains(string(lib), "\nlocal K = 1\n") || strings.Contains(string(lib), "#define") ||
+		!strings.Contains(string(lib), "  y = g(1, 2) + 'a,b' -- y.x stays\n") {
+		t.Errorf("SharedLibrary: %v\n%s", err, lib)
+	}
+}

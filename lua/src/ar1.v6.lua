@@ -58,6 +58,7 @@
 -- reads the other's one-limit state as absent.
 
 -- #include _prelude.v6.lua
+-- #expand compat()
 
 local EPSILON = 0.001
 

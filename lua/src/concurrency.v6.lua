@@ -49,6 +49,9 @@
 -- lease it numbered: while a holder may think it holds an id, that id is
 -- not handed out again (a reset or a release keeps '#' and the TTL). The
 -- unit must not change for a key; max and the lease time may.
+--
+-- What v6 does apart from v5: the prelude's helpers are macros expanded in
+-- place (no closure built for them on a call); replies and state are v5's.
 
 -- #include _prelude.v6.lua
 
@@ -116,7 +119,7 @@ local tonumber, format = tonumber, string.format
 local unit, mode, now = ARGV[2], ARGV[4], false
 local count = 1
 if ARGV[1] ~= '1' then
-  count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
+  -- #expand integer(count, ARGV[1], -MAX_TIME, MAX_TIME)
 end
 if ARGV[3] ~= '' then
   -- Canonical: what '%d' writes back.
@@ -126,7 +129,8 @@ if ARGV[3] ~= '' then
   end
 end
 if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us') then
-  return rare().refuse(KEYS, ARGV, 2)
+  -- #expand rare(helpers)
+  return helpers.refuse(KEYS, ARGV, 2)
 end
 local acquire = mode == '0'
 if not acquire and mode ~= 'renew' and mode ~= 'release' then
@@ -162,7 +166,9 @@ if not acquire then
     return refused(ARGV, 7, 'the lease id must be a canonical integer in [1, 2^52]')
   end
 end
-now = now or server_now(unit)
+if not now then
+  -- #expand server_now(now, unit)
+end
 local live = format('(%d', now)
 
 if acquire then
@@ -194,10 +200,12 @@ if acquire then
     end
     local reset_after = until_last(key, now)
     -- A fresh key (id 1) has no TTL yet: GT would treat it as infinite.
+    local ttl
+    -- #expand ttl_ms(ttl, unit, reset_after)
     if id == 1 then
-      redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
+      redis.call('PEXPIRE', key, ttl)
     else
-      redis.call('PEXPIRE', key, ttl_ms(unit, reset_after), 'GT')
+      redis.call('PEXPIRE', key, ttl, 'GT')
     end
     return { 1, remaining - count, 0, reset_after, id }
   end
@@ -260,6 +268,8 @@ if not held then
   return { 0, remaining, -1, reset_after, 0 }
 end
 if mode == 'renew' then
-  redis.call('PEXPIRE', key, ttl_ms(unit, reset_after), 'GT')
+  local ttl
+  -- #expand ttl_ms(ttl, unit, reset_after)
+  redis.call('PEXPIRE', key, ttl, 'GT')
 end
 return { 1, remaining, 0, reset_after, id }

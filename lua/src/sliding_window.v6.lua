@@ -71,6 +71,7 @@
 -- v5 neither reads nor shares v4's state (a v4 "m" on the key starts fresh).
 
 -- #include _prelude.v6.lua
+-- #expand compat()
 
 -- read_call checks KEYS and ARGV[1..4] and counts the limits of `group`
 -- integers after them: it returns eventCount, now (false for the server

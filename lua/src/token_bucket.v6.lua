@@ -59,6 +59,7 @@
 -- version 5): either reads the other's one-limit state as absent.
 
 -- #include _prelude.v6.lua
+-- #expand compat()
 
 -- limits_error checks the n limits in ARGV: the error reply for the first
 -- bad one, or nil when every limit is valid.

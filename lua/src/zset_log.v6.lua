@@ -57,6 +57,7 @@
 -- version 3): v4 and v5 may run on one key.
 
 -- #include _prelude.v6.lua
+-- #expand compat()
 
 -- #call: what follows runs on every call (in ratelua_v6, the function body)
 local tonumber, floor, format, match = tonumber, math.floor, string.format, string.match

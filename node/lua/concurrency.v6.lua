@@ -49,14 +49,17 @@
 -- lease it numbered: while a holder may think it holds an id, that id is
 -- not handed out again (a reset or a release keeps '#' and the TTL). The
 -- unit must not change for a key; max and the lease time may.
+--
+-- What v6 does apart from v5: the prelude's helpers are macros expanded in
+-- place (no closure built for them on a call); replies and state are v5's.
 
 -- ratelua v6 prelude, shared by every v6 script (generated into each
--- released file; do not edit there). In the Functions library ratelua_v6 it
--- runs once per FUNCTION LOAD, and every function uses what it defines (the
--- standard library cannot be read while a library loads, so it is read
--- inside the functions). As a script (EVALSHA) every local function here
--- is built again on every call, so the prelude holds only what most calls
--- of most scripts use; the rest lives with the script that needs it.
+-- released file; do not edit there). It holds two constants and macros
+-- (-- #define ... -- #end, see internal/luagen/macro.go): a script expands
+-- a macro where it needs its code, so a script run by EVALSHA builds no
+-- function on its common path (v5's prelude built four closures on every
+-- call). In the Functions library ratelua_v6 the constants are set once
+-- per FUNCTION LOAD.
 --
 -- Integers are canonical decimal text: '0', or an optional '-' then a digit
 -- 1-9 then digits. '-0', leading zeros, '+', spaces, exponents, hex and
@@ -65,121 +68,6 @@
 -- or tostring.
 local MAX_TIME = 4503599627370496 -- 2^52: bound of now, durations and replies
 local MAX_LIMITS = 16
-
--- integer returns text as a number when it is a canonical integer in
--- [lo, hi] (|lo|, |hi| <= 2^52), else nil. The text must be '0' or match
--- '-'? [1-9] digits*, which is what '%d' writes back (a find makes no
--- string; a NaN fails the pattern).
-local function integer(text, lo, hi)
-  local number = tonumber(text)
-  if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
-    return nil
-  end
-  return number
-end
-
--- server_now is the server's TIME in the unit.
-local function server_now(unit)
-  local time = redis.call('TIME')
-  local seconds = tonumber(time[1])
-  if unit == 's' then
-    return seconds
-  elseif unit == 'ms' then
-    return seconds * 1000 + math.floor(tonumber(time[2]) / 1000)
-  end
-  return seconds * 1000000 + tonumber(time[2])
-end
-
--- ttl_ms is the PEXPIRE of a state fresh after `duration` in the unit:
--- whole milliseconds, rounded up, within [1, 2^52], as text.
-local function ttl_ms(unit, duration)
-  local ms = duration
-  if unit == 'us' then
-    -- ceil(duration / 1000), exactly: the float quotient is floor or
-    -- floor + 1.
-    ms = math.floor(duration / 1000)
-    if ms * 1000 > duration then
-      ms = ms - 1
-    end
-    if ms * 1000 < duration then
-      ms = ms + 1
-    end
-  elseif unit == 's' then
-    ms = duration * 1000
-  end
-  if ms > MAX_TIME then
-    ms = MAX_TIME
-  elseif ms < 1 then
-    ms = 1
-  end
-  return string.format('%d', ms)
-end
-
--- rare returns the helpers of the uncommon paths, a refused call and a
--- reset: helpers.refuse and helpers.fresh below. A script (EVALSHA) builds
--- every local function of its text again on each call, and building these
--- two was a measurable part of a common call's cost; built by rare() when
--- one is needed, they cost the common call one function.
-local function rare()
-  local helpers = {}
-
-  -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
-  -- of limit arguments are wrong, naming its first wrong argument; or,
-  -- given i, for the bad limit argument ARGV[i]: the limit's field `name`
-  -- must be an integer in `range` (in words).
-  function helpers.refuse(KEYS, ARGV, group, i, name, range)
-    -- quote shows an argument: at most 40 bytes, control and non-ASCII
-    -- bytes escaped.
-    local function quote(value)
-      if type(value) ~= 'string' then
-        return 'nothing'
-      end
-      local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
-        return string.format('\\x%02x', string.byte(byte))
-      end)
-      if #value > 40 then
-        shown = shown .. '...'
-      end
-      return "'" .. shown .. "'"
-    end
-    local message
-    if i then
-      message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
-        .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
-    elseif #KEYS ~= 1 then
-      message = 'expected exactly 1 key (the state key), got ' .. #KEYS
-    elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
-      message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
-    elseif ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us' then
-      message = "ARGV[2] unit must be 's', 'ms' or 'us', got " .. quote(ARGV[2])
-    elseif ARGV[3] ~= '' and integer(ARGV[3], 0, MAX_TIME) == nil then
-      message = 'ARGV[3] now must be empty (server clock) or a canonical integer in [0, 2^52], got ' .. quote(ARGV[3])
-    elseif ARGV[4] ~= '0' and ARGV[4] ~= '1' then
-      message = "ARGV[4] mode must be '0' (count allowed events) or '1' (count every attempt), got " .. quote(ARGV[4])
-    else
-      message = 'expected 1 to ' .. MAX_LIMITS .. ' limits of ' .. group .. ' integers after ARGV[4], got '
-        .. math.max(#ARGV - 4, 0) .. ' arguments'
-    end
-    return redis.error_reply('ERR ratelua: ' .. message)
-  end
-
-  -- fresh deletes the state and replies as for a fresh key: every limit
-  -- admits, and remaining is the smallest limit maximum, the first integer
-  -- of each limit's group in ARGV.
-  function helpers.fresh(KEYS, ARGV, group)
-    redis.call('DEL', KEYS[1])
-    local remaining = tonumber(ARGV[5])
-    for i = 5 + group, #ARGV, group do
-      local maximum = tonumber(ARGV[i])
-      if maximum < remaining then
-        remaining = maximum
-      end
-    end
-    return { 1, remaining, 0, 0, 0 }
-  end
-
-  return helpers
-end
 
 -- refused is the error reply for ARGV[i], which must be `what`: the value
 -- is quoted (at most 40 bytes, control and non-ASCII bytes escaped).
@@ -245,7 +133,10 @@ local tonumber, format = tonumber, string.format
 local unit, mode, now = ARGV[2], ARGV[4], false
 local count = 1
 if ARGV[1] ~= '1' then
-  count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
+  count = tonumber(ARGV[1])
+  if count == nil or count < -MAX_TIME or count > MAX_TIME or (ARGV[1] ~= '0' and not string.find(ARGV[1], '^%-?[1-9]%d*$')) then
+    count = nil
+  end
 end
 if ARGV[3] ~= '' then
   -- Canonical: what '%d' writes back.
@@ -255,7 +146,74 @@ if ARGV[3] ~= '' then
   end
 end
 if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us') then
-  return rare().refuse(KEYS, ARGV, 2)
+  local helpers = {}
+
+  -- helpers.integer returns text as a number when it is a canonical integer
+  -- in [lo, hi], else nil (the macro integer as a function).
+  function helpers.integer(text, lo, hi)
+    local number = tonumber(text)
+    if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
+      return nil
+    end
+    return number
+  end
+  local integer = helpers.integer
+
+  -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
+  -- of limit arguments are wrong, naming its first wrong argument; or,
+  -- given i, for the bad limit argument ARGV[i]: the limit's field `name`
+  -- must be an integer in `range` (in words).
+  function helpers.refuse(KEYS, ARGV, group, i, name, range)
+    -- quote shows an argument: at most 40 bytes, control and non-ASCII
+    -- bytes escaped.
+    local function quote(value)
+      if type(value) ~= 'string' then
+        return 'nothing'
+      end
+      local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+        return string.format('\\x%02x', string.byte(byte))
+      end)
+      if #value > 40 then
+        shown = shown .. '...'
+      end
+      return "'" .. shown .. "'"
+    end
+    local message
+    if i then
+      message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
+        .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
+    elseif #KEYS ~= 1 then
+      message = 'expected exactly 1 key (the state key), got ' .. #KEYS
+    elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
+      message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
+    elseif ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us' then
+      message = "ARGV[2] unit must be 's', 'ms' or 'us', got " .. quote(ARGV[2])
+    elseif ARGV[3] ~= '' and integer(ARGV[3], 0, MAX_TIME) == nil then
+      message = 'ARGV[3] now must be empty (server clock) or a canonical integer in [0, 2^52], got ' .. quote(ARGV[3])
+    elseif ARGV[4] ~= '0' and ARGV[4] ~= '1' then
+      message = "ARGV[4] mode must be '0' (count allowed events) or '1' (count every attempt), got " .. quote(ARGV[4])
+    else
+      message = 'expected 1 to ' .. MAX_LIMITS .. ' limits of ' .. group .. ' integers after ARGV[4], got '
+        .. math.max(#ARGV - 4, 0) .. ' arguments'
+    end
+    return redis.error_reply('ERR ratelua: ' .. message)
+  end
+
+  -- fresh deletes the state and replies as for a fresh key: every limit
+  -- admits, and remaining is the smallest limit maximum, the first integer
+  -- of each limit's group in ARGV.
+  function helpers.fresh(KEYS, ARGV, group)
+    redis.call('DEL', KEYS[1])
+    local remaining = tonumber(ARGV[5])
+    for i = 5 + group, #ARGV, group do
+      local maximum = tonumber(ARGV[i])
+      if maximum < remaining then
+        remaining = maximum
+      end
+    end
+    return { 1, remaining, 0, 0, 0 }
+  end
+  return helpers.refuse(KEYS, ARGV, 2)
 end
 local acquire = mode == '0'
 if not acquire and mode ~= 'renew' and mode ~= 'release' then
@@ -291,7 +249,18 @@ if not acquire then
     return refused(ARGV, 7, 'the lease id must be a canonical integer in [1, 2^52]')
   end
 end
-now = now or server_now(unit)
+if not now then
+  do
+    local time = redis.call('TIME')
+    if unit == 's' then
+      now = tonumber(time[1])
+    elseif unit == 'ms' then
+      now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    else
+      now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+    end
+  end
+end
 local live = format('(%d', now)
 
 if acquire then
@@ -323,10 +292,33 @@ if acquire then
     end
     local reset_after = until_last(key, now)
     -- A fresh key (id 1) has no TTL yet: GT would treat it as infinite.
+    local ttl
+    do
+      local ms = reset_after
+      if unit == 'us' then
+        -- ceil(reset_after / 1000), exactly: the float quotient is floor or
+        -- floor + 1.
+        ms = math.floor(reset_after / 1000)
+        if ms * 1000 > reset_after then
+          ms = ms - 1
+        end
+        if ms * 1000 < reset_after then
+          ms = ms + 1
+        end
+      elseif unit == 's' then
+        ms = reset_after * 1000
+      end
+      if ms > MAX_TIME then
+        ms = MAX_TIME
+      elseif ms < 1 then
+        ms = 1
+      end
+      ttl = string.format('%d', ms)
+    end
     if id == 1 then
-      redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
+      redis.call('PEXPIRE', key, ttl)
     else
-      redis.call('PEXPIRE', key, ttl_ms(unit, reset_after), 'GT')
+      redis.call('PEXPIRE', key, ttl, 'GT')
     end
     return { 1, remaining - count, 0, reset_after, id }
   end
@@ -389,6 +381,29 @@ if not held then
   return { 0, remaining, -1, reset_after, 0 }
 end
 if mode == 'renew' then
-  redis.call('PEXPIRE', key, ttl_ms(unit, reset_after), 'GT')
+  local ttl
+  do
+    local ms = reset_after
+    if unit == 'us' then
+      -- ceil(reset_after / 1000), exactly: the float quotient is floor or
+      -- floor + 1.
+      ms = math.floor(reset_after / 1000)
+      if ms * 1000 > reset_after then
+        ms = ms - 1
+      end
+      if ms * 1000 < reset_after then
+        ms = ms + 1
+      end
+    elseif unit == 's' then
+      ms = reset_after * 1000
+    end
+    if ms > MAX_TIME then
+      ms = MAX_TIME
+    elseif ms < 1 then
+      ms = 1
+    end
+    ttl = string.format('%d', ms)
+  end
+  redis.call('PEXPIRE', key, ttl, 'GT')
 end
 return { 1, remaining, 0, reset_after, id }
