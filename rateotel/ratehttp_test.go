@@ -67,10 +67,10 @@ func TestMetricsThroughTheHTTPMiddleware(t *testing.T) {
 			}
 			got := collect(t, reader)
 			for key, want := range map[string]int64{
-				decisions("sliding_window@v5", "http-login", "allowed", 0, true, false): 1,
-				decisions("sliding_window@v5", "http-login", "denied", 0, false, false): 2,
-				decisions("sliding_window@v5", "http-dry", "allowed", 0, true, false):   1,
-				decisions("sliding_window@v5", "http-dry", "dry_run", 0, true, false):   2,
+				decisions("sliding_window@v6", "http-login", "allowed", 0, true, false): 1,
+				decisions("sliding_window@v6", "http-login", "denied", 0, false, false): 2,
+				decisions("sliding_window@v6", "http-dry", "allowed", 0, true, false):   1,
+				decisions("sliding_window@v6", "http-dry", "dry_run", 0, true, false):   2,
 			} {
 				if got[key] != want {
 					t.Errorf("%s = %d, want %d", key, got[key], want)
