@@ -185,7 +185,7 @@ func filter(only *regexp.Regexp, cs []contender) []contender {
 
 // mainContenders are the main table's rows, in order.
 func mainContenders() []contender {
-	cs := append([]contender{getSetContender()}, rateluaContenders()...)
+	cs := append(minimumContenders(), rateluaContenders()...)
 	cs = append(cs, peerContenders()...)
 	return append(cs, baselineContenders()...)
 }
@@ -235,12 +235,28 @@ func runServer(ctx context.Context, cfg config, kind testbench.Kind) (serverResu
 		}
 		sr.floor = result{c: floorC, mem: floorMem}
 		sr.results = make([]result, len(contenders))
+		// Each row's memory floor: a counter per state key under a key of
+		// the same length, measured once per distinct set of lengths.
+		floors := map[string]memory{}
 		for i, c := range contenders {
+			sr.results[i] = result{c: c}
+			if c.noMem {
+				continue
+			}
 			m, err := measureMemory(ctx, rc, runners[i], cfg.callers)
 			if err != nil {
 				return sr, fmt.Errorf("%s memory: %w", c.name, err)
 			}
-			sr.results[i] = result{c: c, mem: m}
+			pads := statePads(runners[i], eventKeys[0])
+			id := fmt.Sprint(pads)
+			f, ok := floors[id]
+			if !ok {
+				if f, err = measureMemory(ctx, rc, memFloorRunner{client: rc, pads: pads}, cfg.callers); err != nil {
+					return sr, fmt.Errorf("%s memory floor: %w", c.name, err)
+				}
+				floors[id] = f
+			}
+			sr.results[i].mem, sr.results[i].memFloor = m, f
 		}
 		if err := rc.Do(ctx, rc.B().Flushall().Build()).Error(); err != nil {
 			return sr, fmt.Errorf("flushall: %w", err)

@@ -10,9 +10,12 @@ import (
 )
 
 type result struct {
-	c      contender
-	mem    memory
-	rounds []measurement
+	c   contender
+	mem memory
+	// memFloor is the row's memory floor: a counter (INCR + PEXPIRE) per
+	// state key under a key of the same length, measured in the same run.
+	memFloor memory
+	rounds   []measurement
 }
 
 // best is the steady round with the lowest ratio to the floor, or the
@@ -84,8 +87,67 @@ type report struct {
 	charts    []chart
 }
 
+// memRatio is r's bytes per key and MEMORY USAGE over its memory floor's
+// (a counter under a key of the same length as each of its state keys).
 func (sr serverResult) memRatio(r result) (float64, float64) {
-	return r.mem.bytesPerKey / sr.floor.mem.bytesPerKey, float64(r.mem.usage) / float64(sr.floor.mem.usage)
+	return r.mem.bytesPerKey / r.memFloor.bytesPerKey, float64(r.mem.usage) / float64(r.memFloor.usage)
+}
+
+// find is the result of the row named name, if it was measured.
+func (sr serverResult) find(name string) (result, bool) {
+	for _, r := range sr.results {
+		if r.c.name == name && len(r.rounds) > 0 {
+			return r, true
+		}
+	}
+	return result{}, false
+}
+
+// minimumRatio is r's best ratio to the floor over its minimum row's (the
+// unavoidable commands of its job), if both were measured.
+func (sr serverResult) minimumRatio(r result) (float64, bool) {
+	m, ok := sr.find(r.c.minimum)
+	if r.c.minimum == "" || !ok || len(r.rounds) == 0 {
+		return 0, false
+	}
+	return r.best().ratio / m.best().ratio, true
+}
+
+// refRatio is r's best ratio to the floor over its reference row's (8
+// limits over 1 limit, 10,000 buckets over 10), if both were measured.
+func (sr serverResult) refRatio(r result) (float64, bool) {
+	ref, ok := sr.find(r.c.ref)
+	if r.c.ref == "" || !ok || len(r.rounds) == 0 {
+		return 0, false
+	}
+	return r.best().ratio / ref.best().ratio, true
+}
+
+// memRefHeld: r's bytes per key at most its memRef row's (v5's), and that
+// row's, if both were measured.
+func (sr serverResult) memRef(r result) (float64, bool) {
+	for _, x := range sr.results {
+		if x.c.name == r.c.memRef && r.c.memRef != "" && x.mem.bytesPerKey > 0 {
+			return x.mem.bytesPerKey, true
+		}
+	}
+	return 0, false
+}
+
+// peerHeld reports whether x, a ratio to the best peer, meets c's target.
+func peerHeld(c contender, x float64) bool {
+	if c.peerStrict {
+		return x < c.peerMax
+	}
+	return x <= c.peerMax
+}
+
+// peerTarget is c's peer target as text.
+func peerTarget(c contender) string {
+	if c.peerStrict {
+		return fmt.Sprintf("< %g", c.peerMax)
+	}
+	return fmt.Sprintf("<= %.2f", c.peerMax)
 }
 
 // bestPeer is the cheapest peer or baseline (lowest best ratio to the
@@ -98,7 +160,7 @@ func (sr serverResult) bestPeer(r result) (peer result, ok bool) {
 		if (p.c.group != groupPeer && p.c.group != groupBaseline) || len(p.rounds) == 0 {
 			continue
 		}
-		if r.c.job != jobAny && p.c.job != r.c.job {
+		if p.c.job != r.c.job {
 			continue
 		}
 		if !ok || p.best().ratio < peer.best().ratio {
@@ -260,20 +322,56 @@ func (sr serverResult) twin(r result) (result, bool) {
 	return result{}, false
 }
 
+// costTarget is the target cell of a row: the EVALSHA and FCALL cost
+// targets, the peer target and the reference row's.
+func (sr serverResult) costTarget(r result) string {
+	var ts []string
+	if r.c.cost > 0 {
+		ts = append(ts, fmt.Sprintf("EVALSHA <= %g", r.c.cost))
+	}
+	if t, ok := sr.twin(r); ok && t.c.cost > 0 {
+		ts = append(ts, fmt.Sprintf("FCALL <= %g", t.c.cost))
+	}
+	if r.c.peerMax > 0 {
+		ts = append(ts, "/ best peer "+peerTarget(r.c)+" (both)")
+	}
+	if r.c.ref != "" && r.c.refMax > 0 {
+		ts = append(ts, fmt.Sprintf("<= %gx the %s row", r.c.refMax, strings.TrimPrefix(r.c.ref, "ratelua ")))
+	}
+	return strings.Join(ts, "; ")
+}
+
+// memTarget is the memory target cell of a row.
+func (sr serverResult) memTarget(r result) string {
+	if r.c.mem > 0 {
+		return fmt.Sprintf("<= %g", r.c.mem)
+	}
+	if b, ok := sr.memRef(r); ok {
+		return fmt.Sprintf("bytes/key <= v%d's %.1f", comparedVersion, b)
+	}
+	return ""
+}
+
 func (rep report) mainTable(b *strings.Builder, sr serverResult) {
 	fb := sr.floor.best()
 	fmt.Fprintf(b, "## %s %s\n\n", sr.kind, sr.version)
-	fmt.Fprintf(b, "Floor: %.2f usec per decision at best (%d measurements), %.1f bytes per key, MEMORY USAGE %d.\n\n",
+	fmt.Fprintf(b, "Floor: %.2f usec per decision at best (%d measurements); its key (\"floor:<event key>\"), %.1f bytes per key, MEMORY USAGE %d.\n\n",
 		fb.usec, len(sr.floor.rounds), sr.floor.mem.bytesPerKey, sr.floor.mem.usage)
-	b.WriteString("| contender | EVALSHA cost / floor | FCALL cost / floor | target | / best peer (EVALSHA; FCALL) | usec/decision (EVALSHA; FCALL) | floor usec | decisions/s | all rounds, ratio (EVALSHA; FCALL) | bytes/key | / floor key | MEMORY USAGE | / floor | target |\n")
-	b.WriteString("|---|---:|---:|---|---|---:|---:|---:|---|---:|---:|---:|---:|---|\n")
+	b.WriteString("| contender | EVALSHA cost / floor | FCALL cost / floor | target | / best peer, or / the row named (EVALSHA; FCALL) | / minimum (EVALSHA; FCALL) | usec/decision (EVALSHA; FCALL) | floor usec | decisions/s | all rounds, ratio (EVALSHA; FCALL) | bytes/key | memory floor bytes/key | / memory floor | MEMORY USAGE | / memory floor's | memory target |\n")
+	b.WriteString("|---|---:|---:|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range sr.results {
 		if r.c.functions {
 			continue
 		}
 		m := r.best()
-		mr, ur := sr.memRatio(r)
 		fcall, peer, usec, rounds := "—", sr.peerRatio(r), fmt.Sprintf("%.2f", m.usec), r.allRounds()
+		if x, ok := sr.refRatio(r); ok {
+			peer = fmt.Sprintf("**%.2f** / %s", x, strings.TrimPrefix(r.c.ref, "ratelua "))
+		}
+		minimum := "—"
+		if x, ok := sr.minimumRatio(r); ok {
+			minimum = fmt.Sprintf("%.2f", x)
+		}
 		if t, ok := sr.twin(r); ok && len(t.rounds) > 0 {
 			tm := t.best()
 			fcall = fmt.Sprintf("**%.2f**", tm.ratio)
@@ -282,10 +380,17 @@ func (rep report) mainTable(b *strings.Builder, sr serverResult) {
 			if p := sr.peerRatio(t); p != "—" {
 				peer += "; " + p
 			}
+			if x, ok := sr.minimumRatio(t); ok {
+				minimum += fmt.Sprintf("; %.2f", x)
+			}
 		}
-		fmt.Fprintf(b, "| %s | **%.2f** | %s | %s | %s | %s | %.2f | %.0f | %s | %.1f | **%.2f** | %d | %.2f | %s |\n",
-			r.c.name, m.ratio, fcall, target(r.c.cost), peer, usec, m.floorUsec, m.perSec, rounds,
-			r.mem.bytesPerKey, mr, r.mem.usage, ur, target(r.c.mem))
+		mem := "— | — | — | — | —"
+		if !r.c.noMem {
+			mr, ur := sr.memRatio(r)
+			mem = fmt.Sprintf("%.1f | %.1f | **%.2f** | %d | %.2f", r.mem.bytesPerKey, r.memFloor.bytesPerKey, mr, r.mem.usage, ur)
+		}
+		fmt.Fprintf(b, "| %s | **%.2f** | %s | %s | %s | %s | %s | %.2f | %.0f | %s | %s | %s |\n",
+			r.c.name, m.ratio, fcall, sr.costTarget(r), peer, minimum, usec, m.floorUsec, m.perSec, rounds, mem, sr.memTarget(r))
 	}
 	b.WriteString("\n")
 }
@@ -363,50 +468,58 @@ func (rep report) targets() string {
 	for _, sr := range rep.servers {
 		fmt.Fprintf(&b, "%s %s\n", sr.kind, sr.version)
 		for _, r := range sr.results {
-			m := r.best()
-			if r.c.limit {
-				fmt.Fprintf(&b, "  %-58s cost %.2fx floor (the physical limit; the issue measured 2.0-2.6)\n", r.c.name, m.ratio)
+			if len(r.rounds) == 0 {
+				continue
 			}
-			if r.c.group == groupBaseline {
-				fmt.Fprintf(&b, "  %-58s cost %.2fx floor (baseline)\n", r.c.name, m.ratio)
+			m := r.best()
+			if r.c.group == groupMinimum {
+				fmt.Fprintf(&b, "  %-62s cost %.2fx floor (minimum)\n", r.c.name, m.ratio)
+			}
+			if r.c.group == groupBaseline || r.c.group == groupPeer {
+				fmt.Fprintf(&b, "  %-62s cost %.2fx floor (%s)\n", r.c.name, m.ratio, r.c.group)
 			}
 			if r.c.cost > 0 {
-				fmt.Fprintf(&b, "  %-58s cost %.2fx floor, target <= %.1f: %s\n", r.c.name, m.ratio, r.c.cost, held(m.ratio <= r.c.cost))
+				fmt.Fprintf(&b, "  %-62s cost %.2fx floor, target <= %.1f: %s%s\n", r.c.name, m.ratio, r.c.cost, held(m.ratio <= r.c.cost), sr.minimumNote(r, m.ratio <= r.c.cost))
 			}
-			if p, ok := sr.bestPeer(r); ok && r.c.cost > 0 {
+			if p, ok := sr.bestPeer(r); ok && r.c.peerMax > 0 {
 				x := m.ratio / p.best().ratio
-				fmt.Fprintf(&b, "  %-58s cost %.2fx the best peer (%s): %s\n", r.c.name, x, p.c.short, faster(x))
+				fmt.Fprintf(&b, "  %-62s cost %.2fx the best peer's (%s), target %s: %s\n", r.c.name, x, p.c.short, peerTarget(r.c), held(peerHeld(r.c, x)))
 			}
-			if r.c.mem > 0 && !r.c.functions {
-				mr, _ := sr.memRatio(r)
-				fmt.Fprintf(&b, "  %-58s memory %.2fx floor key, target <= %.2f: %s\n", r.c.name, mr, r.c.mem, held(mr <= r.c.mem))
+			if x, ok := sr.refRatio(r); ok && r.c.refMax > 0 {
+				fmt.Fprintf(&b, "  %-62s cost %.2fx the %s row's, target <= %g: %s\n", r.c.name, x, strings.TrimPrefix(r.c.ref, "ratelua "), r.c.refMax, held(x <= r.c.refMax))
 			}
-		}
-		// ar1 no more than token_bucket, each with one limit, by EVALSHA
-		// and by FCALL.
-		for _, suffix := range []string{"", fcallSuffix} {
-			var ar1, bucket *result
-			for i := range sr.results {
-				switch sr.results[i].c.name {
-				case "ratelua ar1, 1 limit" + suffix:
-					ar1 = &sr.results[i]
-				case "ratelua token_bucket, 1 limit" + suffix:
-					bucket = &sr.results[i]
-				}
+			if r.c.noMem || r.c.functions {
+				continue
 			}
-			if ar1 != nil && bucket != nil && len(ar1.rounds) > 0 && len(bucket.rounds) > 0 {
-				a, t := ar1.best().ratio, bucket.best().ratio
-				fmt.Fprintf(&b, "  %-58s cost %.2fx floor, target <= token_bucket's %.2fx: %s\n", ar1.c.name, a, t, held(a <= t))
+			mr, _ := sr.memRatio(r)
+			if r.c.mem > 0 {
+				fmt.Fprintf(&b, "  %-62s memory %.2fx its memory floor (%.1f of %.1f bytes/key), target <= %.2f: %s\n", r.c.name, mr, r.mem.bytesPerKey, r.memFloor.bytesPerKey, r.c.mem, held(mr <= r.c.mem))
+			}
+			if ref, ok := sr.memRef(r); ok {
+				fmt.Fprintf(&b, "  %-62s memory %.1f bytes/key, target <= v%d's %.1f: %s\n", r.c.name, r.mem.bytesPerKey, comparedVersion, ref, held(r.mem.bytesPerKey <= ref))
 			}
 		}
 		if x, ok := sr.sweepRatio(sweepLimits, 1, 8); ok {
-			fmt.Fprintf(&b, "  %-58s cost at 8 limits %.2fx at 1 limit, target <= 2: %s\n", "ratelua sliding_window", x, held(x <= 2))
+			fmt.Fprintf(&b, "  %-62s cost at 8 limits %.2fx at 1 limit, target <= 2: %s\n", "sweep: ratelua sliding_window (newest)", x, held(x <= 2))
 		}
 		if x, ok := sr.sweepRatio(sweepBuckets, 10, 10000); ok {
-			fmt.Fprintf(&b, "  %-58s cost at 10,000 buckets %.2fx at 10, target <= 1.5: %s\n", "ratelua sliding_window", x, held(x <= 1.5))
+			fmt.Fprintf(&b, "  %-62s cost at 10,000 buckets %.2fx at 10, target <= 1.5: %s\n", "sweep: ratelua sliding_window (newest)", x, held(x <= 1.5))
 		}
 	}
 	return b.String()
+}
+
+// minimumNote explains a missed cost target by the row's minimum: what the
+// unavoidable commands of its job cost in the same run.
+func (sr serverResult) minimumNote(r result, ok bool) string {
+	if ok {
+		return ""
+	}
+	m, found := sr.find(r.c.minimum)
+	if !found {
+		return ""
+	}
+	return fmt.Sprintf(" (its minimum, %s, costs %.2fx floor: the script %.2fx that)", strings.TrimPrefix(m.c.name, "minimum: "), m.best().ratio, r.best().ratio/m.best().ratio)
 }
 
 func held(ok bool) string {
