@@ -240,8 +240,8 @@ func runServer(ctx context.Context, cfg config, kind testbench.Kind) (serverResu
 		floors := map[string]memory{}
 		for i, c := range contenders {
 			sr.results[i] = result{c: c}
-			if c.noMem {
-				continue
+			if c.noMem || c.functions {
+				continue // not measured, or the same state as its EVALSHA row
 			}
 			m, err := measureMemory(ctx, rc, runners[i], cfg.callers)
 			if err != nil {

@@ -124,10 +124,10 @@ func (sr serverResult) refRatio(r result) (float64, bool) {
 }
 
 // memNoise is how far apart two measurements of the same state's bytes
-// per key may be (used_memory counts more than the keys: two runs of
-// identical scripts differ by up to 0.5% here), so that "at most v5's"
-// does not fail on noise.
-const memNoise = 1.01
+// per key may be: after the measures of measureMemory, two runs of
+// identical scripts (v5 and v6 rows before v6 changed anything) and of the
+// floor still differed by up to 3% here, so "at most v5's" allows that.
+const memNoise = 1.03
 
 // memRef is the bytes per key of r's memRef row (v5's), if both were
 // measured.
@@ -238,7 +238,13 @@ figures are shown next to it. **Memory** is the growth of
 (SAMPLES 0) of one key's state (all its keys, for designs with several), each divided by the row's **memory floor**'s:
 a counter (the floor's INCR + PEXPIRE) under a key of exactly the length of each of the row's state keys (for the Go
 API, "<prefix>:{<event key>}:<script>:v<N>:<hash>"; the cost floor's key, "floor:<event key>", is much shorter),
-measured the same way in the same run. Rows on hot keys (the bucket rows) have no memory figures.
+measured the same way in the same run. Rows on hot keys (the bucket rows) have no memory figures. To make two
+measurements of the same state agree: ` + "`used_memory`" + ` is taken less ` + "`mem_clients_normal`" + ` (the clients' buffers); an
+EXISTS of every state key, pipelined right after the writes, finishes the server's incremental move of its key tables
+to 16,384 slots (both tables are allocated until then: 6.4 bytes per key); and the growth is divided by the event keys
+whose state is still there (DBSIZE), since the shortest states expire during the phase (a token bucket's lives until
+the bucket is full again, 0.6 s after one decision at 100 per minute). Two runs of the same state still differ by up to
+3%.
 **/ best peer** is a ratelua row's cost / floor over that of the cheapest peer or baseline doing the same job in
 the same run (named in the cell): token_bucket and ar1, 1 limit (one rate with a burst of 100 per minute), against
 redis_rate's GCRA and the seeds' token bucket; zset_log against the seeds' ZSET log; sliding_window against seed
@@ -256,8 +262,8 @@ how much is the commands and how much the script.
 		fmt.Fprintf(&b, `**Targets** (issue 24), on the v%[1]d rows: token_bucket and ar1, 1 limit: cost <= 3.3 by EVALSHA and <= 3.0 by
 FCALL, at most 0.90 of the best peer's by both, bytes per key <= 1.25x the memory floor's; zset_log: <= 4.3 by
 EVALSHA, below the seeds' log by both; sliding_window (by EVALSHA): 1 limit <= 4.0, 3 limits <= 5.0, 8 limits <= 2x
-the 1-limit row, 10,000 buckets <= 1.5x 10 buckets; every other row's bytes per key at most v%[2]d's (within 1%%, the
-noise of `+"`used_memory`"+` between two runs of the same state). The v%[2]d rows carry no targets: they are what v%[1]d is
+the 1-limit row, 10,000 buckets <= 1.5x 10 buckets; every other row's bytes per key at most v%[2]d's (within 3%%, the
+spread of two measurements of the same state here). The v%[2]d rows carry no targets: they are what v%[1]d is
 measured against.
 
 `, newestVersion("token_bucket"), comparedVersion)
@@ -372,7 +378,7 @@ func (sr serverResult) memTarget(r result) string {
 		return fmt.Sprintf("<= %g", r.c.mem)
 	}
 	if b, ok := sr.memRef(r); ok {
-		return fmt.Sprintf("bytes/key <= v%d's %.1f (+1%%)", comparedVersion, b)
+		return fmt.Sprintf("bytes/key <= v%d's %.1f (+3%%)", comparedVersion, b)
 	}
 	return ""
 }
@@ -522,7 +528,7 @@ func (rep report) targets() string {
 				fmt.Fprintf(&b, "  %-62s memory %.2fx its memory floor (%.1f of %.1f bytes/key), target <= %.2f: %s\n", r.c.name, mr, r.mem.bytesPerKey, r.memFloor.bytesPerKey, r.c.mem, held(mr <= r.c.mem))
 			}
 			if ref, ok := sr.memRef(r); ok {
-				fmt.Fprintf(&b, "  %-62s memory %.1f bytes/key, target <= v%d's %.1f (+1%%, the noise of used_memory): %s\n", r.c.name, r.mem.bytesPerKey, comparedVersion, ref, held(r.mem.bytesPerKey <= memNoise*ref))
+				fmt.Fprintf(&b, "  %-62s memory %.1f bytes/key, target <= v%d's %.1f (+3%%, the noise of used_memory): %s\n", r.c.name, r.mem.bytesPerKey, comparedVersion, ref, held(r.mem.bytesPerKey <= memNoise*ref))
 			}
 		}
 		if x, ok := sr.sweepRatio(sweepLimits, 1, 8); ok {
