@@ -168,7 +168,7 @@ demo:
 ## peers' dependencies stay out of ratelua's go.mod. About an hour.
 ## SECTIONS (main,sweep,client,cluster) and ROUNDS (3; the best is quoted)
 ## choose what runs. Issue 24's targets need the main section only:
-##   make bench SECTIONS=main ROUNDS=2     # both servers, about 18 minutes
+##   make bench SECTIONS=main ROUNDS=2     # both servers, about 17 minutes
 ## BENCHFLAGS adds flags, e.g. a subset:
 ##   make bench SECTIONS=main ROUNDS=1 BENCHFLAGS='-only "token_bucket|GCRA" -dur 1s'
 ## (-only: a regexp on contender names; -servers redis: one server)

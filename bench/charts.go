@@ -175,7 +175,7 @@ func (rep report) bytesChart() (*plot.Plot, vg.Length, vg.Length, error) {
 	for i, j := 0, len(names)-1; i < j; i, j = i+1, j-1 {
 		names[i], names[j] = names[j], names[i]
 	}
-	p := newPlot("Bytes per event key (used_memory growth over 10,000 keys)", "bytes per key", "")
+	p := newPlot("Bytes per event key (used_memory growth per event key over 10,000)", "bytes per key", "")
 	p.Legend.Top, p.Legend.Left = true, false
 	width := vg.Points(7)
 	top := 0.0

@@ -3,6 +3,7 @@
 // testbench, and writes BENCHMARKS.md and the charts.
 //
 //	go run . -out ..                                  # everything (make bench)
+//	go run . -out .. -sections main -rounds 2         # issue 24's targets
 //	go run . -sections main -only 'token_bucket|GCRA' -dur 1s -rounds 1
 //
 // The server is pinned to CPU 0 and this process to CPU 1 (taskset). For
@@ -11,6 +12,12 @@
 // first use, in a script) is measured just before and just after each
 // contender and the ratio is contender / mean(floors); the best of the
 // rounds is quoted.
+//
+// The main table runs every ratelua script on the newest version (the Go
+// API's default) and again pinned to v5, the peers, the seeds' designs and,
+// per job, a minimum (only the commands the job cannot avoid); each row's
+// bytes per key are divided by those of a counter under keys of the same
+// lengths as the row's state keys, measured in the same run.
 //
 // Sections (-sections): main (cost and memory of every contender), sweep
 // (scaling of sliding_window and zset_log), client (ns/op and allocs/op on
