@@ -236,7 +236,7 @@ func runServer(ctx context.Context, cfg config, kind testbench.Kind) (serverResu
 			return sr, err
 		}
 		// Memory first, on an empty server per contender.
-		floorMem, err := measureMemory(ctx, rc, floor, cfg.callers)
+		floorMem, err := measureMemory(ctx, rc, floor, memCallers)
 		if err != nil {
 			return sr, fmt.Errorf("floor memory: %w", err)
 		}
@@ -250,7 +250,7 @@ func runServer(ctx context.Context, cfg config, kind testbench.Kind) (serverResu
 			if c.noMem || c.functions {
 				continue // not measured, or the same state as its EVALSHA row
 			}
-			m, err := measureMemory(ctx, rc, runners[i], cfg.callers)
+			m, err := measureMemory(ctx, rc, runners[i], memCallers)
 			if err != nil {
 				return sr, fmt.Errorf("%s memory: %w", c.name, err)
 			}
@@ -258,7 +258,7 @@ func runServer(ctx context.Context, cfg config, kind testbench.Kind) (serverResu
 			id := fmt.Sprint(pads)
 			f, ok := floors[id]
 			if !ok {
-				if f, err = measureMemory(ctx, rc, memFloorRunner{client: rc, pads: pads}, cfg.callers); err != nil {
+				if f, err = measureMemory(ctx, rc, memFloorRunner{client: rc, pads: pads}, memCallers); err != nil {
 					return sr, fmt.Errorf("%s memory floor: %w", c.name, err)
 				}
 				floors[id] = f
