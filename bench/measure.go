@@ -118,23 +118,61 @@ const memCallers = 256
 // reports the growth of used_memory per live event key and MEMORY USAGE
 // of one key's state.
 //
-// Two things would make it vary from one measurement of the same state to
-// the next. The server grows its key tables incrementally: 10,000 keys
+// Three things would make it vary from one measurement of the same state
+// to the next. The server grows its key tables incrementally: 10,000 keys
 // take a table from 8,192 slots to 16,384, and while the move is under way
 // both are allocated (64 KB, 6.4 bytes per key more). Every lookup moves a
 // slot, so an EXISTS of every state key, pipelined right after the writes,
-// finishes the move of both tables (keys and expiry times). And the
-// shortest states expire during the phase (a token bucket's state lives
-// until the bucket is full again: 0.6 s after one decision at 100 per
-// minute; those EXISTS remove the expired ones), so the growth is divided
-// by the event keys still there (DBSIZE's growth over the keys one event
-// key keeps), not by 10,000.
+// finishes the move of both tables (keys and expiry times). The clients'
+// buffers (mem_clients_normal, taken off used_memory) are accounted by the
+// server's timer, late: hz is raised to 100 for the phase and each reading
+// waits 50 ms (5 ticks). And the shortest states may expire during the
+// phase (a token bucket's state lives until the bucket is full again: 0.6
+// s after one decision at 100 per minute), on a loaded machine: the growth
+// is divided by the event keys still there (DBSIZE's growth over the keys
+// one event key keeps), and a phase that lost more than 1% of them is run
+// again (3 tries; the one that kept the most is reported).
 func measureMemory(ctx context.Context, rc rueidis.Client, r runner, callers int) (memory, error) {
+	restore, err := raiseHz(ctx, rc, "100")
+	if err != nil {
+		return memory{}, err
+	}
+	defer restore()
+	var best memory
+	for range 3 {
+		m, err := measureMemoryOnce(ctx, rc, r, callers)
+		if err != nil {
+			return memory{}, err
+		}
+		if m.live > best.live {
+			best = m
+		}
+		if m.live >= 0.99*float64(len(eventKeys)) {
+			break
+		}
+	}
+	return best, nil
+}
+
+// settle waits 50 ms for the server's timer (see measureMemory).
+func settle(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(50 * time.Millisecond):
+		return nil
+	}
+}
+
+func measureMemoryOnce(ctx context.Context, rc rueidis.Client, r runner, callers int) (memory, error) {
 	if err := rc.Do(ctx, rc.B().Flushall().Sync().Build()).Error(); err != nil {
 		return memory{}, fmt.Errorf("flushall: %w", err)
 	}
 	// Load the script first so that its cache entry is not counted.
 	if err := r.Decide(ctx, "warm-up"); err != nil {
+		return memory{}, err
+	}
+	if err := settle(ctx); err != nil {
 		return memory{}, err
 	}
 	before, keysBefore, err := memoryAndKeys(ctx, rc)
@@ -145,6 +183,9 @@ func measureMemory(ctx context.Context, rc rueidis.Client, r runner, callers int
 		return memory{}, err
 	}
 	if err := finishRehash(ctx, rc, r); err != nil {
+		return memory{}, err
+	}
+	if err := settle(ctx); err != nil {
 		return memory{}, err
 	}
 	after, keysAfter, err := memoryAndKeys(ctx, rc)
@@ -162,6 +203,26 @@ func measureMemory(ctx context.Context, rc rueidis.Client, r runner, callers int
 		}
 	}
 	return memory{bytesPerKey: float64(after-before) / live, usage: usage, live: live}, nil
+}
+
+// raiseHz sets hz and returns the function that sets it back.
+func raiseHz(ctx context.Context, rc rueidis.Client, hz string) (func(), error) {
+	cfg, err := rc.Do(ctx, rc.B().ConfigGet().Parameter("hz").Build()).AsStrMap()
+	if err != nil {
+		return nil, fmt.Errorf("config get hz: %w", err)
+	}
+	old, ok := cfg["hz"]
+	if !ok {
+		return nil, fmt.Errorf("config get hz: no hz in %v", cfg)
+	}
+	if err := rc.Do(ctx, rc.B().ConfigSet().ParameterValue().ParameterValue("hz", hz).Build()).Error(); err != nil {
+		return nil, fmt.Errorf("config set hz: %w", err)
+	}
+	return func() {
+		if err := rc.Do(context.WithoutCancel(ctx), rc.B().ConfigSet().ParameterValue().ParameterValue("hz", old).Build()).Error(); err != nil {
+			log.Printf("config set hz %s: %v", old, err)
+		}
+	}, nil
 }
 
 // memoryAndKeys is usedMemory and DBSIZE, read in one pipeline.
