@@ -98,8 +98,8 @@ bench-clients:
 ## bench-versions: the server cost of script version B against A, script
 ## by script, in paired rounds on both servers (bench/ab-versions.sh; the
 ## servers and scripts can be changed: bench/ab-versions.sh valkey-server 5
-## 6 token_bucket). 0.1.0 embeds v5 alone, so A = B = 5 measures the noise
-## of the method; a new version is measured against v5.
+## 6 token_bucket). A = B measures the noise of the method; v6 (in
+## development) is measured against v5 (released in 0.1.0) with A=5 B=6.
 A ?= 5
 B ?= 5
 .PHONY: bench-versions
@@ -158,18 +158,25 @@ demo:
 	$(GO) run ./cmd/ratelua demo $(if $(ADDR),--addr $(ADDR))
 
 ## bench: server cost per decision and bytes per key of every ratelua script,
-## the floor, the peers and the seeds' designs (baselines); scaling sweeps of
-## sliding_window (buckets, limits) and zset_log (max); client ns/op and
-## allocs/op on a canned reply; decisions/s on one node and a six-node
-## cluster; on redis-server then valkey-server (pinned with taskset). Writes
+## on the newest version (the Go API's default) and pinned to v5, beside the
+## floor, the peers, the seeds' designs (baselines) and each job's minimum
+## (only the commands it cannot avoid); scaling sweeps of sliding_window
+## (buckets, limits) and zset_log (max); client ns/op and allocs/op on a
+## canned reply; decisions/s on one node and a six-node cluster; on
+## redis-server then valkey-server (pinned with taskset). Writes
 ## BENCHMARKS.md and bench/charts/*.png. A separate Go module (bench/), so the
-## peers' dependencies stay out of ratelua's go.mod. About 17 minutes.
-## BENCHFLAGS runs a subset, e.g.
-##   make bench BENCHFLAGS='-sections main,client -only "token_bucket|GCRA" -rounds 1 -dur 1s'
-## (sections: main,sweep,client,cluster; -only: a regexp on contender names)
+## peers' dependencies stay out of ratelua's go.mod. About an hour.
+## SECTIONS (main,sweep,client,cluster) and ROUNDS (3; the best is quoted)
+## choose what runs. Issue 24's targets need the main section only:
+##   make bench SECTIONS=main ROUNDS=2     # both servers, about 17 minutes
+## BENCHFLAGS adds flags, e.g. a subset:
+##   make bench SECTIONS=main ROUNDS=1 BENCHFLAGS='-only "token_bucket|GCRA" -dur 1s'
+## (-only: a regexp on contender names; -servers redis: one server)
+SECTIONS ?= main,sweep,client,cluster
+ROUNDS ?= 3
 .PHONY: bench
 bench:
-	cd bench && $(GO) run . -out .. $(BENCHFLAGS)
+	cd bench && $(GO) run . -out .. -sections '$(SECTIONS)' -rounds $(ROUNDS) $(BENCHFLAGS)
 
 ## example-http: the example service of examples/http (a login and an API
 ## behind ratehttp) on http://127.0.0.1:8080, its limiters on the embedded

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"image/color"
 	"path/filepath"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -112,17 +111,25 @@ func (rep report) limitsChart() (*plot.Plot, vg.Length, vg.Length, error) {
 	// limits, on its own load (10,000 keys, real limits), as points.
 	for _, sr := range rep.servers {
 		for _, s := range []struct {
-			prefix string
-			shape  draw.GlyphDrawer
-		}{{"ratelua sliding_window", draw.CrossGlyph{}}, {"baseline: seed 002 design", draw.PyramidGlyph{}}} {
+			label string
+			group string
+			shape draw.GlyphDrawer
+		}{{"ratelua sliding_window (newest)", groupRatelua, draw.CrossGlyph{}}, {"seed 002 design", groupBaseline, draw.PyramidGlyph{}}} {
 			var xys plotter.XYs
 			for _, r := range sr.results {
-				if !strings.HasPrefix(r.c.name, s.prefix) || r.c.functions {
+				if r.c.group != s.group || r.c.version != 0 || r.c.functions || len(r.rounds) == 0 {
 					continue
 				}
-				x := 1.0
-				if r.c.job == jobSlidingWindow3 {
+				var x float64
+				switch r.c.job {
+				case jobSlidingWindow1:
+					x = 1
+				case jobSlidingWindow3:
 					x = 3
+				case jobSlidingWindow8:
+					x = 8
+				default:
+					continue
 				}
 				xys = append(xys, plotter.XY{X: x, Y: r.best().ratio})
 				p.Y.Max = max(p.Y.Max, 1.4*r.best().ratio) // room for the legend
@@ -136,7 +143,7 @@ func (rep report) limitsChart() (*plot.Plot, vg.Length, vg.Length, error) {
 			}
 			sc.Color, sc.Shape, sc.Radius = kindColor(sr.kind), s.shape, vg.Points(4)
 			p.Add(sc)
-			p.Legend.Add(fmt.Sprintf("%s, %s (main table load)", strings.TrimPrefix(s.prefix, "baseline: "), sr.kind), sc)
+			p.Legend.Add(fmt.Sprintf("%s, %s (main table load)", s.label, sr.kind), sc)
 		}
 	}
 	p.X.Min = 0
@@ -159,8 +166,8 @@ func (rep report) bytesChart() (*plot.Plot, vg.Length, vg.Length, error) {
 	}
 	names = append(names, "floor: INCR counter with a TTL")
 	for _, r := range servers[0].results {
-		if r.c.functions {
-			continue // the same state as its EVALSHA row
+		if r.c.functions || r.c.noMem {
+			continue // the same state as its EVALSHA row, or not measured
 		}
 		names = append(names, r.c.name)
 	}
@@ -168,7 +175,7 @@ func (rep report) bytesChart() (*plot.Plot, vg.Length, vg.Length, error) {
 	for i, j := 0, len(names)-1; i < j; i, j = i+1, j-1 {
 		names[i], names[j] = names[j], names[i]
 	}
-	p := newPlot("Bytes per event key (used_memory growth over 10,000 keys)", "bytes per key", "")
+	p := newPlot("Bytes per event key (used_memory growth per event key over 10,000)", "bytes per key", "")
 	p.Legend.Top, p.Legend.Left = true, false
 	width := vg.Points(7)
 	top := 0.0

@@ -23,7 +23,7 @@ type throughput struct {
 // oneLimit reports whether c is one of the 1-limit ratelua contenders that
 // the throughput table runs on the cluster.
 func oneLimit(c contender) bool {
-	return c.group == groupRatelua && c.version == 0 && !c.functions &&
+	return c.group == groupRatelua && c.version == 0 && !c.functions && c.keys == nil &&
 		(strings.Contains(c.name, "1 limit") || strings.Contains(c.name, "max 100"))
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -17,6 +18,7 @@ const (
 	groupRatelua  = "ratelua"
 	groupPeer     = "peer"
 	groupBaseline = "baseline"
+	groupMinimum  = "minimum"
 	groupSweep    = "sweep"
 )
 
@@ -27,10 +29,8 @@ const (
 	jobZSetLog100     = "exact log, max 100"
 	jobSlidingWindow1 = "sliding window, 1 limit"
 	jobSlidingWindow3 = "sliding window, 3 limits"
+	jobSlidingWindow8 = "sliding window, 8 limits"
 	jobFixedWindow    = "fixed window, 1 limit"
-	// jobAny: ar1 has no peer doing its job; it is compared with the
-	// cheapest peer or baseline of the run, whatever its job.
-	jobAny = "any"
 )
 
 // scriptCmds are the commandstats lines of a scripted decision: EVALSHA,
@@ -62,9 +62,27 @@ type contender struct {
 	name  string
 	group string
 	cmds  []string // commandstats entries that make up a decision
-	// cost and mem are the targets (ratio to the floor); 0: none.
-	cost, mem float64
-	limit     bool // the physical limit (bare GET+SET), not a limiter
+	// cost and mem are the targets (ratio to the floor; mem to
+	// the row's memory floor, a counter under a key of the same length);
+	// fcallCost is the FCALL twin's cost target; 0: none. memRef names a
+	// row whose bytes per key this row's must not exceed ("" for none).
+	cost, fcallCost, mem float64
+	memRef               string
+	// peerMax is the target of the ratio to the best peer (by EVALSHA and
+	// by FCALL): at most peerMax, or below it when peerStrict; 0: none.
+	peerMax    float64
+	peerStrict bool
+	// minimum names the row doing only the unavoidable commands of this
+	// row's job (the "/ minimum" column explains a missed target).
+	minimum string
+	// ref names the row this one's cost is compared with (8 limits with
+	// 1 limit, 10,000 buckets with 10) and refMax is the target of that
+	// ratio; "" for none.
+	ref    string
+	refMax float64
+	// noMem: the row runs on its own keys (keys below), so the memory
+	// phase over the 10,000 event keys says nothing about it; not measured.
+	noMem bool
 	// job names what it decides: a ratelua contender is compared with the
 	// peers and baselines of the same job; "" for none.
 	job string
@@ -104,16 +122,22 @@ func (r rateluaRunner) StateKeys(eventKey string) []string { return []string{r.l
 // realTime is the caller clock of every ratelua limiter.
 func realTime() time.Time { return time.Now() }
 
-func rl(name, job string, cost, mem float64, build func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error)) contender {
-	return rlVersion(name, job, cost, mem, 0, build)
+type buildFunc func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error)
+
+// rl is a ratelua contender on the newest version (the Go API's default).
+func rl(name, job string, build buildFunc) contender {
+	return rlVersion(name, job, 0, build)
 }
 
-// rlVersion is rl with the script version pinned (0: the newest).
-func rlVersion(name, job string, cost, mem float64, version int, build func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error)) contender {
+// rlVersion is rl with the script version pinned (0: the newest). Each
+// version has its own key prefix of the same length ("rl" for the newest,
+// "r5" for v5), so that two versions sharing a state version do not share
+// the state left by the other's rows.
+func rlVersion(name, job string, version int, build buildFunc) contender {
 	return contender{
-		name: name, group: groupRatelua, cmds: scriptCmds, cost: cost, mem: mem, job: job, version: version,
+		name: name, group: groupRatelua, cmds: scriptCmds, job: job, version: version,
 		make: func(e *env) (runner, error) {
-			l, err := build(e.rc, ratelua.Options{Prefix: "rl", Clock: realTime, Version: version})
+			l, err := build(e.rc, ratelua.Options{Prefix: versionPrefix(version), Clock: realTime, Version: version})
 			if err != nil {
 				return nil, err
 			}
@@ -122,27 +146,84 @@ func rlVersion(name, job string, cost, mem float64, version int, build func(c ru
 	}
 }
 
-// withFCALL returns cs with each contender followed by its FCALL twin: the
-// same limiter with Options.Functions (the library is loaded on the twin's
-// first call), the same targets and job.
-func withFCALL(cs []contender, build map[string]func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error)) []contender {
-	var out []contender
-	for _, c := range cs {
-		twin := c
-		twin.name, twin.cmds, twin.functions = c.name+fcallSuffix, functionCmds, true
-		b, version := build[c.name], c.version
-		twin.make = func(e *env) (runner, error) {
-			l, err := b(e.rc, ratelua.Options{Prefix: "rl", Clock: realTime, Version: version, Functions: true})
-			if err != nil {
-				return nil, err
-			}
-			return rateluaRunner{l}, nil
-		}
-		out = append(out, c, twin)
+// versionPrefix is the Prefix of the limiters of a pinned version.
+func versionPrefix(version int) string {
+	if version == 0 {
+		return "rl"
 	}
-	return out
+	return "r" + strconv.Itoa(version%10)
 }
 
+// twin is c's FCALL twin: the same limiter with Options.Functions (the
+// library is loaded on the twin's first call), the same job, the FCALL
+// cost target, measured right after c.
+func twin(c contender, build buildFunc) contender {
+	t := c
+	t.name, t.cmds, t.functions = c.name+fcallSuffix, functionCmds, true
+	t.cost, t.fcallCost, t.mem, t.memRef, t.ref = c.fcallCost, 0, 0, "", ""
+	version := c.version
+	t.make = func(e *env) (runner, error) {
+		l, err := build(e.rc, ratelua.Options{Prefix: versionPrefix(version), Clock: realTime, Version: version, Functions: true})
+		if err != nil {
+			return nil, err
+		}
+		return rateluaRunner{l}, nil
+	}
+	return t
+}
+
+// newestVersion is the newest embedded version of script name (the Go
+// API's default), 0 if none.
+func newestVersion(name string) int {
+	v := 0
+	for _, s := range ratelua.Scripts() {
+		if s.Name == name {
+			v = max(v, s.Version)
+		}
+	}
+	return v
+}
+
+// embedded reports whether version v of script name is embedded.
+func embedded(name string, v int) bool {
+	for _, s := range ratelua.Scripts() {
+		if s.Name == name && s.Version == v {
+			return true
+		}
+	}
+	return false
+}
+
+// comparedVersion is the released version that the newest is shown beside
+// (each of its rows again, pinned by Options.Version).
+const comparedVersion = 5
+
+// Names of the rows the targets refer to (without the version).
+const (
+	rowTokenBucket1 = "token_bucket, 1 limit"
+	rowAR1One       = "ar1, 1 limit"
+	rowWindow1      = "sliding_window, 1 limit (60 buckets)"
+	rowBuckets10    = "sliding_window, 10 buckets (hot keys, full window)"
+	rowBuckets10000 = "sliding_window, 10,000 buckets (hot keys, full window)"
+)
+
+// Minimum rows: per job, a script doing only the commands the job cannot
+// avoid (minimum.go).
+const (
+	minGetSet = "minimum: GET + SET PX (token bucket, ar1)"
+	minZSet   = "minimum: ZCOUNT + ZADD + PEXPIRE (exact log)"
+	minHash   = "minimum: HMGET + HSET + PEXPIRE of one field (sliding window)"
+)
+
+// rowName is the table name of a ratelua row of a version.
+func rowName(version int, row string) string {
+	return fmt.Sprintf("ratelua v%d %s", version, row)
+}
+
+// rateluaContenders are the ratelua rows: every script on the newest
+// version (the Go API's default) with the targets, then the same
+// rows pinned to comparedVersion (no targets) when it is embedded and not
+// the newest. Each row but the hot-key ones is followed by its FCALL twin.
 func rateluaContenders() []contender {
 	tb1 := ratelua.Bucket{Capacity: 100, RefillAmount: 100, RefillInterval: time.Minute}
 	tb3 := []ratelua.Bucket{
@@ -162,50 +243,101 @@ func rateluaContenders() []contender {
 		{Max: 5, Duration: time.Hour, Resolution: 10 * time.Minute},
 		{Max: 1000, Duration: 24 * time.Hour, Resolution: time.Hour},
 	}
+	// 8 limits: the 1-limit row's limit first (it is the one that denies),
+	// then 7 looser ones of 60 buckets each, so that the row costs the 1-limit
+	// row's decision plus 7 limits.
+	sw8 := []ratelua.Window{sw1}
+	for i, d := range []time.Duration{2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour, 6 * time.Hour, 24 * time.Hour} {
+		sw8 = append(sw8, ratelua.Window{Max: int64(200 * (i + 1)), Duration: d, Resolution: d / 60})
+	}
 	type row struct {
-		name, job string
-		cost, mem float64
-		version   int
-		build     func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error)
+		name, script, job string
+		build             buildFunc
+		// The newest version's targets.
+		cost, fcallCost, mem float64
+		memRef               bool // bytes per key at most comparedVersion's
+		peerMax              float64
+		peerStrict           bool
+		minimum              string
+		ref                  string
+		refMax               float64
+		hot                  bool // hot keys, full window; no FCALL twin
 	}
-	tokenBucket1 := func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-		return ratelua.NewTokenBucket(ratelua.Rueidis(c), o, tb1)
+	windowBuild := func(ws ...ratelua.Window) buildFunc {
+		return func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+			return ratelua.NewSlidingWindow(ratelua.Rueidis(c), o, ws...)
+		}
 	}
-	tokenBucket3 := func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-		return ratelua.NewTokenBucket(ratelua.Rueidis(c), o, tb3...)
-	}
-	ar1One := func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-		return ratelua.NewAR1(ratelua.Rueidis(c), o, ar1)
-	}
-	ar1Three := func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-		return ratelua.NewAR1(ratelua.Rueidis(c), o, ar3...)
-	}
-	zsetLog := func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-		return ratelua.NewZSetLog(ratelua.Rueidis(c), o, ratelua.Log{Max: 100, Window: time.Minute})
-	}
-	window1 := func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-		return ratelua.NewSlidingWindow(ratelua.Rueidis(c), o, sw1)
-	}
-	window3 := func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
-		return ratelua.NewSlidingWindow(ratelua.Rueidis(c), o, sw3...)
+	bucketsRow := func(name string, n int) row {
+		w := ratelua.Window{Max: sweepMax, Duration: sweepWindow, Resolution: sweepWindow / time.Duration(n)}
+		return row{name: name, script: "sliding_window", build: windowBuild(w), hot: true}
 	}
 	rows := []row{
-		// The newest release (v5), with the targets.
-		{"ratelua token_bucket, 1 limit", jobTokenBucket1, 3.5, 1.25, 0, tokenBucket1},
-		{"ratelua token_bucket, 3 limits", "", 0, 0, 0, tokenBucket3},
-		{"ratelua ar1, 1 limit", jobAny, 3.5, 1.25, 0, ar1One},
-		{"ratelua ar1, 3 limits", jobAny, 0, 0, 0, ar1Three},
-		{"ratelua zset_log, max 100", jobZSetLog100, 4.5, 2.0, 0, zsetLog},
-		{"ratelua sliding_window, 1 limit (60 buckets)", jobSlidingWindow1, 4.5, 0, 0, window1},
-		{"ratelua sliding_window, 3 limits", jobSlidingWindow3, 6.0, 3.0, 0, window3},
+		{name: rowTokenBucket1, script: "token_bucket", job: jobTokenBucket1, cost: 3.3, fcallCost: 3.0, mem: 1.25, peerMax: 0.90, minimum: minGetSet,
+			build: func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+				return ratelua.NewTokenBucket(ratelua.Rueidis(c), o, tb1)
+			}},
+		{name: "token_bucket, 3 limits", script: "token_bucket", memRef: true, minimum: minGetSet,
+			build: func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+				return ratelua.NewTokenBucket(ratelua.Rueidis(c), o, tb3...)
+			}},
+		{name: rowAR1One, script: "ar1", job: jobTokenBucket1, cost: 3.3, fcallCost: 3.0, mem: 1.25, peerMax: 0.90, minimum: minGetSet,
+			build: func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+				return ratelua.NewAR1(ratelua.Rueidis(c), o, ar1)
+			}},
+		{name: "ar1, 3 limits", script: "ar1", memRef: true, minimum: minGetSet,
+			build: func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+				return ratelua.NewAR1(ratelua.Rueidis(c), o, ar3...)
+			}},
+		{name: "zset_log, max 100", script: "zset_log", job: jobZSetLog100, cost: 4.3, memRef: true, peerMax: 1, peerStrict: true, minimum: minZSet,
+			build: func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+				return ratelua.NewZSetLog(ratelua.Rueidis(c), o, ratelua.Log{Max: 100, Window: time.Minute})
+			}},
+		{name: rowWindow1, script: "sliding_window", job: jobSlidingWindow1, cost: 4.0, memRef: true, minimum: minHash, build: windowBuild(sw1)},
+		{name: "sliding_window, 3 limits", script: "sliding_window", job: jobSlidingWindow3, cost: 5.0, memRef: true, minimum: minHash, build: windowBuild(sw3...)},
+		{name: "sliding_window, 8 limits (60 buckets each)", script: "sliding_window", job: jobSlidingWindow8, memRef: true, minimum: minHash,
+			ref: rowWindow1, refMax: 2, build: windowBuild(sw8...)},
+		bucketsRow(rowBuckets10, 10),
+		bucketsRow(rowBuckets10000, 10000),
 	}
 	var cs []contender
-	build := map[string]func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error){}
-	for _, r := range rows {
-		cs = append(cs, rlVersion(r.name, r.job, r.cost, r.mem, r.version, r.build))
-		build[r.name] = r.build
+	for _, version := range []int{0, comparedVersion} {
+		for _, r := range rows {
+			newest := newestVersion(r.script)
+			v := version
+			if v == 0 {
+				v = newest
+			} else if v == newest || !embedded(r.script, v) {
+				continue
+			}
+			c := rlVersion(rowName(v, r.name), r.job, version, r.build)
+			c.minimum = r.minimum
+			if r.ref != "" {
+				c.ref = rowName(v, r.ref)
+			}
+			if r.name == rowBuckets10000 {
+				c.ref = rowName(v, rowBuckets10)
+			}
+			if version == 0 {
+				c.cost, c.fcallCost, c.mem, c.peerMax, c.peerStrict = r.cost, r.fcallCost, r.mem, r.peerMax, r.peerStrict
+				c.refMax = r.refMax
+				if r.name == rowBuckets10000 {
+					c.refMax = 1.5
+				}
+				if r.memRef && embedded(r.script, comparedVersion) && comparedVersion != v {
+					c.memRef = rowName(comparedVersion, r.name)
+				}
+			}
+			if r.hot {
+				c.keys, c.warm, c.noMem = hotKeys(sweepKeys), sweepWindow+sweepMargin, true
+				cs = append(cs, c)
+				continue
+			}
+			cs = append(cs, c, twin(c, r.build))
+		}
+		cs = append(cs, concurrencyContenders(version)...)
 	}
-	return append(withFCALL(cs, build), concurrencyContenders()...)
+	return cs
 }
 
 // concurrencyRunner makes a decision an acquire and the release of its
@@ -222,15 +354,25 @@ func (r concurrencyRunner) Decide(ctx context.Context, eventKey string) error {
 
 func (r concurrencyRunner) StateKeys(eventKey string) []string { return []string{r.s.Key(eventKey)} }
 
-// concurrencyContenders are the concurrency script's row and its FCALL
-// twin: one decision is an acquire and a release (100 slots, a lease of
-// 30 s), two script calls, costed together.
-func concurrencyContenders() []contender {
+// concurrencyContenders are the concurrency script's row of a version (0:
+// the newest) and its FCALL twin: one decision is an acquire and a release
+// (100 slots, a lease of 30 s), two script calls, costed together. None
+// when a pinned version is not embedded or is the newest.
+func concurrencyContenders(version int) []contender {
+	newest := newestVersion("concurrency")
+	v := version
+	if v == 0 {
+		v = newest
+	} else if v == newest || !embedded("concurrency", v) {
+		return nil
+	}
 	row := func(functions bool) contender {
 		c := contender{
-			name: "ratelua concurrency, acquire + release", group: groupRatelua, cmds: scriptCmds, calls: 2, functions: functions,
+			name: rowName(v, "concurrency, acquire + release"), group: groupRatelua, cmds: scriptCmds, calls: 2,
+			functions: functions, version: version,
 			make: func(e *env) (runner, error) {
-				s, err := ratelua.NewConcurrency(ratelua.Rueidis(e.rc), ratelua.Options{Prefix: "rl", Clock: realTime, Functions: functions},
+				s, err := ratelua.NewConcurrency(ratelua.Rueidis(e.rc),
+					ratelua.Options{Prefix: versionPrefix(version), Clock: realTime, Version: version, Functions: functions},
 					ratelua.Slots{Max: 100, Lease: 30 * time.Second})
 				if err != nil {
 					return nil, err

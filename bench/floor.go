@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 
 	"github.com/redis/rueidis"
 )
@@ -13,13 +14,6 @@ var floorScript = rueidis.NewLuaScript(`
 local n = redis.call('INCR', KEYS[1])
 if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return n`)
-
-// The bare read-modify-write: GET then SET ... PX in one script. No
-// stateful limiter that reads its state and writes it back can be cheaper.
-var getSetScript = rueidis.NewLuaScript(`
-local v = tonumber(redis.call('GET', KEYS[1]) or '0')
-redis.call('SET', KEYS[1], v + 1, 'PX', ARGV[1])
-return v + 1`)
 
 const floorTTL = "60000" // ms
 
@@ -47,11 +41,49 @@ func floorContender() contender {
 	}
 }
 
-func getSetContender() contender {
-	return contender{
-		name: "bare GET + SET PX", group: groupFloor, cmds: scriptCmds, limit: true,
-		make: func(e *env) (runner, error) {
-			return scriptRunner{client: e.rc, script: getSetScript, prefix: "getset:"}, nil
-		},
+// floorKeyPrefix is a prefix of n bytes for the memory floor's keys,
+// made of the letter of the state key it stands for (i: its index among a
+// row's state keys), so that the counters of one event key differ.
+func floorKeyPrefix(i, n int) string {
+	if n <= 0 {
+		return ""
 	}
+	return strings.Repeat(string(rune('a'+i%26)), n-1) + ":"
+}
+
+// memFloorRunner is the memory floor of a row: for each of the row's state
+// keys a counter (the floor's script, INCR + PEXPIRE) under a key of the
+// same length, the event key behind a prefix of pads[i] bytes.
+type memFloorRunner struct {
+	client rueidis.Client
+	pads   []int
+}
+
+func (m memFloorRunner) StateKeys(eventKey string) []string {
+	keys := make([]string, len(m.pads))
+	for i, n := range m.pads {
+		keys[i] = floorKeyPrefix(i, n) + eventKey
+	}
+	return keys
+}
+
+func (m memFloorRunner) Decide(ctx context.Context, eventKey string) error {
+	for _, k := range m.StateKeys(eventKey) {
+		if err := floorScript.Exec(ctx, m.client, []string{k}, []string{floorTTL}).Error(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// statePads are the lengths of r's state keys minus the event key's, for
+// eventKey: the prefix (and suffix) bytes a memory floor key needs to be
+// as long. A state key shorter than its event key counts 0 (the floor's
+// key is then longer).
+func statePads(r runner, eventKey string) []int {
+	var pads []int
+	for _, k := range r.StateKeys(eventKey) {
+		pads = append(pads, max(0, len(k)-len(eventKey)))
+	}
+	return pads
 }

@@ -3,6 +3,7 @@
 // testbench, and writes BENCHMARKS.md and the charts.
 //
 //	go run . -out ..                                  # everything (make bench)
+//	go run . -out .. -sections main -rounds 2         # issue 24's targets
 //	go run . -sections main -only 'token_bucket|GCRA' -dur 1s -rounds 1
 //
 // The server is pinned to CPU 0 and this process to CPU 1 (taskset). For
@@ -11,6 +12,12 @@
 // first use, in a script) is measured just before and just after each
 // contender and the ratio is contender / mean(floors); the best of the
 // rounds is quoted.
+//
+// The main table runs every ratelua script on the newest version (the Go
+// API's default) and again pinned to v5, the peers, the seeds' designs and,
+// per job, a minimum (only the commands the job cannot avoid); each row's
+// bytes per key are divided by those of a counter under keys of the same
+// lengths as the row's state keys, measured in the same run.
 //
 // Sections (-sections): main (cost and memory of every contender), sweep
 // (scaling of sliding_window and zset_log), client (ns/op and allocs/op on
@@ -185,7 +192,7 @@ func filter(only *regexp.Regexp, cs []contender) []contender {
 
 // mainContenders are the main table's rows, in order.
 func mainContenders() []contender {
-	cs := append([]contender{getSetContender()}, rateluaContenders()...)
+	cs := append(minimumContenders(), rateluaContenders()...)
 	cs = append(cs, peerContenders()...)
 	return append(cs, baselineContenders()...)
 }
@@ -229,18 +236,34 @@ func runServer(ctx context.Context, cfg config, kind testbench.Kind) (serverResu
 			return sr, err
 		}
 		// Memory first, on an empty server per contender.
-		floorMem, err := measureMemory(ctx, rc, floor, cfg.callers)
+		floorMem, err := measureMemory(ctx, rc, floor, memCallers)
 		if err != nil {
 			return sr, fmt.Errorf("floor memory: %w", err)
 		}
 		sr.floor = result{c: floorC, mem: floorMem}
 		sr.results = make([]result, len(contenders))
+		// Each row's memory floor: a counter per state key under a key of
+		// the same length, measured once per distinct set of lengths.
+		floors := map[string]memory{}
 		for i, c := range contenders {
-			m, err := measureMemory(ctx, rc, runners[i], cfg.callers)
+			sr.results[i] = result{c: c}
+			if c.noMem || c.functions {
+				continue // not measured, or the same state as its EVALSHA row
+			}
+			m, err := measureMemory(ctx, rc, runners[i], memCallers)
 			if err != nil {
 				return sr, fmt.Errorf("%s memory: %w", c.name, err)
 			}
-			sr.results[i] = result{c: c, mem: m}
+			pads := statePads(runners[i], eventKeys[0])
+			id := fmt.Sprint(pads)
+			f, ok := floors[id]
+			if !ok {
+				if f, err = measureMemory(ctx, rc, memFloorRunner{client: rc, pads: pads}, memCallers); err != nil {
+					return sr, fmt.Errorf("%s memory floor: %w", c.name, err)
+				}
+				floors[id] = f
+			}
+			sr.results[i].mem, sr.results[i].memFloor = m, f
 		}
 		if err := rc.Do(ctx, rc.B().Flushall().Build()).Error(); err != nil {
 			return sr, fmt.Errorf("flushall: %w", err)

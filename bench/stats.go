@@ -18,6 +18,11 @@ func info(ctx context.Context, c rueidis.Client, section string) (map[string]str
 	if err != nil {
 		return nil, err
 	}
+	return parseInfo(s), nil
+}
+
+// parseInfo parses INFO's "field:value" lines.
+func parseInfo(s string) map[string]string {
 	out := map[string]string{}
 	sc := bufio.NewScanner(strings.NewReader(s))
 	for sc.Scan() {
@@ -25,7 +30,7 @@ func info(ctx context.Context, c rueidis.Client, section string) (map[string]str
 			out[k] = v
 		}
 	}
-	return out, nil
+	return out
 }
 
 // resetStats is CONFIG RESETSTAT.
@@ -64,13 +69,31 @@ func cmdCost(ctx context.Context, c rueidis.Client, cmds []string) (float64, int
 	return float64(usec) / float64(calls), calls, nil
 }
 
-// usedMemory is INFO memory's used_memory.
+// usedMemory is INFO memory's used_memory less mem_clients_normal (the
+// clients' query and output buffers, which the load leaves at sizes that
+// vary from one measurement to the next and are no key's state).
 func usedMemory(ctx context.Context, c rueidis.Client) (int64, error) {
 	f, err := info(ctx, c, "memory")
 	if err != nil {
 		return 0, err
 	}
-	return strconv.ParseInt(f["used_memory"], 10, 64)
+	return usedMemoryOf(f)
+}
+
+// usedMemoryOf is usedMemory from INFO memory's fields.
+func usedMemoryOf(f map[string]string) (int64, error) {
+	used, err := strconv.ParseInt(f["used_memory"], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("used_memory: %w", err)
+	}
+	if v, ok := f["mem_clients_normal"]; ok {
+		clients, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("mem_clients_normal: %w", err)
+		}
+		used -= clients
+	}
+	return used, nil
 }
 
 // memoryUsage is MEMORY USAGE of keys, summed (SAMPLES 0: exact).

@@ -47,7 +47,7 @@ var sweepMethod = fmt.Sprintf(`**Buckets** (sliding_window, 1 limit): max %d (so
 	sweepMax, sweepWindow, sweepKeys, 16, sweepWindow+sweepMargin, sweepMargin, sweepMax, zsetHotKeys, zsetChunk)
 
 func sweepContender(name, sweep string, x float64, warm time.Duration, keys []string, build func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error)) contender {
-	c := rl(name, "", 0, 0, build)
+	c := rl(name, "", build)
 	c.group, c.sweep, c.x, c.warm, c.keys = groupSweep, sweep, x, warm, keys
 	return c
 }
