@@ -126,7 +126,7 @@ release: check-generated
 ## the key vectors testdata/keyvectors.json the packages check
 generate:
 	$(GO) generate ./...
-	RATELUA_WRITE_GENERATED=1 $(GO) test -count=1 -run '^TestGenerated(Packages|KeyVectors)$$' .
+	RATELUA_WRITE_GENERATED=1 $(GO) test -count=1 -run '^(TestGenerated(Packages|KeyVectors)|TestLuaReadme)$$' .
 
 ## check-generated: fail if lua/ is not what lua/src generates, or the
 ## packages' scripts or testdata/keyvectors.json are stale
