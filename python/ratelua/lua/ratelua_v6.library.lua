@@ -1761,18 +1761,19 @@ if n == 1 and count >= 0 then
     if not now then
       do
         local time = redis.call('TIME')
-        if unit == 's' then
-          now = tonumber(time[1])
-        elseif unit == 'ms' then
-          now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        if unit == 'ms' then
+          local micros = time[2] % 1000
+          now = time[1] * 1000 + (time[2] - micros) / 1000
+        elseif unit == 's' then
+          now = time[1] + 0
         else
-          now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+          now = time[1] * 1000000 + time[2]
         end
       end
     end
     -- level = tokens * interval, in [-full, full].
     local full = capacity * interval
-    local level = full
+    local level, beyond = full, false
     if state then
       -- The deficit at now: X - now * amount, or from "<t> <deficit>". A
       -- product past 2^53 is rounded, but then the difference is far
@@ -1788,7 +1789,11 @@ if n == 1 and count >= 0 then
         end
       end
       if deficit > 2 * full then
-        level = -full
+        -- Below the floor: only a now behind the last write (or other
+        -- limits) reads so. The bucket is at -capacity, and the call
+        -- records nothing: a write would move X back, refilling the
+        -- bucket for a caller whose clock is right.
+        level, beyond = -full, true
       elseif deficit > 0 then
         level = full - deficit
       end
@@ -1798,7 +1803,7 @@ if n == 1 and count >= 0 then
       asked = 1
     end
     local allowed = asked <= capacity and level >= asked * interval
-    local record = count > 0 and (allowed or mode == '1')
+    local record = count > 0 and (allowed or mode == '1') and not beyond
     if record then
       -- Taking more than 2 * capacity always ends at the floor.
       local taken = count
@@ -1810,14 +1815,16 @@ if n == 1 and count >= 0 then
         level = -full
       end
     end
-    -- Full again after ceil((full - level) / amount) <= 2^51; remaining is
-    -- floor(level / interval). Every quotient is of integers under 2^52.
+    -- remaining is floor(level / interval), and the bucket is full again
+    -- after ceil((full - level) / amount) <= 2^51, each a multiple of the
+    -- divisor (found by %, exact for integers under 2^52) divided by it,
+    -- with no math.floor call.
     local remaining, reset_after = 0, 0
     if level > 0 then
-      remaining = floor(level / interval)
+      remaining = (level - level % interval) / interval
     end
     if level < full then
-      reset_after = -floor((level - full) / amount)
+      reset_after = (full - level + (level - full) % amount) / amount
     end
     if record then
       local ttl = reset_after
@@ -1864,7 +1871,8 @@ if n == 1 and count >= 0 then
     end
     -- Denied for want of tokens: level < asked * interval, so the wait is
     -- ceil((asked * interval - level) / amount) >= 1.
-    return { 0, remaining, -floor((level - asked * interval) / amount), reset_after, 1 }
+    local need = asked * interval - level
+    return { 0, remaining, (need + (-need) % amount) / amount, reset_after, 1 }
   end
 end
 
