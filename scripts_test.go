@@ -29,14 +29,14 @@ var released = map[string]string{
 	"ar1@v6":            "39ad4bd667a185f059f936446789f17b07d2090d",
 	"concurrency@v6":    "ecbbb0b668a8d08f9a3354650c744c06d502f018",
 	"sliding_window@v6": "c212a93928a21440b20c49fc4be6a552d0b66c9f",
-	"token_bucket@v6":   "fd64ac229050b33bc8939f89faecda273fea2f00",
+	"token_bucket@v6":   "8fca9806447590012aef5c8d6ff11fe4ebfd83e8",
 	"zset_log@v6":       "46c248b52616e45e2739f663f8c5448b43852111",
 }
 
 // releasedLibraries pins the SHA1 of every released Functions library.
 var releasedLibraries = map[int]string{
 	5: "298920f9ca406f17490499ae4fcc5816ff7bc413",
-	6: "e6e4a91527ec236530fda3a39820858863af9744",
+	6: "218fb117a91e328bb6318347b5f3c72fbe416469",
 }
 
 // embeddedLibraries lists the release of every Functions library file

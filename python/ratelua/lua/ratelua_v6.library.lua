@@ -1657,7 +1657,7 @@ end
 -- token_bucket v6 (lua/token_bucket.v6.lua)
 do
 redis.register_function('ratelua_token_bucket_v6', function(KEYS, ARGV)
-local tonumber, floor, format = tonumber, math.floor, string.format
+local tonumber, floor, format, find = tonumber, math.floor, string.format, string.find
 local unit, now, mode = ARGV[2], false, ARGV[4]
 local count = 1
 if ARGV[1] ~= '1' then
@@ -1667,10 +1667,15 @@ if ARGV[1] ~= '1' then
   end
 end
 if ARGV[3] ~= '' then
-  -- Canonical: what '%d' writes back (in range, a number's '%d' text is
-  -- interned already when it is ARGV[3], so the compare is cheap).
-  now = tonumber(ARGV[3])
-  if not (now and now >= 0 and now <= MAX_TIME and format('%d', now) == ARGV[3]) then
+  -- Canonical: '0' or an anchored find of the digits, then read by
+  -- arithmetic (no tonumber call).
+  now = ARGV[3]
+  if now == '0' or find(now, '^[1-9]%d*$') then
+    now = now + 0
+    if now > MAX_TIME then
+      now = nil
+    end
+  else
     now = nil
   end
 end
@@ -1749,14 +1754,18 @@ end
 local key = KEYS[1]
 
 if n == 1 and count >= 0 then
-  -- One bucket, its limits checked here on every call (refill_interval <=
-  -- 2^52 follows from capacity >= 1 and the product's bound); a bad one
-  -- is named below.
-  local capacity, amount, interval = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-  if capacity and amount and interval and capacity >= 1 and capacity <= 1000000000
-      and amount >= 1 and amount <= 1000000000 and interval >= 1 and capacity * interval <= 1125899906842624
-      and format('%d', capacity) == ARGV[5] and format('%d', amount) == ARGV[6]
-      and format('%d', interval) == ARGV[7] then
+  -- One bucket, its limits checked here on every call: canonical positive
+  -- integers by an anchored find (no string made), then read by
+  -- arithmetic, which takes digits as a number (no tonumber call).
+  -- refill_interval <= 2^52 follows from capacity >= 1 and the product's
+  -- bound. A bad limit is named below.
+  local capacity, amount, interval = ARGV[5], ARGV[6], ARGV[7]
+  if find(capacity, '^[1-9]%d*$') and find(amount, '^[1-9]%d*$') and find(interval, '^[1-9]%d*$') then
+    capacity, amount, interval = capacity + 0, amount + 0, interval + 0
+  else
+    capacity = nil
+  end
+  if capacity and capacity <= 1000000000 and amount <= 1000000000 and capacity * interval <= 1125899906842624 then
     local state = redis.call('GET', key)
     if not now then
       do
