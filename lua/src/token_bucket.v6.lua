@@ -109,8 +109,8 @@ end
 do
   local time = redis.call('TIME')
   if UNIT == 'ms' then
-    local micros = time[2] % 1000
-    OUT = time[1] * 1000 + (time[2] - micros) / 1000
+    local micros = time[2] + 0
+    OUT = time[1] * 1000 + (micros - micros % 1000) / 1000
   elseif UNIT == 's' then
     OUT = time[1] + 0
   else

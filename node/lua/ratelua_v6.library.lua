@@ -1771,8 +1771,8 @@ if n == 1 and count >= 0 then
       do
         local time = redis.call('TIME')
         if unit == 'ms' then
-          local micros = time[2] % 1000
-          now = time[1] * 1000 + (time[2] - micros) / 1000
+          local micros = time[2] + 0
+          now = time[1] * 1000 + (micros - micros % 1000) / 1000
         elseif unit == 's' then
           now = time[1] + 0
         else
