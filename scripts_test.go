@@ -29,7 +29,7 @@ var released = map[string]string{
 	"ar1@v6":            "39ad4bd667a185f059f936446789f17b07d2090d",
 	"concurrency@v6":    "ecbbb0b668a8d08f9a3354650c744c06d502f018",
 	"sliding_window@v6": "c212a93928a21440b20c49fc4be6a552d0b66c9f",
-	"token_bucket@v6":   "0e8cf4e248d2da58bbd94ee05722ce6ac365ed02",
+	"token_bucket@v6":   "ba79bcb87127413faaaff48cce4fdac9ceba9153",
 	"zset_log@v6":       "46c248b52616e45e2739f663f8c5448b43852111",
 }
 

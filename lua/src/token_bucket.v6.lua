@@ -43,8 +43,8 @@
 -- refill_amount the time until full carries over, and with the same
 -- refill_interval too the missing tokens; with another refill_amount, at
 -- times far from 0, the bucket reads as full when it is larger and as
--- -capacity when it is smaller.) A call with another
--- number of limits starts fresh (the layouts differ).
+-- -capacity when it is smaller.) A call with another number of limits
+-- starts fresh (the layouts differ).
 --
 -- State with two or more limits: v4's, a string "<limits>|<time>
 -- <tokens_1> ... <tokens_n>" where <limits> is ARGV[2] and ARGV[5..] joined
@@ -60,16 +60,18 @@
 -- last write finds the bucket emptier (by the refill of the time behind,
 -- down to -capacity), which can only deny earlier, never admit more: X
 -- never decreases, and a call that reads the deficit above 2 * capacity *
--- refill_interval (a clock behind by more than that refill) records
--- nothing, even in mode '1'. The key must be written by this script only.
+-- refill_interval (only a clock far behind does) records nothing, even in
+-- mode '1'. The key must be written by this script only.
 --
 -- What v6 does apart from v5: one limit's state is one integer (above)
 -- instead of v5's "<time> <deficit>" text with a unit suffix, so a now
 -- earlier than the last write counts from now for one limit, and the unit
--- and the refill_amount must not change for a key; the prelude's helpers
--- are macros expanded in place and the script builds no function on a
--- decision's path. Two or more limits: as v5. v5's and v6's states do not
--- mix (state version 6).
+-- and the limits must not change for a key; the prelude's helpers are
+-- macros expanded in place and the script builds no function on a
+-- decision's path; one limit's integers are checked by anchored finds and
+-- read by arithmetic, and the server clock too (no tonumber, format or
+-- math.floor call but the two formats of the write). Two or more limits:
+-- as v5. v5's and v6's states do not mix (state version 6).
 
 -- #include _prelude.v6.lua
 
