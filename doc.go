@@ -224,7 +224,10 @@
 // # Versions
 //
 // Options.Version pins the script version; 0 means the newest. Every
-// version keeps the same contract, so pinning matters only for state. The
+// version keeps the same contract, so pinning matters only for state, with
+// one exception: token_bucket v6 with one bucket reads a clock behind its
+// last write at that clock (the bucket then looks emptier, never fuller),
+// where earlier versions take the last write's time. The
 // state key names the version whose state layout the script keeps
 // (Script.StateVersion; zset_log v5 keeps the layout of the development
 // version 3), so a new version that keeps a layout shares its state, and a

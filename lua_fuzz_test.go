@@ -470,7 +470,8 @@ var fuzzTargets = map[string]fuzzTarget{
 			"5,0,720",
 		},
 		newModel: func(ls [][]int64) model.Model {
-			m := &model.TokenBucket{}
+			// The newest version's rule (the fuzz targets run the newest).
+			m := &model.TokenBucket{BehindCounts: true}
 			for _, v := range ls {
 				m.Limits = append(m.Limits, model.TokenBucketLimit{Capacity: v[0], RefillAmount: v[1], RefillInterval: v[2]})
 			}

@@ -91,6 +91,7 @@ func runOn(t testing.TB, e *luatest.Engine, src, key string, args []string) ([]i
 // The random draws shared with the tests in integration/.
 var (
 	generators = modeltest.Generators
+	forVersion = modeltest.ForVersion
 	scale      = modeltest.Scale
 	nLimits    = modeltest.NLimits
 	strs       = modeltest.Strs

@@ -43,6 +43,7 @@ func agreeWithModel(t *testing.T, name string, script Script) {
 	for seq := 0; calls < total; seq++ {
 		unit := []string{"s", "ms", "us"}[r.IntN(3)]
 		m, limits, longest := generators[name](r, unit, nLimits(r))
+		m = forVersion(m, script.Version)
 		e := frozenEngine()
 		key := randomKey(r)
 		now := r.Int64N(2_000_000_000) * scale(unit)

@@ -411,7 +411,8 @@ func confKeys(calls []confCall) []string {
 // confShape is what two states on the server's clock must share, their
 // times and what follows from them set aside: the type; for a string
 // (ar1, token_bucket) its number of words and the limits' signature (the
-// second word; from v3 the limits text before "|"); for a hash
+// second word; from v3 the limits text before "|"), or that it is one
+// integer (v6 token_bucket with one limit); for a hash
 // (sliding_window) the signature (from v3 the limits text, field "l") and
 // the number of words of field "m" and that every other field is a bucket "<i>.<n>" (how
 // many buckets the events fill depends on where the server's clock crossed
@@ -423,6 +424,11 @@ func confShape(s confState) string {
 			return fmt.Sprintf("limits %q, %d words", limits, len(strings.Fields(rest)))
 		}
 		w := strings.Fields(v)
+		if _, err := strconv.ParseInt(v, 10, 64); err == nil {
+			// v6 token_bucket with one limit: one integer, now *
+			// refill_amount + deficit (its value follows the time).
+			return "one integer"
+		}
 		if len(w) < 2 {
 			return fmt.Sprintf("%q", v)
 		}

@@ -168,7 +168,7 @@ var contracts = map[string]Entry{
 	},
 	"token_bucket.v6": {
 		Keys: keys,
-		Argv: append(append([]string{}, commonArgv...), []string{
+		Argv: append(append([]string{}, tokenBucketV6Argv()...), []string{
 			"ARGV[5..] 1 to 16 limits, each the integers: capacity, refill_amount, refill_interval",
 			"capacity: tokens in a full bucket, 1..10^9",
 			"refill_amount: tokens added per refill_interval (continuously, exactly), 1..10^9",
@@ -182,9 +182,9 @@ var contracts = map[string]Entry{
 		},
 		Reply:        reply,
 		Fresh:        "every bucket is full (a fresh bucket is full); eventCount is the cost in tokens; in mode '1' a denied call still takes its tokens, down to -capacity",
-		State:        "with one limit, a string '<last write time> <deficit>' in unit ms, '<last write time> <deficit> s' in unit s, '<last write time> <deficit> us' in unit us, deficit = (capacity - tokens) * refill_interval in [0, 2 * capacity * refill_interval]; the limits are not stored and every call checks them; a call with other limits in the same unit carries the state over, reading the same time and deficit under its own limits with the deficit clamped to 2 * capacity * refill_interval; another unit or another number of limits starts fresh. With two or more limits, a string '<limits>|<last write time> <tokens * refill_interval per limit>', <limits> = ARGV[2] and ARGV[5..] joined by spaces, as the call that wrote the state sent them (a call with other limits or another unit starts fresh; one with the same limits need not check them again; the key must be written by the script only)",
-		StateVersion: 5,
-		Cost:         "GET, SET per recorded decision; + TIME with the server clock; one limit's call checks its limits itself on every call (no limits text in the state)",
+		State:        "with one limit, one integer X = t * refill_amount + deficit written with '%d' (the server keeps it as an integer), t the writing call's now and deficit = (capacity - tokens) * refill_interval in [0, 2 * capacity * refill_interval]; at a later now the deficit is X - now * refill_amount clamped to [0, 2 * capacity * refill_interval]; when X would reach 2^53 (not exact), the text '<t> <deficit>' instead, read as the same line; the unit and the limits are not stored, every call checks the limits, and neither the unit nor the limits may change for a key (a call with other limits reads X under its own refill_amount and clamps to its own bounds: the same refill_amount keeps the time until full, and the same refill_interval too the missing tokens; another refill_amount, at times far from 0, reads as full when larger and as -capacity when smaller); a now earlier than the last write is not taken as its time: the deficit counts from now (denies earlier, never admits more: X never decreases, and a call that reads the deficit above 2 * capacity * refill_interval records nothing, even in mode '1'). A call with another number of limits starts fresh. With two or more limits, a string '<limits>|<last write time> <tokens * refill_interval per limit>', <limits> = ARGV[2] and ARGV[5..] joined by spaces, as the call that wrote the state sent them (a call with other limits or another unit starts fresh; one with the same limits need not check them again; a now earlier than the last write is treated as the time of that write; the key must be written by the script only)",
+		StateVersion: 6,
+		Cost:         "GET, SET per recorded decision; + TIME with the server clock; one limit's call checks its limits itself on every call (no limits text in the state) and builds no function",
 	},
 	"zset_log.v5": {
 		Keys: keys,
@@ -227,6 +227,14 @@ var contracts = map[string]Entry{
 // keys is KEYS, the same for every script.
 var keys = []string{
 	"KEYS[1] the limiter's state key, the only key the script reads or writes; it gets a TTL of reset_after on every write",
+}
+
+// tokenBucketV6Argv is commonArgv with token_bucket v6's rule for a now
+// behind the last write (one limit: it counts from now).
+func tokenBucketV6Argv() []string {
+	argv := append([]string{}, commonArgv...)
+	argv[2] = "ARGV[3] now: a canonical integer in [0, 2^52] in that unit from the caller's clock, or '' to use the server's clock (TIME); a now earlier than the state's last write is treated as the time of that write with two or more limits, and with one limit counts from now (the bucket is then emptier by the refill of the time behind, down to -capacity: an earlier denial, never a later one)"
+	return argv
 }
 
 // commonArgv is ARGV[1..4], the same for every script.

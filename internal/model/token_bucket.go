@@ -11,10 +11,18 @@ type TokenBucketLimit struct {
 // TokenBucket models token_bucket: token levels are exact rationals.
 type TokenBucket struct {
 	Limits []TokenBucketLimit
-	exists bool
-	stamp  int64
-	tokens []*big.Rat
-	ttl    int64
+	// BehindCounts is v6's rule for one limit: a now earlier than the last
+	// write is not taken as that write's time; the bucket is read at now,
+	// emptier by the refill of the time behind, down to -capacity, and a
+	// call that reads it below -capacity records nothing (mode 1
+	// included), so that the time the bucket is full again never moves
+	// back. Unset (v5, and v6 with two or more limits), a now behind is
+	// taken as the last write's time.
+	BehindCounts bool
+	exists       bool
+	stamp        int64
+	tokens       []*big.Rat
+	ttl          int64
 }
 
 // Exists reports whether state must exist.
@@ -49,18 +57,25 @@ func (m *TokenBucket) Do(c Call) Reply {
 		return fresh(caps)
 	}
 	stamp := c.Now
+	behind := m.BehindCounts && len(m.Limits) == 1
+	beyond := false // behind, below the floor: record nothing
 	levels := make([]*big.Rat, len(m.Limits))
 	for i, l := range m.Limits {
 		levels[i] = big.NewRat(l.Capacity, 1)
 		if m.exists {
-			stamp = max(stamp, m.stamp)
-			elapsed := stamp - m.stamp
+			if !behind {
+				stamp = max(stamp, m.stamp)
+			}
+			elapsed := stamp - m.stamp // < 0 only when behind counts
 			refill := new(big.Rat).SetFrac(
 				new(big.Int).Mul(big.NewInt(elapsed), big.NewInt(l.RefillAmount)),
 				big.NewInt(l.RefillInterval))
 			lv := new(big.Rat).Add(m.tokens[i], refill)
 			if lv.Cmp(levels[i]) < 0 {
 				levels[i] = lv
+			}
+			if floor := big.NewRat(-l.Capacity, 1); levels[i].Cmp(floor) < 0 {
+				levels[i], beyond = floor, true
 			}
 		}
 	}
@@ -71,12 +86,12 @@ func (m *TokenBucket) Do(c Call) Reply {
 			allowed = false
 		}
 	}
-	record := c.Count > 0 && (allowed || c.Mode == 1)
+	record := c.Count > 0 && (allowed || c.Mode == 1) && !beyond
 	if record {
 		for i, l := range m.Limits {
 			levels[i].Sub(levels[i], big.NewRat(c.Count, 1))
 			if floor := big.NewRat(-l.Capacity, 1); levels[i].Cmp(floor) < 0 {
-				levels[i] = floor
+				levels[i], beyond = floor, true
 			}
 		}
 	}

@@ -46,7 +46,8 @@ func Strs(xs ...int64) []string {
 	return out
 }
 
-// Generators holds a Generator per script name.
+// Generators holds a Generator per script name. Its models follow the
+// newest version of each script; ForVersion sets an older one's rules.
 var Generators = map[string]Generator{
 	"sliding_window": func(r *rand.Rand, unit string, n int) (model.Model, []string, int64) {
 		m := &model.SlidingWindow{}
@@ -104,7 +105,7 @@ var Generators = map[string]Generator{
 		return m, Strs(m.Max, m.Lease), m.Lease
 	},
 	"token_bucket": func(r *rand.Rand, unit string, n int) (model.Model, []string, int64) {
-		m := &model.TokenBucket{}
+		m := &model.TokenBucket{BehindCounts: true}
 		var args []string
 		var longest int64
 		for range n {
@@ -112,6 +113,12 @@ var Generators = map[string]Generator{
 				Capacity:       1 + r.Int64N(12),
 				RefillAmount:   1 + r.Int64N(5),
 				RefillInterval: 1 + r.Int64N(10*Scale(unit)),
+			}
+			if r.IntN(6) == 0 {
+				// The same rate in larger numbers: with one limit, v6's
+				// state then reaches 2^53 (its text layout) in us, and
+				// often in ms.
+				l.RefillAmount, l.RefillInterval = l.RefillAmount*1000, l.RefillInterval*1000
 			}
 			m.Limits = append(m.Limits, l)
 			args = append(args, Strs(l.Capacity, l.RefillAmount, l.RefillInterval)...)
@@ -254,4 +261,13 @@ func CallArgs(c model.Call, limits []string) []string {
 		return append(append(args, limits...), strconv.FormatInt(c.Lease, 10))
 	}
 	return append(args, limits...)
+}
+
+// ForVersion sets m, made by a Generator (which models the newest version
+// of each script), to the rules of version of its script, and returns it.
+func ForVersion(m model.Model, version int) model.Model {
+	if tb, ok := m.(*model.TokenBucket); ok {
+		tb.BehindCounts = version >= 6
+	}
+	return m
 }

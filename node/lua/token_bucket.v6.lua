@@ -25,20 +25,26 @@
 -- refill_interval, exactly (tokens are kept as integers scaled by
 -- refill_interval). Fresh means every bucket is full; reset_after is the time
 -- until then. remaining is the whole tokens left in the emptiest bucket.
--- The executable specification is internal/model/token_bucket.go; v5
--- replies as v4 and v3 do to every call.
+-- The executable specification is internal/model/token_bucket.go.
 --
--- State with one limit (the common case): a string "<time> <deficit>" in
--- unit ms, "<time> <deficit> s" in unit s, "<time> <deficit> us" in unit
--- us, where time is the last write in the unit and deficit = (capacity -
--- tokens) * refill_interval, an integer in [0, 2 * capacity *
--- refill_interval]. The limits are not stored: every call checks them. A
--- call with other limits (same unit) carries the state over: it reads the
--- same time and deficit under its own limits, the deficit clamped to 2 *
--- capacity * refill_interval of the new limits (so a call that changes only
--- the capacity keeps the missing tokens, and one that keeps refill_amount
--- keeps the time until full, within the new bounds). A call in another unit,
--- or with another number of limits, starts fresh (the layouts differ).
+-- State with one limit (the common case): one integer X = t *
+-- refill_amount + deficit, written with '%d' (Redis keeps it as an
+-- integer, no string), where t is the call's now and deficit = (capacity -
+-- tokens) * refill_interval, in [0, 2 * capacity * refill_interval]. At a
+-- later now the deficit is X - now * refill_amount, clamped to [0, 2 *
+-- capacity * refill_interval] (X / refill_amount is the time the bucket is
+-- full again). X is exact only below 2^53: when X would not be (e.g. unit
+-- us with a refill_amount above 5), the state is the text "<t> <deficit>"
+-- instead, read as the same line. The unit is not stored and must not
+-- change for a key. The limits are not stored either: every call checks
+-- them, and they must not change for a key. (A call with other limits
+-- reads the deficit as X - now * refill_amount under its own refill_amount
+-- and clamps it to its own 2 * capacity * refill_interval: with the same
+-- refill_amount the time until full carries over, and with the same
+-- refill_interval too the missing tokens; with another refill_amount, at
+-- times far from 0, the bucket reads as full when it is larger and as
+-- -capacity when it is smaller.) A call with another number of limits
+-- starts fresh (the layouts differ).
 --
 -- State with two or more limits: v4's, a string "<limits>|<time>
 -- <tokens_1> ... <tokens_n>" where <limits> is ARGV[2] and ARGV[5..] joined
@@ -47,16 +53,25 @@
 -- check them again), time is the last write in the unit and tokens_i =
 -- tokens * refill_interval.
 --
--- TTL: reset_after, so the key vanishes when every bucket is full. A now
--- earlier than the last write is treated as the time of the last write (a
--- clock behind never refills). The key must be written by this script only.
+-- TTL: reset_after, so the key vanishes when every bucket is full. With
+-- two or more limits, a now earlier than the last write is treated as the
+-- time of the last write (a clock behind never refills). With one limit it
+-- is not: the deficit counts from the caller's now, so a clock behind the
+-- last write finds the bucket emptier (by the refill of the time behind,
+-- down to -capacity), which can only deny earlier, never admit more: X
+-- never decreases, and a call that reads the deficit above 2 * capacity *
+-- refill_interval (only a clock far behind does) records nothing, even in
+-- mode '1'. The key must be written by this script only.
 --
--- What v5 does apart from v4: one limit's state is the time and the
--- deficit, without the limits text (a smaller value, and no limits text to
--- build, find and write on each call); the call checks its three limit
--- integers inline instead (tonumber, range and one anchored find each).
--- Two or more limits: as v4. v4's and v5's states do not mix (state
--- version 5): either reads the other's one-limit state as absent.
+-- What v6 does apart from v5: one limit's state is one integer (above)
+-- instead of v5's "<time> <deficit>" text with a unit suffix, so a now
+-- earlier than the last write counts from now for one limit, and the unit
+-- and the limits must not change for a key; the prelude's helpers are
+-- macros expanded in place and the script builds no function on a
+-- decision's path; one limit's integers are checked by anchored finds and
+-- read by arithmetic, and the server clock too (no tonumber, format or
+-- math.floor call but the two formats of the write). Two or more limits:
+-- as v5. v5's and v6's states do not mix (state version 6).
 
 -- ratelua v6 prelude, shared by every v6 script (generated into each
 -- released file; do not edit there). It holds two constants and macros
@@ -74,62 +89,44 @@
 local MAX_TIME = 4503599627370496 -- 2^52: bound of now, durations and replies
 local MAX_LIMITS = 16
 
--- integer returns text as a number when it is a canonical integer in
--- [lo, hi] (|lo|, |hi| <= 2^52), else nil. The text must be '0' or match
--- '-'? [1-9] digits*, which is what '%d' writes back (a find makes no
--- string; a NaN fails the pattern).
-local function integer(text, lo, hi)
-  local number = tonumber(text)
-  if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
-    return nil
+-- #call: what follows runs on every call (in ratelua_v6, the function body)
+local tonumber, floor, format, find = tonumber, math.floor, string.format, string.find
+local unit, now, mode = ARGV[2], false, ARGV[4]
+local count = 1
+if ARGV[1] ~= '1' then
+  count = tonumber(ARGV[1])
+  if count == nil or count < -MAX_TIME or count > MAX_TIME or (ARGV[1] ~= '0' and not string.find(ARGV[1], '^%-?[1-9]%d*$')) then
+    count = nil
   end
-  return number
 end
-
--- server_now is the server's TIME in the unit.
-local function server_now(unit)
-  local time = redis.call('TIME')
-  local seconds = tonumber(time[1])
-  if unit == 's' then
-    return seconds
-  elseif unit == 'ms' then
-    return seconds * 1000 + math.floor(tonumber(time[2]) / 1000)
-  end
-  return seconds * 1000000 + tonumber(time[2])
-end
-
--- ttl_ms is the PEXPIRE of a state fresh after `duration` in the unit:
--- whole milliseconds, rounded up, within [1, 2^52], as text.
-local function ttl_ms(unit, duration)
-  local ms = duration
-  if unit == 'us' then
-    -- ceil(duration / 1000), exactly: the float quotient is floor or
-    -- floor + 1.
-    ms = math.floor(duration / 1000)
-    if ms * 1000 > duration then
-      ms = ms - 1
+if ARGV[3] ~= '' then
+  -- Canonical: '0' or an anchored find of the digits, then read by
+  -- arithmetic (no tonumber call).
+  now = ARGV[3]
+  if now == '0' or find(now, '^[1-9]%d*$') then
+    now = now + 0
+    if now > MAX_TIME then
+      now = nil
     end
-    if ms * 1000 < duration then
-      ms = ms + 1
-    end
-  elseif unit == 's' then
-    ms = duration * 1000
+  else
+    now = nil
   end
-  if ms > MAX_TIME then
-    ms = MAX_TIME
-  elseif ms < 1 then
-    ms = 1
-  end
-  return string.format('%d', ms)
 end
-
--- rare returns the helpers of the uncommon paths, a refused call and a
--- reset: helpers.refuse and helpers.fresh below. A script (EVALSHA) builds
--- every local function of its text again on each call, and building these
--- two was a measurable part of a common call's cost; built by rare() when
--- one is needed, they cost the common call one function.
-local function rare()
+local n = (#ARGV - 4) / 3
+if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
+  or (mode ~= '0' and mode ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
   local helpers = {}
+
+  -- helpers.integer returns text as a number when it is a canonical integer
+  -- in [lo, hi], else nil (the macro integer as a function).
+  function helpers.integer(text, lo, hi)
+    local number = tonumber(text)
+    if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
+      return nil
+    end
+    return number
+  end
+  local integer = helpers.integer
 
   -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
   -- of limit arguments are wrong, naming its first wrong argument; or,
@@ -185,184 +182,280 @@ local function rare()
     end
     return { 1, remaining, 0, 0, 0 }
   end
-
-  return helpers
-end
-
--- limits_error checks the n limits in ARGV: the error reply for the first
--- bad one, or nil when every limit is valid.
-local function limits_error(KEYS, ARGV, n)
-  for i = 5, 2 + 3 * n, 3 do
-    if integer(ARGV[i], 1, 1000000000) == nil then
-      return rare().refuse(KEYS, ARGV, 3, i, 'capacity', '[1, 10^9]')
-    elseif integer(ARGV[i + 1], 1, 1000000000) == nil then
-      return rare().refuse(KEYS, ARGV, 3, i + 1, 'refill_amount', '[1, 10^9]')
-    elseif integer(ARGV[i + 2], 1, MAX_TIME) == nil then
-      return rare().refuse(KEYS, ARGV, 3, i + 2, 'refill_interval', '[1, 2^52]')
-    end
-  end
-  for i = 5, 2 + 3 * n, 3 do
-    local capacity, interval = tonumber(ARGV[i]), tonumber(ARGV[i + 2])
-    if capacity * interval > 1125899906842624 then
-      return redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3 .. ': capacity * refill_interval must be at most 2^50, got '
-        .. string.format('%d * %d', capacity, interval))
-    end
-  end
-  return nil
-end
-
--- #call: what follows runs on every call (in ratelua_v6, the function body)
-local tonumber, floor, format = tonumber, math.floor, string.format
-local unit, now, mode = ARGV[2], false, ARGV[4]
-local count = 1
-if ARGV[1] ~= '1' then
-  count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
-end
-if ARGV[3] ~= '' then
-  -- Canonical: what '%d' writes back (in range, a number's '%d' text is
-  -- interned already when it is ARGV[3], so the compare is cheap).
-  now = tonumber(ARGV[3])
-  if not (now and now >= 0 and now <= MAX_TIME and format('%d', now) == ARGV[3]) then
-    now = nil
-  end
-end
-local n = (#ARGV - 4) / 3
-if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
-  or (mode ~= '0' and mode ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
-  return rare().refuse(KEYS, ARGV, 3)
+  return helpers.refuse(KEYS, ARGV, 3)
 end
 local key = KEYS[1]
-if count < 0 then
-  return limits_error(KEYS, ARGV, n) or rare().fresh(KEYS, ARGV, 3)
-end
 
-if n == 1 then
-  -- One bucket: the state is "<time> <deficit>" (plus " s" or " us" in
-  -- those units). The limits are checked on every call.
-  local capacity, amount, interval = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-  if not (capacity and amount and interval and capacity >= 1 and capacity <= 1000000000
-      and amount >= 1 and amount <= 1000000000 and interval >= 1 and capacity * interval <= 1125899906842624
-      and format('%d', capacity) == ARGV[5] and format('%d', amount) == ARGV[6]
-      and format('%d', interval) == ARGV[7]) then
-    return limits_error(KEYS, ARGV, 1)
+if n == 1 and count >= 0 then
+  -- One bucket, its limits checked here on every call: canonical positive
+  -- integers by an anchored find (no string made), then read by
+  -- arithmetic, which takes digits as a number (no tonumber call).
+  -- refill_interval <= 2^52 follows from capacity >= 1 and the product's
+  -- bound. A bad limit is named below.
+  local capacity, amount, interval = ARGV[5], ARGV[6], ARGV[7]
+  if find(capacity, '^[1-9]%d*$') and find(amount, '^[1-9]%d*$') and find(interval, '^[1-9]%d*$') then
+    capacity, amount, interval = capacity + 0, amount + 0, interval + 0
+  else
+    capacity = nil
   end
-  local pattern, layout = '^(%d+) (%d+)$', '%d %d'
-  if unit == 's' then
-    pattern, layout = '^(%d+) (%d+) s$', '%d %d s'
-  elseif unit == 'us' then
-    pattern, layout = '^(%d+) (%d+) us$', '%d %d us'
-  end
-  local state = redis.call('GET', key)
-  local full = capacity * interval
-  local last, level
-  if state then
-    local time, deficit = string.match(state, pattern)
-    if time then
-      last, level = tonumber(time), full - tonumber(deficit)
+  if capacity and capacity <= 1000000000 and amount <= 1000000000 and capacity * interval <= 1125899906842624 then
+    local state = redis.call('GET', key)
+    if not now then
+      do
+        local time = redis.call('TIME')
+        if unit == 'ms' then
+          local micros = time[2] + 0
+          now = time[1] * 1000 + (micros - micros % 1000) / 1000
+        elseif unit == 's' then
+          now = time[1] + 0
+        else
+          now = time[1] * 1000000 + time[2]
+        end
+      end
+    end
+    -- level = tokens * interval, in [-full, full].
+    local full = capacity * interval
+    local level, beyond = full, false
+    if state then
+      -- The deficit at now: X - now * amount, or from "<t> <deficit>". A
+      -- product past 2^53 is rounded, but then the difference is far
+      -- outside [0, 2 * full] on the same side, and clamped.
+      local deficit = tonumber(state)
+      if deficit then
+        deficit = deficit - now * amount
+      else
+        local time, behind = string.match(state, '^(%d+) (%d+)$')
+        deficit = 0
+        if time then
+          deficit = tonumber(behind) + (tonumber(time) - now) * amount
+        end
+      end
+      if deficit > 2 * full then
+        -- Below the floor: only a now behind the last write (or other
+        -- limits) reads so. The bucket is at -capacity, and the call
+        -- records nothing: a write would move X back, refilling the
+        -- bucket for a caller whose clock is right.
+        level, beyond = -full, true
+      elseif deficit > 0 then
+        level = full - deficit
+      end
+    end
+    local asked = count
+    if asked < 1 then
+      asked = 1
+    end
+    local allowed = asked <= capacity and level >= asked * interval
+    local record = count > 0 and (allowed or mode == '1') and not beyond
+    if record then
+      -- Taking more than 2 * capacity always ends at the floor.
+      local taken = count
+      if taken > 2 * capacity then
+        taken = 2 * capacity
+      end
+      level = level - taken * interval
       if level < -full then
         level = -full
       end
     end
-  end
-  now = now or server_now(unit)
-  local stamp = now
-  if last == nil then
-    level = full
-  else
-    if last > now then
-      stamp = last
+    -- remaining is floor(level / interval), and the bucket is full again
+    -- after ceil((full - level) / amount) <= 2^51, each a multiple of the
+    -- divisor (found by %, exact for integers under 2^52) divided by it,
+    -- with no math.floor call.
+    local remaining, reset_after = 0, 0
+    if level > 0 then
+      remaining = (level - level % interval) / interval
     end
-    -- Full again once (stamp - last) * amount >= full - level; a product
-    -- past 2^53 is rounded, but stays above full - level <= 2^51.
-    local refill = (stamp - last) * amount
-    if refill >= full - level then
-      level = full
-    else
-      level = level + refill
+    if level < full then
+      reset_after = (full - level + (level - full) % amount) / amount
     end
-  end
-  local asked = count
-  if asked < 1 then
-    asked = 1
-  end
-  local allowed = asked <= capacity and level >= asked * interval
-  if count > 0 and (allowed or mode == '1') then
-    -- Taking more than 2 * capacity always ends at the floor.
-    local taken = count
-    if taken > 2 * capacity then
-      taken = 2 * capacity
+    if record then
+      local ttl = reset_after
+      if unit ~= 'ms' then
+        do
+          local ms = reset_after
+          if unit == 'us' then
+            -- ceil(reset_after / 1000), exactly: the float quotient is floor or
+            -- floor + 1.
+            ms = math.floor(reset_after / 1000)
+            if ms * 1000 > reset_after then
+              ms = ms - 1
+            end
+            if ms * 1000 < reset_after then
+              ms = ms + 1
+            end
+          elseif unit == 's' then
+            ms = reset_after * 1000
+          end
+          if ms > MAX_TIME then
+            ms = MAX_TIME
+          elseif ms < 1 then
+            ms = 1
+          end
+          ttl = string.format('%d', ms)
+        end
+      elseif ttl < 1 then
+        ttl = '1'
+      else
+        ttl = format('%d', ttl)
+      end
+      local deficit = full - level
+      local x = now * amount + deficit
+      if x < 9007199254740992 then
+        redis.call('SET', key, format('%d', x), 'PX', ttl)
+      else
+        redis.call('SET', key, format('%d %d', now, deficit), 'PX', ttl)
+      end
     end
-    level = level - taken * interval
-    if level < -full then
-      level = -full
+    if allowed then
+      return { 1, remaining, 0, reset_after, 1 }
+    elseif asked > capacity then
+      return { 0, remaining, -1, reset_after, 1 }
     end
+    -- Denied for want of tokens: level < asked * interval, so the wait is
+    -- ceil((asked * interval - level) / amount) >= 1.
+    local need = asked * interval - level
+    return { 0, remaining, (need + (-need) % amount) / amount, reset_after, 1 }
   end
-  local remaining, reset_after = 0, 0
-  if level > 0 then
-    remaining = floor(level / interval)
-  end
-  if level < full then
-    reset_after = stamp - floor((level - full) / amount) - now
-    if reset_after > MAX_TIME then
-      reset_after = MAX_TIME
-    end
-  end
-  if count > 0 and (allowed or mode == '1') then
-    -- ttl_ms inline for ms (a call less).
-    local ttl = reset_after
-    if unit ~= 'ms' then
-      ttl = ttl_ms(unit, reset_after)
-    elseif ttl < 1 then
-      ttl = '1'
-    else
-      ttl = format('%d', ttl)
-    end
-    redis.call('SET', key, format(layout, stamp, full - level), 'PX', ttl)
-  end
-  if allowed then
-    return { 1, remaining, 0, reset_after, 1 }
-  end
-  local retry = -1
-  if asked <= capacity then
-    retry = stamp - floor((level - asked * interval) / amount) - now
-    if retry > MAX_TIME then
-      retry = MAX_TIME
-    elseif retry < 0 then
-      retry = 0
-    end
-  end
-  return { 0, remaining, retry, reset_after, 1 }
 end
 
--- Two or more buckets. The state counts only if it was written for these limits, which were
--- checked then. lim[4i-3 .. 4i]: limit i's capacity, refill_amount,
+-- A reset, a bad limit, or two or more buckets. The state of two or more
+-- counts only if it was written for these limits, which were checked
+-- then. lim[4i-3 .. 4i]: limit i's capacity, refill_amount,
 -- refill_interval and tokens * refill_interval (as stored, then at stamp).
-local limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
-local state = redis.call('GET', key)
-local lim = {}
-local last = nil
-if state then
-  local stored, time, at
-  stored, time, at = string.match(state, '^([^|]*)|(%d+)()')
-  for i = 4, 4 * n, 4 do
-    if at then
-      lim[i], at = string.match(state, '^ (%-?%d+)()', at)
+local limits, lim, last = nil, {}, nil
+if count >= 0 and n ~= 1 then
+  limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
+  local state = redis.call('GET', key)
+  if state then
+    local stored, time, at
+    stored, time, at = string.match(state, '^([^|]*)|(%d+)()')
+    for i = 4, 4 * n, 4 do
+      if at then
+        lim[i], at = string.match(state, '^ (%-?%d+)()', at)
+      end
     end
-  end
-  if at ~= #state + 1 then
-    stored = nil
-  end
-  if stored == limits then
-    last = tonumber(time)
+    if at ~= #state + 1 then
+      stored = nil
+    end
+    if stored == limits then
+      last = tonumber(time)
+    end
   end
 end
 if last == nil then
-  local bad = limits_error(KEYS, ARGV, n)
+  local helpers = {}
+
+  -- helpers.integer returns text as a number when it is a canonical integer
+  -- in [lo, hi], else nil (the macro integer as a function).
+  function helpers.integer(text, lo, hi)
+    local number = tonumber(text)
+    if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
+      return nil
+    end
+    return number
+  end
+  local integer = helpers.integer
+
+  -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
+  -- of limit arguments are wrong, naming its first wrong argument; or,
+  -- given i, for the bad limit argument ARGV[i]: the limit's field `name`
+  -- must be an integer in `range` (in words).
+  function helpers.refuse(KEYS, ARGV, group, i, name, range)
+    -- quote shows an argument: at most 40 bytes, control and non-ASCII
+    -- bytes escaped.
+    local function quote(value)
+      if type(value) ~= 'string' then
+        return 'nothing'
+      end
+      local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+        return string.format('\\x%02x', string.byte(byte))
+      end)
+      if #value > 40 then
+        shown = shown .. '...'
+      end
+      return "'" .. shown .. "'"
+    end
+    local message
+    if i then
+      message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
+        .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
+    elseif #KEYS ~= 1 then
+      message = 'expected exactly 1 key (the state key), got ' .. #KEYS
+    elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
+      message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
+    elseif ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us' then
+      message = "ARGV[2] unit must be 's', 'ms' or 'us', got " .. quote(ARGV[2])
+    elseif ARGV[3] ~= '' and integer(ARGV[3], 0, MAX_TIME) == nil then
+      message = 'ARGV[3] now must be empty (server clock) or a canonical integer in [0, 2^52], got ' .. quote(ARGV[3])
+    elseif ARGV[4] ~= '0' and ARGV[4] ~= '1' then
+      message = "ARGV[4] mode must be '0' (count allowed events) or '1' (count every attempt), got " .. quote(ARGV[4])
+    else
+      message = 'expected 1 to ' .. MAX_LIMITS .. ' limits of ' .. group .. ' integers after ARGV[4], got '
+        .. math.max(#ARGV - 4, 0) .. ' arguments'
+    end
+    return redis.error_reply('ERR ratelua: ' .. message)
+  end
+
+  -- fresh deletes the state and replies as for a fresh key: every limit
+  -- admits, and remaining is the smallest limit maximum, the first integer
+  -- of each limit's group in ARGV.
+  function helpers.fresh(KEYS, ARGV, group)
+    redis.call('DEL', KEYS[1])
+    local remaining = tonumber(ARGV[5])
+    for i = 5 + group, #ARGV, group do
+      local maximum = tonumber(ARGV[i])
+      if maximum < remaining then
+        remaining = maximum
+      end
+    end
+    return { 1, remaining, 0, 0, 0 }
+  end
+  local bad
+  bad = nil
+  for i = 5, 2 + 3 * n, 3 do
+    if helpers.integer(ARGV[i], 1, 1000000000) == nil then
+      bad = helpers.refuse(KEYS, ARGV, 3, i, 'capacity', '[1, 10^9]')
+    elseif helpers.integer(ARGV[i + 1], 1, 1000000000) == nil then
+      bad = helpers.refuse(KEYS, ARGV, 3, i + 1, 'refill_amount', '[1, 10^9]')
+    elseif helpers.integer(ARGV[i + 2], 1, MAX_TIME) == nil then
+      bad = helpers.refuse(KEYS, ARGV, 3, i + 2, 'refill_interval', '[1, 2^52]')
+    end
+    if bad then
+      break
+    end
+  end
+  if bad == nil then
+    for i = 5, 2 + 3 * n, 3 do
+      local capacity, interval = tonumber(ARGV[i]), tonumber(ARGV[i + 2])
+      if capacity * interval > 1125899906842624 then
+        bad = redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3 .. ': capacity * refill_interval must be at most 2^50, got '
+          .. string.format('%d * %d', capacity, interval))
+        break
+      end
+    end
+  end
   if bad then
     return bad
+  elseif count < 0 then
+    return helpers.fresh(KEYS, ARGV, 3)
+  elseif n == 1 then
+    -- Not reached: one limit that passes these checks passed the ones
+    -- above.
+    return redis.error_reply('ERR ratelua: internal error: limit 1 checked twice')
   end
 end
-now = now or server_now(unit)
+if not now then
+  do
+    local time = redis.call('TIME')
+    if unit == 's' then
+      now = tonumber(time[1])
+    elseif unit == 'ms' then
+      now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    else
+      now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+    end
+  end
+end
 local stamp = now
 if last and last > now then
   stamp = last
@@ -451,8 +544,30 @@ if record then
   for i = 1, n do
     tokens[i] = lim[4 * i]
   end
-  state = format('%s|%d' .. string.rep(' %d', n), limits, stamp, unpack(tokens, 1, n))
-  redis.call('SET', key, state, 'PX', ttl_ms(unit, reset_after))
+  local ttl
+  do
+    local ms = reset_after
+    if unit == 'us' then
+      -- ceil(reset_after / 1000), exactly: the float quotient is floor or
+      -- floor + 1.
+      ms = math.floor(reset_after / 1000)
+      if ms * 1000 > reset_after then
+        ms = ms - 1
+      end
+      if ms * 1000 < reset_after then
+        ms = ms + 1
+      end
+    elseif unit == 's' then
+      ms = reset_after * 1000
+    end
+    if ms > MAX_TIME then
+      ms = MAX_TIME
+    elseif ms < 1 then
+      ms = 1
+    end
+    ttl = string.format('%d', ms)
+  end
+  redis.call('SET', key, format('%s|%d' .. string.rep(' %d', n), limits, stamp, unpack(tokens, 1, n)), 'PX', ttl)
 end
 if allowed then
   return { 1, remaining, 0, reset_after, index }
