@@ -123,7 +123,8 @@ release: check-generated
 
 ## generate: rebuild lua/*.lua and lua/manifest.json from lua/src, then
 ## the copies of the newest scripts in python/ratelua/lua and node/lua and
-## the key vectors testdata/keyvectors.json the packages check
+## the key vectors testdata/keyvectors.json the packages check, and the
+## scripts table of lua/README.md
 generate:
 	$(GO) generate ./...
 	RATELUA_WRITE_GENERATED=1 $(GO) test -count=1 -run '^(TestGenerated(Packages|KeyVectors)|TestLuaReadme)$$' .
