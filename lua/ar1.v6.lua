@@ -93,7 +93,7 @@ local EPSILON = 0.001
 local ONE_INTEGER = 1048576
 
 -- #call: what follows runs on every call (in ratelua_v6, the function body)
-local tonumber, floor, format = tonumber, math.floor, string.format
+local tonumber, floor, format, find = tonumber, math.floor, string.format, string.find
 local unit, now, mode = ARGV[2], false, ARGV[4]
 local count = 1
 if ARGV[1] ~= '1' then
@@ -271,11 +271,15 @@ if n == 1 then
   -- One limit: the state is the boundary index of the last write and the
   -- count there, one integer when it fits. The limits are checked on
   -- every call.
-  local max, decay, resolution = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-  if not (max and decay and resolution and max >= 1 and max <= 1000000000
-      and decay >= 1001 and decay <= 1000000000 and resolution >= 1 and resolution <= MAX_TIME
-      and format('%d', max) == ARGV[5] and format('%d', decay) == ARGV[6]
-      and format('%d', resolution) == ARGV[7]) then
+  -- Canonical: digits without a leading zero (a find makes no string),
+  -- then in range (the text converted by arithmetic, not by a call).
+  local max, decay, resolution = ARGV[5], ARGV[6], ARGV[7]
+  if find(max, '^[1-9]%d*$') and find(decay, '^[1-9]%d*$') and find(resolution, '^[1-9]%d*$') then
+    max, decay, resolution = max + 0, decay + 0, resolution + 0
+  else
+    max = nil
+  end
+  if not (max and max <= 1000000000 and decay >= 1001 and decay <= 1000000000 and resolution <= MAX_TIME) then
     local helpers = {}
 
     -- helpers.integer returns text as a number when it is a canonical integer
@@ -360,21 +364,24 @@ if n == 1 then
   end
   local state = redis.call('GET', key)
   if not now then
-    do
-      local time = redis.call('TIME')
-      if unit == 's' then
-        now = tonumber(time[1])
-      elseif unit == 'ms' then
-        now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-      else
-        now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-      end
+    -- The server's TIME in the unit (server_now, its strings converted
+    -- by arithmetic).
+    local time = redis.call('TIME')
+    if unit == 'ms' then
+      local micro = time[2] / 1000
+      now = time[1] * 1000 + (micro - micro % 1)
+    elseif unit == 's' then
+      now = time[1] + 0
+    else
+      now = time[1] * 1000000 + time[2]
     end
   end
   local factor = decay / 1000
   -- boundary: the index of the resolution boundary at or before now, or
-  -- the last write's when that is later (a clock behind).
-  local boundary, c = floor(now / resolution), 0
+  -- the last write's when that is later (a clock behind). x - x % 1 is
+  -- floor(x), exactly, without a call.
+  local boundary, c = now / resolution, 0
+  boundary = boundary - boundary % 1
   if state then
     local last, stored = tonumber(state), nil
     if last then
@@ -397,9 +404,10 @@ if n == 1 then
           while decay_k > 0 do
             if decay_k % 2 == 1 then
               decay_power = decay_power * decay_base
+              decay_k = decay_k - 1
             end
             decay_base = decay_base * decay_base
-            decay_k = floor(decay_k / 2)
+            decay_k = decay_k / 2
           end
           c = stored / decay_power
           if c < EPSILON then
@@ -419,7 +427,8 @@ if n == 1 then
     c = c + count
   end
   local slot_start = boundary * resolution
-  local remaining, reset_after = floor(max - c), 0
+  local remaining, reset_after = max - c, 0
+  remaining = remaining - remaining % 1
   if remaining < 0 then
     remaining = 0
   end
@@ -432,7 +441,12 @@ if n == 1 then
       end
       local bound_k = 1
       if c > bound_room then
-        bound_k = math.ceil(math.log(c / bound_room) / math.log(factor))
+        -- ceil, without a call (math.ceil's result for any finite value).
+        local bound_ratio = math.log(c / bound_room) / math.log(factor)
+        bound_k = bound_ratio - bound_ratio % 1
+        if bound_k < bound_ratio then
+          bound_k = bound_k + 1
+        end
         if bound_k < 1 then
           bound_k = 1
         end
@@ -442,9 +456,10 @@ if n == 1 then
         while bound_j > 0 do
           if bound_j % 2 == 1 then
             bound_power = bound_power * bound_base
+            bound_j = bound_j - 1
           end
           bound_base = bound_base * bound_base
-          bound_j = floor(bound_j / 2)
+          bound_j = bound_j / 2
         end
         local bound_left = c / bound_power
         if bound_left < EPSILON then
@@ -460,9 +475,10 @@ if n == 1 then
         while bound_j > 0 do
           if bound_j % 2 == 1 then
             bound_power = bound_power * bound_base
+            bound_j = bound_j - 1
           end
           bound_base = bound_base * bound_base
-          bound_j = floor(bound_j / 2)
+          bound_j = bound_j / 2
         end
         local bound_left = c / bound_power
         if bound_left < EPSILON then
@@ -539,7 +555,12 @@ if n == 1 then
       end
       local bound_k = 1
       if c > bound_room then
-        bound_k = math.ceil(math.log(c / bound_room) / math.log(factor))
+        -- ceil, without a call (math.ceil's result for any finite value).
+        local bound_ratio = math.log(c / bound_room) / math.log(factor)
+        bound_k = bound_ratio - bound_ratio % 1
+        if bound_k < bound_ratio then
+          bound_k = bound_k + 1
+        end
         if bound_k < 1 then
           bound_k = 1
         end
@@ -549,9 +570,10 @@ if n == 1 then
         while bound_j > 0 do
           if bound_j % 2 == 1 then
             bound_power = bound_power * bound_base
+            bound_j = bound_j - 1
           end
           bound_base = bound_base * bound_base
-          bound_j = floor(bound_j / 2)
+          bound_j = bound_j / 2
         end
         local bound_left = c / bound_power
         if bound_left < EPSILON then
@@ -567,9 +589,10 @@ if n == 1 then
         while bound_j > 0 do
           if bound_j % 2 == 1 then
             bound_power = bound_power * bound_base
+            bound_j = bound_j - 1
           end
           bound_base = bound_base * bound_base
-          bound_j = floor(bound_j / 2)
+          bound_j = bound_j / 2
         end
         local bound_left = c / bound_power
         if bound_left < EPSILON then
@@ -733,9 +756,10 @@ for i = 1, n do
       while decay_k > 0 do
         if decay_k % 2 == 1 then
           decay_power = decay_power * decay_base
+          decay_k = decay_k - 1
         end
         decay_base = decay_base * decay_base
-        decay_k = floor(decay_k / 2)
+        decay_k = decay_k / 2
       end
       c = tonumber(counts[i]) / decay_power
       if c < EPSILON then
@@ -782,7 +806,12 @@ for i = 1, n do
       end
       local bound_k = 1
       if c > bound_room then
-        bound_k = math.ceil(math.log(c / bound_room) / math.log(factor))
+        -- ceil, without a call (math.ceil's result for any finite value).
+        local bound_ratio = math.log(c / bound_room) / math.log(factor)
+        bound_k = bound_ratio - bound_ratio % 1
+        if bound_k < bound_ratio then
+          bound_k = bound_k + 1
+        end
         if bound_k < 1 then
           bound_k = 1
         end
@@ -792,9 +821,10 @@ for i = 1, n do
         while bound_j > 0 do
           if bound_j % 2 == 1 then
             bound_power = bound_power * bound_base
+            bound_j = bound_j - 1
           end
           bound_base = bound_base * bound_base
-          bound_j = floor(bound_j / 2)
+          bound_j = bound_j / 2
         end
         local bound_left = c / bound_power
         if bound_left < EPSILON then
@@ -810,9 +840,10 @@ for i = 1, n do
         while bound_j > 0 do
           if bound_j % 2 == 1 then
             bound_power = bound_power * bound_base
+            bound_j = bound_j - 1
           end
           bound_base = bound_base * bound_base
-          bound_j = floor(bound_j / 2)
+          bound_j = bound_j / 2
         end
         local bound_left = c / bound_power
         if bound_left < EPSILON then
@@ -842,7 +873,12 @@ for i = 1, n do
         end
         local bound_k = 1
         if c > bound_room then
-          bound_k = math.ceil(math.log(c / bound_room) / math.log(factor))
+          -- ceil, without a call (math.ceil's result for any finite value).
+          local bound_ratio = math.log(c / bound_room) / math.log(factor)
+          bound_k = bound_ratio - bound_ratio % 1
+          if bound_k < bound_ratio then
+            bound_k = bound_k + 1
+          end
           if bound_k < 1 then
             bound_k = 1
           end
@@ -852,9 +888,10 @@ for i = 1, n do
           while bound_j > 0 do
             if bound_j % 2 == 1 then
               bound_power = bound_power * bound_base
+              bound_j = bound_j - 1
             end
             bound_base = bound_base * bound_base
-            bound_j = floor(bound_j / 2)
+            bound_j = bound_j / 2
           end
           local bound_left = c / bound_power
           if bound_left < EPSILON then
@@ -870,9 +907,10 @@ for i = 1, n do
           while bound_j > 0 do
             if bound_j % 2 == 1 then
               bound_power = bound_power * bound_base
+              bound_j = bound_j - 1
             end
             bound_base = bound_base * bound_base
-            bound_j = floor(bound_j / 2)
+            bound_j = bound_j / 2
           end
           local bound_left = c / bound_power
           if bound_left < EPSILON then
