@@ -26,7 +26,7 @@ var released = map[string]string{
 	"sliding_window@v5": "0d015f7c7eb2e9b8c3a661fb8ab7c2ea83fa2f33",
 	"token_bucket@v5":   "d8e8a67049b1f4563ecb34d32b307cd4d7a94d74",
 	"zset_log@v5":       "20313d7d919b4996c3f81a69b57d43efce28cc27",
-	"ar1@v6":            "df302396dd564e4653cfefec4e93567d35a75c95",
+	"ar1@v6":            "1362eee22d985b093348e2b4a9e7b45fe5a5a305",
 	"concurrency@v6":    "ecbbb0b668a8d08f9a3354650c744c06d502f018",
 	"sliding_window@v6": "c212a93928a21440b20c49fc4be6a552d0b66c9f",
 	"token_bucket@v6":   "f0ae4400630eca2b5a0002fd469f9ca70bc6840b",
@@ -36,7 +36,7 @@ var released = map[string]string{
 // releasedLibraries pins the SHA1 of every released Functions library.
 var releasedLibraries = map[int]string{
 	5: "298920f9ca406f17490499ae4fcc5816ff7bc413",
-	6: "3fa262695b1718578f6bc8b1af33b1be452e4b98",
+	6: "055d508e1c3ea2b03fa9ae8b210efccd107a2937",
 }
 
 // embeddedLibraries lists the release of every Functions library file

@@ -451,43 +451,68 @@ if n == 1 then
           bound_k = 1
         end
       end
-      while true do
-        local bound_j, bound_power, bound_base = bound_k, 1, factor
-        while bound_j > 0 do
-          if bound_j % 2 == 1 then
-            bound_power = bound_power * bound_base
-            bound_j = bound_j - 1
-          end
-          bound_base = bound_base * bound_base
-          bound_j = bound_j / 2
+      -- Most often the estimate is the answer: check k and k - 1 in one pass
+      -- (the products of two passes: the bases are shared), else search.
+      local bound_j, bound_i, bound_pk, bound_pi, bound_base = bound_k, bound_k - 1, 1, 1, factor
+      while bound_j > 0 do
+        if bound_j % 2 == 1 then
+          bound_pk = bound_pk * bound_base
+          bound_j = bound_j - 1
         end
-        local bound_left = c / bound_power
-        if bound_left < EPSILON then
-          bound_left = 0
+        if bound_i % 2 == 1 then
+          bound_pi = bound_pi * bound_base
+          bound_i = bound_i - 1
         end
-        if bound_left + 0 <= 0 then
-          break
-        end
-        bound_k = bound_k + 1
+        bound_base = bound_base * bound_base
+        bound_j = bound_j / 2
+        bound_i = bound_i / 2
       end
-      while bound_k > 1 do
-        local bound_j, bound_power, bound_base = bound_k - 1, 1, factor
-        while bound_j > 0 do
-          if bound_j % 2 == 1 then
-            bound_power = bound_power * bound_base
-            bound_j = bound_j - 1
+      local bound_at, bound_before = c / bound_pk, c / bound_pi
+      if bound_at < EPSILON then
+        bound_at = 0
+      end
+      if bound_before < EPSILON then
+        bound_before = 0
+      end
+      if not (bound_at + 0 <= 0 and (bound_k == 1 or bound_before + 0 > 0)) then
+        while true do
+          local bound_j, bound_power, bound_base = bound_k, 1, factor
+          while bound_j > 0 do
+            if bound_j % 2 == 1 then
+              bound_power = bound_power * bound_base
+              bound_j = bound_j - 1
+            end
+            bound_base = bound_base * bound_base
+            bound_j = bound_j / 2
           end
-          bound_base = bound_base * bound_base
-          bound_j = bound_j / 2
+          local bound_left = c / bound_power
+          if bound_left < EPSILON then
+            bound_left = 0
+          end
+          if bound_left + 0 <= 0 then
+            break
+          end
+          bound_k = bound_k + 1
         end
-        local bound_left = c / bound_power
-        if bound_left < EPSILON then
-          bound_left = 0
+        while bound_k > 1 do
+          local bound_j, bound_power, bound_base = bound_k - 1, 1, factor
+          while bound_j > 0 do
+            if bound_j % 2 == 1 then
+              bound_power = bound_power * bound_base
+              bound_j = bound_j - 1
+            end
+            bound_base = bound_base * bound_base
+            bound_j = bound_j / 2
+          end
+          local bound_left = c / bound_power
+          if bound_left < EPSILON then
+            bound_left = 0
+          end
+          if bound_left + 0 > 0 then
+            break
+          end
+          bound_k = bound_k - 1
         end
-        if bound_left + 0 > 0 then
-          break
-        end
-        bound_k = bound_k - 1
       end
       k = bound_k
     end
@@ -565,43 +590,68 @@ if n == 1 then
           bound_k = 1
         end
       end
-      while true do
-        local bound_j, bound_power, bound_base = bound_k, 1, factor
-        while bound_j > 0 do
-          if bound_j % 2 == 1 then
-            bound_power = bound_power * bound_base
-            bound_j = bound_j - 1
-          end
-          bound_base = bound_base * bound_base
-          bound_j = bound_j / 2
+      -- Most often the estimate is the answer: check k and k - 1 in one pass
+      -- (the products of two passes: the bases are shared), else search.
+      local bound_j, bound_i, bound_pk, bound_pi, bound_base = bound_k, bound_k - 1, 1, 1, factor
+      while bound_j > 0 do
+        if bound_j % 2 == 1 then
+          bound_pk = bound_pk * bound_base
+          bound_j = bound_j - 1
         end
-        local bound_left = c / bound_power
-        if bound_left < EPSILON then
-          bound_left = 0
+        if bound_i % 2 == 1 then
+          bound_pi = bound_pi * bound_base
+          bound_i = bound_i - 1
         end
-        if bound_left + asked <= max then
-          break
-        end
-        bound_k = bound_k + 1
+        bound_base = bound_base * bound_base
+        bound_j = bound_j / 2
+        bound_i = bound_i / 2
       end
-      while bound_k > 1 do
-        local bound_j, bound_power, bound_base = bound_k - 1, 1, factor
-        while bound_j > 0 do
-          if bound_j % 2 == 1 then
-            bound_power = bound_power * bound_base
-            bound_j = bound_j - 1
+      local bound_at, bound_before = c / bound_pk, c / bound_pi
+      if bound_at < EPSILON then
+        bound_at = 0
+      end
+      if bound_before < EPSILON then
+        bound_before = 0
+      end
+      if not (bound_at + asked <= max and (bound_k == 1 or bound_before + asked > max)) then
+        while true do
+          local bound_j, bound_power, bound_base = bound_k, 1, factor
+          while bound_j > 0 do
+            if bound_j % 2 == 1 then
+              bound_power = bound_power * bound_base
+              bound_j = bound_j - 1
+            end
+            bound_base = bound_base * bound_base
+            bound_j = bound_j / 2
           end
-          bound_base = bound_base * bound_base
-          bound_j = bound_j / 2
+          local bound_left = c / bound_power
+          if bound_left < EPSILON then
+            bound_left = 0
+          end
+          if bound_left + asked <= max then
+            break
+          end
+          bound_k = bound_k + 1
         end
-        local bound_left = c / bound_power
-        if bound_left < EPSILON then
-          bound_left = 0
+        while bound_k > 1 do
+          local bound_j, bound_power, bound_base = bound_k - 1, 1, factor
+          while bound_j > 0 do
+            if bound_j % 2 == 1 then
+              bound_power = bound_power * bound_base
+              bound_j = bound_j - 1
+            end
+            bound_base = bound_base * bound_base
+            bound_j = bound_j / 2
+          end
+          local bound_left = c / bound_power
+          if bound_left < EPSILON then
+            bound_left = 0
+          end
+          if bound_left + asked > max then
+            break
+          end
+          bound_k = bound_k - 1
         end
-        if bound_left + asked > max then
-          break
-        end
-        bound_k = bound_k - 1
       end
       k = bound_k
     end
@@ -816,43 +866,68 @@ for i = 1, n do
           bound_k = 1
         end
       end
-      while true do
-        local bound_j, bound_power, bound_base = bound_k, 1, factor
-        while bound_j > 0 do
-          if bound_j % 2 == 1 then
-            bound_power = bound_power * bound_base
-            bound_j = bound_j - 1
-          end
-          bound_base = bound_base * bound_base
-          bound_j = bound_j / 2
+      -- Most often the estimate is the answer: check k and k - 1 in one pass
+      -- (the products of two passes: the bases are shared), else search.
+      local bound_j, bound_i, bound_pk, bound_pi, bound_base = bound_k, bound_k - 1, 1, 1, factor
+      while bound_j > 0 do
+        if bound_j % 2 == 1 then
+          bound_pk = bound_pk * bound_base
+          bound_j = bound_j - 1
         end
-        local bound_left = c / bound_power
-        if bound_left < EPSILON then
-          bound_left = 0
+        if bound_i % 2 == 1 then
+          bound_pi = bound_pi * bound_base
+          bound_i = bound_i - 1
         end
-        if bound_left + 0 <= 0 then
-          break
-        end
-        bound_k = bound_k + 1
+        bound_base = bound_base * bound_base
+        bound_j = bound_j / 2
+        bound_i = bound_i / 2
       end
-      while bound_k > 1 do
-        local bound_j, bound_power, bound_base = bound_k - 1, 1, factor
-        while bound_j > 0 do
-          if bound_j % 2 == 1 then
-            bound_power = bound_power * bound_base
-            bound_j = bound_j - 1
+      local bound_at, bound_before = c / bound_pk, c / bound_pi
+      if bound_at < EPSILON then
+        bound_at = 0
+      end
+      if bound_before < EPSILON then
+        bound_before = 0
+      end
+      if not (bound_at + 0 <= 0 and (bound_k == 1 or bound_before + 0 > 0)) then
+        while true do
+          local bound_j, bound_power, bound_base = bound_k, 1, factor
+          while bound_j > 0 do
+            if bound_j % 2 == 1 then
+              bound_power = bound_power * bound_base
+              bound_j = bound_j - 1
+            end
+            bound_base = bound_base * bound_base
+            bound_j = bound_j / 2
           end
-          bound_base = bound_base * bound_base
-          bound_j = bound_j / 2
+          local bound_left = c / bound_power
+          if bound_left < EPSILON then
+            bound_left = 0
+          end
+          if bound_left + 0 <= 0 then
+            break
+          end
+          bound_k = bound_k + 1
         end
-        local bound_left = c / bound_power
-        if bound_left < EPSILON then
-          bound_left = 0
+        while bound_k > 1 do
+          local bound_j, bound_power, bound_base = bound_k - 1, 1, factor
+          while bound_j > 0 do
+            if bound_j % 2 == 1 then
+              bound_power = bound_power * bound_base
+              bound_j = bound_j - 1
+            end
+            bound_base = bound_base * bound_base
+            bound_j = bound_j / 2
+          end
+          local bound_left = c / bound_power
+          if bound_left < EPSILON then
+            bound_left = 0
+          end
+          if bound_left + 0 > 0 then
+            break
+          end
+          bound_k = bound_k - 1
         end
-        if bound_left + 0 > 0 then
-          break
-        end
-        bound_k = bound_k - 1
       end
       k = bound_k
     end
@@ -883,43 +958,68 @@ for i = 1, n do
             bound_k = 1
           end
         end
-        while true do
-          local bound_j, bound_power, bound_base = bound_k, 1, factor
-          while bound_j > 0 do
-            if bound_j % 2 == 1 then
-              bound_power = bound_power * bound_base
-              bound_j = bound_j - 1
-            end
-            bound_base = bound_base * bound_base
-            bound_j = bound_j / 2
+        -- Most often the estimate is the answer: check k and k - 1 in one pass
+        -- (the products of two passes: the bases are shared), else search.
+        local bound_j, bound_i, bound_pk, bound_pi, bound_base = bound_k, bound_k - 1, 1, 1, factor
+        while bound_j > 0 do
+          if bound_j % 2 == 1 then
+            bound_pk = bound_pk * bound_base
+            bound_j = bound_j - 1
           end
-          local bound_left = c / bound_power
-          if bound_left < EPSILON then
-            bound_left = 0
+          if bound_i % 2 == 1 then
+            bound_pi = bound_pi * bound_base
+            bound_i = bound_i - 1
           end
-          if bound_left + asked <= max then
-            break
-          end
-          bound_k = bound_k + 1
+          bound_base = bound_base * bound_base
+          bound_j = bound_j / 2
+          bound_i = bound_i / 2
         end
-        while bound_k > 1 do
-          local bound_j, bound_power, bound_base = bound_k - 1, 1, factor
-          while bound_j > 0 do
-            if bound_j % 2 == 1 then
-              bound_power = bound_power * bound_base
-              bound_j = bound_j - 1
+        local bound_at, bound_before = c / bound_pk, c / bound_pi
+        if bound_at < EPSILON then
+          bound_at = 0
+        end
+        if bound_before < EPSILON then
+          bound_before = 0
+        end
+        if not (bound_at + asked <= max and (bound_k == 1 or bound_before + asked > max)) then
+          while true do
+            local bound_j, bound_power, bound_base = bound_k, 1, factor
+            while bound_j > 0 do
+              if bound_j % 2 == 1 then
+                bound_power = bound_power * bound_base
+                bound_j = bound_j - 1
+              end
+              bound_base = bound_base * bound_base
+              bound_j = bound_j / 2
             end
-            bound_base = bound_base * bound_base
-            bound_j = bound_j / 2
+            local bound_left = c / bound_power
+            if bound_left < EPSILON then
+              bound_left = 0
+            end
+            if bound_left + asked <= max then
+              break
+            end
+            bound_k = bound_k + 1
           end
-          local bound_left = c / bound_power
-          if bound_left < EPSILON then
-            bound_left = 0
+          while bound_k > 1 do
+            local bound_j, bound_power, bound_base = bound_k - 1, 1, factor
+            while bound_j > 0 do
+              if bound_j % 2 == 1 then
+                bound_power = bound_power * bound_base
+                bound_j = bound_j - 1
+              end
+              bound_base = bound_base * bound_base
+              bound_j = bound_j / 2
+            end
+            local bound_left = c / bound_power
+            if bound_left < EPSILON then
+              bound_left = 0
+            end
+            if bound_left + asked > max then
+              break
+            end
+            bound_k = bound_k - 1
           end
-          if bound_left + asked > max then
-            break
-          end
-          bound_k = bound_k - 1
         end
         k = bound_k
       end

@@ -422,6 +422,15 @@ func confShape(s confState) string {
 			// v3: the limits text, then the time and a number per limit.
 			return fmt.Sprintf("limits %q, %d words", limits, len(strings.Fields(rest)))
 		}
+		if _, err := strconv.ParseInt(v, 10, 64); err == nil {
+			// v6 ar1 with one limit, a whole count: one integer,
+			// boundary * 2^20 + count.
+			return "one integer"
+		}
+		if b, c, ok := strings.Cut(v, ":"); ok && !strings.Contains(v, " ") && strings.Trim(b, "0123456789") == "" && c != "" {
+			// v6 ar1 with one limit: '<boundary>:<count>'.
+			return "boundary:count"
+		}
 		w := strings.Fields(v)
 		if len(w) < 2 {
 			return fmt.Sprintf("%q", v)

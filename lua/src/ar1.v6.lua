@@ -120,43 +120,68 @@ do
       bound_k = 1
     end
   end
-  while true do
-    local bound_j, bound_power, bound_base = bound_k, 1, FACTOR
-    while bound_j > 0 do
-      if bound_j % 2 == 1 then
-        bound_power = bound_power * bound_base
-        bound_j = bound_j - 1
-      end
-      bound_base = bound_base * bound_base
-      bound_j = bound_j / 2
+  -- Most often the estimate is the answer: check k and k - 1 in one pass
+  -- (the products of two passes: the bases are shared), else search.
+  local bound_j, bound_i, bound_pk, bound_pi, bound_base = bound_k, bound_k - 1, 1, 1, FACTOR
+  while bound_j > 0 do
+    if bound_j % 2 == 1 then
+      bound_pk = bound_pk * bound_base
+      bound_j = bound_j - 1
     end
-    local bound_left = COUNT / bound_power
-    if bound_left < EPSILON then
-      bound_left = 0
+    if bound_i % 2 == 1 then
+      bound_pi = bound_pi * bound_base
+      bound_i = bound_i - 1
     end
-    if bound_left + ASKED <= MAX then
-      break
-    end
-    bound_k = bound_k + 1
+    bound_base = bound_base * bound_base
+    bound_j = bound_j / 2
+    bound_i = bound_i / 2
   end
-  while bound_k > 1 do
-    local bound_j, bound_power, bound_base = bound_k - 1, 1, FACTOR
-    while bound_j > 0 do
-      if bound_j % 2 == 1 then
-        bound_power = bound_power * bound_base
-        bound_j = bound_j - 1
+  local bound_at, bound_before = COUNT / bound_pk, COUNT / bound_pi
+  if bound_at < EPSILON then
+    bound_at = 0
+  end
+  if bound_before < EPSILON then
+    bound_before = 0
+  end
+  if not (bound_at + ASKED <= MAX and (bound_k == 1 or bound_before + ASKED > MAX)) then
+    while true do
+      local bound_j, bound_power, bound_base = bound_k, 1, FACTOR
+      while bound_j > 0 do
+        if bound_j % 2 == 1 then
+          bound_power = bound_power * bound_base
+          bound_j = bound_j - 1
+        end
+        bound_base = bound_base * bound_base
+        bound_j = bound_j / 2
       end
-      bound_base = bound_base * bound_base
-      bound_j = bound_j / 2
+      local bound_left = COUNT / bound_power
+      if bound_left < EPSILON then
+        bound_left = 0
+      end
+      if bound_left + ASKED <= MAX then
+        break
+      end
+      bound_k = bound_k + 1
     end
-    local bound_left = COUNT / bound_power
-    if bound_left < EPSILON then
-      bound_left = 0
+    while bound_k > 1 do
+      local bound_j, bound_power, bound_base = bound_k - 1, 1, FACTOR
+      while bound_j > 0 do
+        if bound_j % 2 == 1 then
+          bound_power = bound_power * bound_base
+          bound_j = bound_j - 1
+        end
+        bound_base = bound_base * bound_base
+        bound_j = bound_j / 2
+      end
+      local bound_left = COUNT / bound_power
+      if bound_left < EPSILON then
+        bound_left = 0
+      end
+      if bound_left + ASKED > MAX then
+        break
+      end
+      bound_k = bound_k - 1
     end
-    if bound_left + ASKED > MAX then
-      break
-    end
-    bound_k = bound_k - 1
   end
   OUT = bound_k
 end
