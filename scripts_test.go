@@ -26,7 +26,7 @@ var released = map[string]string{
 	"sliding_window@v5": "0d015f7c7eb2e9b8c3a661fb8ab7c2ea83fa2f33",
 	"token_bucket@v5":   "d8e8a67049b1f4563ecb34d32b307cd4d7a94d74",
 	"zset_log@v5":       "20313d7d919b4996c3f81a69b57d43efce28cc27",
-	"ar1@v6":            "1362eee22d985b093348e2b4a9e7b45fe5a5a305",
+	"ar1@v6":            "36469d7aa3bcdf88a4f01f7f04ec237d3aa2e61c",
 	"concurrency@v6":    "ecbbb0b668a8d08f9a3354650c744c06d502f018",
 	"sliding_window@v6": "c212a93928a21440b20c49fc4be6a552d0b66c9f",
 	"token_bucket@v6":   "f0ae4400630eca2b5a0002fd469f9ca70bc6840b",
@@ -36,7 +36,7 @@ var released = map[string]string{
 // releasedLibraries pins the SHA1 of every released Functions library.
 var releasedLibraries = map[int]string{
 	5: "298920f9ca406f17490499ae4fcc5816ff7bc413",
-	6: "055d508e1c3ea2b03fa9ae8b210efccd107a2937",
+	6: "5f852a3b6829b3337be6a63fb4b074cc22c7be29",
 }
 
 // embeddedLibraries lists the release of every Functions library file

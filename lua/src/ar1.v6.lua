@@ -380,12 +380,21 @@ if state then
   end
 end
 if last == nil then
-  local bad
-  do
-    -- #expand rare(helpers)
-    -- #expand limits_error(bad, helpers, n)
+  -- Check the limits as the one-limit path does; only a bad one builds
+  -- the helpers that name it.
+  local valid = true
+  for i = 5, #ARGV, 3 do
+    local max, decay, resolution = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+    if not (find(max, '^[1-9]%d*$') and find(decay, '^[1-9]%d*$') and find(resolution, '^[1-9]%d*$'))
+        or max + 0 > 1000000000 or decay + 0 < 1001 or decay + 0 > 1000000000 or resolution + 0 > MAX_TIME then
+      valid = false
+      break
+    end
   end
-  if bad then
+  if not valid then
+    -- #expand rare(helpers)
+    local bad
+    -- #expand limits_error(bad, helpers, n)
     return bad
   end
 end

@@ -623,8 +623,18 @@ if state then
   end
 end
 if last == nil then
-  local bad
-  do
+  -- Check the limits as the one-limit path does; only a bad one builds
+  -- the helpers that name it.
+  local valid = true
+  for i = 5, #ARGV, 3 do
+    local max, decay, resolution = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+    if not (find(max, '^[1-9]%d*$') and find(decay, '^[1-9]%d*$') and find(resolution, '^[1-9]%d*$'))
+        or max + 0 > 1000000000 or decay + 0 < 1001 or decay + 0 > 1000000000 or resolution + 0 > MAX_TIME then
+      valid = false
+      break
+    end
+  end
+  if not valid then
     local helpers = {}
 
     -- helpers.integer returns text as a number when it is a canonical integer
@@ -692,6 +702,7 @@ if last == nil then
       end
       return { 1, remaining, 0, 0, 0 }
     end
+    local bad
     for i = 5, 2 + 3 * n, 3 do
       if helpers.integer(ARGV[i], 1, 1000000000) == nil then
         bad = helpers.refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
@@ -704,8 +715,6 @@ if last == nil then
         break
       end
     end
-  end
-  if bad then
     return bad
   end
 end
