@@ -26,7 +26,7 @@ var released = map[string]string{
 	"sliding_window@v5": "0d015f7c7eb2e9b8c3a661fb8ab7c2ea83fa2f33",
 	"token_bucket@v5":   "d8e8a67049b1f4563ecb34d32b307cd4d7a94d74",
 	"zset_log@v5":       "20313d7d919b4996c3f81a69b57d43efce28cc27",
-	"ar1@v6":            "39ad4bd667a185f059f936446789f17b07d2090d",
+	"ar1@v6":            "36469d7aa3bcdf88a4f01f7f04ec237d3aa2e61c",
 	"concurrency@v6":    "ecbbb0b668a8d08f9a3354650c744c06d502f018",
 	"sliding_window@v6": "c212a93928a21440b20c49fc4be6a552d0b66c9f",
 	"token_bucket@v6":   "ba79bcb87127413faaaff48cce4fdac9ceba9153",
@@ -36,7 +36,7 @@ var released = map[string]string{
 // releasedLibraries pins the SHA1 of every released Functions library.
 var releasedLibraries = map[int]string{
 	5: "298920f9ca406f17490499ae4fcc5816ff7bc413",
-	6: "bff4494055dd5bd8b01da303f3e7b139b4c44304",
+	6: "c2283a002bea1a8cb63694c10043adf8896e20d5",
 }
 
 // embeddedLibraries lists the release of every Functions library file

@@ -412,7 +412,7 @@ func confKeys(calls []confCall) []string {
 // times and what follows from them set aside: the type; for a string
 // (ar1, token_bucket) its number of words and the limits' signature (the
 // second word; from v3 the limits text before "|"), or that it is one
-// integer (v6 token_bucket with one limit); for a hash
+// integer or '<boundary>:<count>' (v6 with one limit); for a hash
 // (sliding_window) the signature (from v3 the limits text, field "l") and
 // the number of words of field "m" and that every other field is a bucket "<i>.<n>" (how
 // many buckets the events fill depends on where the server's clock crossed
@@ -423,12 +423,16 @@ func confShape(s confState) string {
 			// v3: the limits text, then the time and a number per limit.
 			return fmt.Sprintf("limits %q, %d words", limits, len(strings.Fields(rest)))
 		}
-		w := strings.Fields(v)
 		if _, err := strconv.ParseInt(v, 10, 64); err == nil {
-			// v6 token_bucket with one limit: one integer, now *
-			// refill_amount + deficit (its value follows the time).
+			// v6 with one limit: token_bucket's now * refill_amount +
+			// deficit, or ar1's boundary * 2^20 + a whole count.
 			return "one integer"
 		}
+		if b, c, ok := strings.Cut(v, ":"); ok && !strings.Contains(v, " ") && strings.Trim(b, "0123456789") == "" && c != "" {
+			// v6 ar1 with one limit: '<boundary>:<count>'.
+			return "boundary:count"
+		}
+		w := strings.Fields(v)
 		if len(w) < 2 {
 			return fmt.Sprintf("%q", v)
 		}

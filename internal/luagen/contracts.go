@@ -44,9 +44,9 @@ var contracts = map[string]Entry{
 		},
 		Reply:        reply,
 		Fresh:        "every limit's decayed count is 0 (a count below 1/1000 of an event is 0)",
-		State:        "with one limit, a string '<last write time> <count as %.17g>' in unit ms, '<last write time> <count> s' in unit s, '<last write time> <count> us' in unit us; the limits are not stored and every call checks them; a call with other limits in the same unit carries the count over, decayed from the stored time with its own decay and resolution; another unit or another number of limits starts fresh. With two or more limits, a string '<limits>|<last write time> <count per limit as %.17g>', <limits> = ARGV[2] and ARGV[5..] joined by spaces, as the call that wrote the state sent them (a call with other limits or another unit starts fresh; one with the same limits need not check them again; the key must be written by the script only)",
-		StateVersion: 5,
-		Cost:         "GET, SET per recorded decision; + TIME with the server clock; one limit's call checks its limits itself on every call (no limits text in the state)",
+		State:        "with one limit, the boundary index of the last write b = floor(time / resolution) and the count there: one integer b * 2^20 + count when the count is whole and below 2^20 and b < 2^33, else a string '<b>:<count as %.17g>' (a whole count as %d); the limits and the unit are not stored and every call checks the limits; a call with other max or decay carries the count over, decayed with its own decay; a call with another resolution reads the index as its own (reset the key first: a longer resolution puts the stored index ahead of now); another number of limits starts fresh. With two or more limits, a string '<limits>|<last write time> <count per limit as %.17g>', <limits> = ARGV[2] and ARGV[5..] joined by spaces, as the call that wrote the state sent them (a call with other limits or another unit starts fresh; one with the same limits need not check them again; the key must be written by the script only)",
+		StateVersion: 6,
+		Cost:         "GET, SET per recorded decision; + TIME with the server clock; one limit's call checks its limits itself on every call (no limits text in the state) and builds no function",
 	},
 	"concurrency.v5": {
 		Keys: keys,

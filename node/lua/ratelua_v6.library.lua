@@ -23,62 +23,44 @@ local MAX_LIMITS = 16
 
 -- ar1 v6 (lua/ar1.v6.lua)
 do
--- integer returns text as a number when it is a canonical integer in
--- [lo, hi] (|lo|, |hi| <= 2^52), else nil. The text must be '0' or match
--- '-'? [1-9] digits*, which is what '%d' writes back (a find makes no
--- string; a NaN fails the pattern).
-local function integer(text, lo, hi)
-  local number = tonumber(text)
-  if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
-    return nil
-  end
-  return number
-end
+local EPSILON = 0.001
+-- ONE_INTEGER is 2^20: a one-limit state '<boundary> * 2^20 + <count>' is
+-- one integer below 2^53 (boundary < 2^33, a whole count < 2^20).
+local ONE_INTEGER = 1048576
 
--- server_now is the server's TIME in the unit.
-local function server_now(unit)
-  local time = redis.call('TIME')
-  local seconds = tonumber(time[1])
-  if unit == 's' then
-    return seconds
-  elseif unit == 'ms' then
-    return seconds * 1000 + math.floor(tonumber(time[2]) / 1000)
+redis.register_function('ratelua_ar1_v6', function(KEYS, ARGV)
+local tonumber, floor, format, find = tonumber, math.floor, string.format, string.find
+local unit, now, mode = ARGV[2], false, ARGV[4]
+local count = 1
+if ARGV[1] ~= '1' then
+  count = tonumber(ARGV[1])
+  if count == nil or count < -MAX_TIME or count > MAX_TIME or (ARGV[1] ~= '0' and not string.find(ARGV[1], '^%-?[1-9]%d*$')) then
+    count = nil
   end
-  return seconds * 1000000 + tonumber(time[2])
 end
-
--- ttl_ms is the PEXPIRE of a state fresh after `duration` in the unit:
--- whole milliseconds, rounded up, within [1, 2^52], as text.
-local function ttl_ms(unit, duration)
-  local ms = duration
-  if unit == 'us' then
-    -- ceil(duration / 1000), exactly: the float quotient is floor or
-    -- floor + 1.
-    ms = math.floor(duration / 1000)
-    if ms * 1000 > duration then
-      ms = ms - 1
-    end
-    if ms * 1000 < duration then
-      ms = ms + 1
-    end
-  elseif unit == 's' then
-    ms = duration * 1000
+if ARGV[3] ~= '' then
+  -- Canonical: what '%d' writes back (in range, a number's '%d' text is
+  -- interned already when it is ARGV[3], so the compare is cheap).
+  now = tonumber(ARGV[3])
+  if not (now and now >= 0 and now <= MAX_TIME and format('%d', now) == ARGV[3]) then
+    now = nil
   end
-  if ms > MAX_TIME then
-    ms = MAX_TIME
-  elseif ms < 1 then
-    ms = 1
-  end
-  return string.format('%d', ms)
 end
-
--- rare returns the helpers of the uncommon paths, a refused call and a
--- reset: helpers.refuse and helpers.fresh below. A script (EVALSHA) builds
--- every local function of its text again on each call, and building these
--- two was a measurable part of a common call's cost; built by rare() when
--- one is needed, they cost the common call one function.
-local function rare()
+local n = (#ARGV - 4) / 3
+if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
+  or (mode ~= '0' and mode ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
   local helpers = {}
+
+  -- helpers.integer returns text as a number when it is a canonical integer
+  -- in [lo, hi], else nil (the macro integer as a function).
+  function helpers.integer(text, lo, hi)
+    local number = tonumber(text)
+    if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
+      return nil
+    end
+    return number
+  end
+  local integer = helpers.integer
 
   -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
   -- of limit arguments are wrong, naming its first wrong argument; or,
@@ -134,130 +116,242 @@ local function rare()
     end
     return { 1, remaining, 0, 0, 0 }
   end
-
-  return helpers
-end
-
-local EPSILON = 0.001
-
--- decayed returns count after k >= 0 boundaries with the factor: count
--- divided by factor^k (by repeated squaring), 0 below EPSILON.
-local function decayed(count, factor, k)
-  local power = 1
-  while k > 0 do
-    if k % 2 == 1 then
-      power = power * factor
-    end
-    factor = factor * factor
-    k = math.floor(k / 2)
-  end
-  count = count / power
-  if count < EPSILON then
-    return 0
-  end
-  return count
-end
-
--- boundaries returns the fewest k >= 1 boundaries after which
--- decayed(count, factor, k) + asked <= max (count > 0, asked <= max).
-local function boundaries(count, factor, asked, max)
-  local room = max - asked
-  if room < EPSILON then
-    room = EPSILON
-  end
-  local k = 1
-  if count > room then
-    k = math.ceil(math.log(count / room) / math.log(factor))
-    if k < 1 then
-      k = 1
-    end
-  end
-  while decayed(count, factor, k) + asked > max do
-    k = k + 1
-  end
-  while k > 1 and decayed(count, factor, k - 1) + asked <= max do
-    k = k - 1
-  end
-  return k
-end
-
--- limits_error checks the n limits in ARGV: the error reply for the first
--- bad one, or nil when every limit is valid.
-local function limits_error(KEYS, ARGV, n)
-  for i = 5, 2 + 3 * n, 3 do
-    if integer(ARGV[i], 1, 1000000000) == nil then
-      return rare().refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
-    elseif integer(ARGV[i + 1], 1001, 1000000000) == nil then
-      return rare().refuse(KEYS, ARGV, 3, i + 1, 'decay', '[1001, 10^9]')
-    elseif integer(ARGV[i + 2], 1, MAX_TIME) == nil then
-      return rare().refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
-    end
-  end
-  return nil
-end
-
-redis.register_function('ratelua_ar1_v6', function(KEYS, ARGV)
-local tonumber, floor, format = tonumber, math.floor, string.format
-local unit, now, mode = ARGV[2], false, ARGV[4]
-local count = 1
-if ARGV[1] ~= '1' then
-  count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
-end
-if ARGV[3] ~= '' then
-  -- Canonical: what '%d' writes back (in range, a number's '%d' text is
-  -- interned already when it is ARGV[3], so the compare is cheap).
-  now = tonumber(ARGV[3])
-  if not (now and now >= 0 and now <= MAX_TIME and format('%d', now) == ARGV[3]) then
-    now = nil
-  end
-end
-local n = (#ARGV - 4) / 3
-if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
-  or (mode ~= '0' and mode ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
-  return rare().refuse(KEYS, ARGV, 3)
+  return helpers.refuse(KEYS, ARGV, 3)
 end
 local key = KEYS[1]
 if count < 0 then
-  return limits_error(KEYS, ARGV, n) or rare().fresh(KEYS, ARGV, 3)
+  local helpers = {}
+
+  -- helpers.integer returns text as a number when it is a canonical integer
+  -- in [lo, hi], else nil (the macro integer as a function).
+  function helpers.integer(text, lo, hi)
+    local number = tonumber(text)
+    if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
+      return nil
+    end
+    return number
+  end
+  local integer = helpers.integer
+
+  -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
+  -- of limit arguments are wrong, naming its first wrong argument; or,
+  -- given i, for the bad limit argument ARGV[i]: the limit's field `name`
+  -- must be an integer in `range` (in words).
+  function helpers.refuse(KEYS, ARGV, group, i, name, range)
+    -- quote shows an argument: at most 40 bytes, control and non-ASCII
+    -- bytes escaped.
+    local function quote(value)
+      if type(value) ~= 'string' then
+        return 'nothing'
+      end
+      local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+        return string.format('\\x%02x', string.byte(byte))
+      end)
+      if #value > 40 then
+        shown = shown .. '...'
+      end
+      return "'" .. shown .. "'"
+    end
+    local message
+    if i then
+      message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
+        .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
+    elseif #KEYS ~= 1 then
+      message = 'expected exactly 1 key (the state key), got ' .. #KEYS
+    elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
+      message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
+    elseif ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us' then
+      message = "ARGV[2] unit must be 's', 'ms' or 'us', got " .. quote(ARGV[2])
+    elseif ARGV[3] ~= '' and integer(ARGV[3], 0, MAX_TIME) == nil then
+      message = 'ARGV[3] now must be empty (server clock) or a canonical integer in [0, 2^52], got ' .. quote(ARGV[3])
+    elseif ARGV[4] ~= '0' and ARGV[4] ~= '1' then
+      message = "ARGV[4] mode must be '0' (count allowed events) or '1' (count every attempt), got " .. quote(ARGV[4])
+    else
+      message = 'expected 1 to ' .. MAX_LIMITS .. ' limits of ' .. group .. ' integers after ARGV[4], got '
+        .. math.max(#ARGV - 4, 0) .. ' arguments'
+    end
+    return redis.error_reply('ERR ratelua: ' .. message)
+  end
+
+  -- fresh deletes the state and replies as for a fresh key: every limit
+  -- admits, and remaining is the smallest limit maximum, the first integer
+  -- of each limit's group in ARGV.
+  function helpers.fresh(KEYS, ARGV, group)
+    redis.call('DEL', KEYS[1])
+    local remaining = tonumber(ARGV[5])
+    for i = 5 + group, #ARGV, group do
+      local maximum = tonumber(ARGV[i])
+      if maximum < remaining then
+        remaining = maximum
+      end
+    end
+    return { 1, remaining, 0, 0, 0 }
+  end
+  local bad
+  for i = 5, 2 + 3 * n, 3 do
+    if helpers.integer(ARGV[i], 1, 1000000000) == nil then
+      bad = helpers.refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
+      break
+    elseif helpers.integer(ARGV[i + 1], 1001, 1000000000) == nil then
+      bad = helpers.refuse(KEYS, ARGV, 3, i + 1, 'decay', '[1001, 10^9]')
+      break
+    elseif helpers.integer(ARGV[i + 2], 1, MAX_TIME) == nil then
+      bad = helpers.refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
+      break
+    end
+  end
+  return bad or helpers.fresh(KEYS, ARGV, 3)
 end
 
 if n == 1 then
-  -- One limit: the state is "<time> <count>" (plus " s" or " us" in those
-  -- units). The limits are checked on every call.
-  local max, decay, resolution = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-  if not (max and decay and resolution and max >= 1 and max <= 1000000000
-      and decay >= 1001 and decay <= 1000000000 and resolution >= 1 and resolution <= MAX_TIME
-      and format('%d', max) == ARGV[5] and format('%d', decay) == ARGV[6]
-      and format('%d', resolution) == ARGV[7]) then
-    return limits_error(KEYS, ARGV, 1)
+  -- One limit: the state is the boundary index of the last write and the
+  -- count there, one integer when it fits. The limits are checked on
+  -- every call.
+  -- Canonical: digits without a leading zero (a find makes no string),
+  -- then in range (the text converted by arithmetic, not by a call).
+  local max, decay, resolution = ARGV[5], ARGV[6], ARGV[7]
+  if find(max, '^[1-9]%d*$') and find(decay, '^[1-9]%d*$') and find(resolution, '^[1-9]%d*$') then
+    max, decay, resolution = max + 0, decay + 0, resolution + 0
+  else
+    max = nil
   end
-  local pattern, layout, integral = '^(%d+) ([^ ]+)$', '%d %.17g', '%d %d'
-  if unit == 's' then
-    pattern, layout, integral = '^(%d+) ([^ ]+) s$', '%d %.17g s', '%d %d s'
-  elseif unit == 'us' then
-    pattern, layout, integral = '^(%d+) ([^ ]+) us$', '%d %.17g us', '%d %d us'
+  if not (max and max <= 1000000000 and decay >= 1001 and decay <= 1000000000 and resolution <= MAX_TIME) then
+    local helpers = {}
+
+    -- helpers.integer returns text as a number when it is a canonical integer
+    -- in [lo, hi], else nil (the macro integer as a function).
+    function helpers.integer(text, lo, hi)
+      local number = tonumber(text)
+      if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
+        return nil
+      end
+      return number
+    end
+    local integer = helpers.integer
+
+    -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
+    -- of limit arguments are wrong, naming its first wrong argument; or,
+    -- given i, for the bad limit argument ARGV[i]: the limit's field `name`
+    -- must be an integer in `range` (in words).
+    function helpers.refuse(KEYS, ARGV, group, i, name, range)
+      -- quote shows an argument: at most 40 bytes, control and non-ASCII
+      -- bytes escaped.
+      local function quote(value)
+        if type(value) ~= 'string' then
+          return 'nothing'
+        end
+        local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+          return string.format('\\x%02x', string.byte(byte))
+        end)
+        if #value > 40 then
+          shown = shown .. '...'
+        end
+        return "'" .. shown .. "'"
+      end
+      local message
+      if i then
+        message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
+          .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
+      elseif #KEYS ~= 1 then
+        message = 'expected exactly 1 key (the state key), got ' .. #KEYS
+      elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
+        message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
+      elseif ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us' then
+        message = "ARGV[2] unit must be 's', 'ms' or 'us', got " .. quote(ARGV[2])
+      elseif ARGV[3] ~= '' and integer(ARGV[3], 0, MAX_TIME) == nil then
+        message = 'ARGV[3] now must be empty (server clock) or a canonical integer in [0, 2^52], got ' .. quote(ARGV[3])
+      elseif ARGV[4] ~= '0' and ARGV[4] ~= '1' then
+        message = "ARGV[4] mode must be '0' (count allowed events) or '1' (count every attempt), got " .. quote(ARGV[4])
+      else
+        message = 'expected 1 to ' .. MAX_LIMITS .. ' limits of ' .. group .. ' integers after ARGV[4], got '
+          .. math.max(#ARGV - 4, 0) .. ' arguments'
+      end
+      return redis.error_reply('ERR ratelua: ' .. message)
+    end
+
+    -- fresh deletes the state and replies as for a fresh key: every limit
+    -- admits, and remaining is the smallest limit maximum, the first integer
+    -- of each limit's group in ARGV.
+    function helpers.fresh(KEYS, ARGV, group)
+      redis.call('DEL', KEYS[1])
+      local remaining = tonumber(ARGV[5])
+      for i = 5 + group, #ARGV, group do
+        local maximum = tonumber(ARGV[i])
+        if maximum < remaining then
+          remaining = maximum
+        end
+      end
+      return { 1, remaining, 0, 0, 0 }
+    end
+    local bad
+    for i = 5, 2 + 3 * 1, 3 do
+      if helpers.integer(ARGV[i], 1, 1000000000) == nil then
+        bad = helpers.refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
+        break
+      elseif helpers.integer(ARGV[i + 1], 1001, 1000000000) == nil then
+        bad = helpers.refuse(KEYS, ARGV, 3, i + 1, 'decay', '[1001, 10^9]')
+        break
+      elseif helpers.integer(ARGV[i + 2], 1, MAX_TIME) == nil then
+        bad = helpers.refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
+        break
+      end
+    end
+    return bad
   end
   local state = redis.call('GET', key)
-  local last, c
-  if state then
-    local time, stored = string.match(state, pattern)
-    if time then
-      last, c = tonumber(time), tonumber(stored)
-      if c == nil then
-        last = nil
-      end
+  if not now then
+    -- The server's TIME in the unit (server_now, its strings converted
+    -- by arithmetic).
+    local time = redis.call('TIME')
+    if unit == 'ms' then
+      local micro = time[2] / 1000
+      now = time[1] * 1000 + (micro - micro % 1)
+    elseif unit == 's' then
+      now = time[1] + 0
+    else
+      now = time[1] * 1000000 + time[2]
     end
   end
   local factor = decay / 1000
-  now = now or server_now(unit)
-  local stamp = now
-  if last == nil then
-    c = 0
-  else
-    if last > now then
-      stamp = last
+  -- boundary: the index of the resolution boundary at or before now, or
+  -- the last write's when that is later (a clock behind). x - x % 1 is
+  -- floor(x), exactly, without a call.
+  local boundary, c = now / resolution, 0
+  boundary = boundary - boundary % 1
+  if state then
+    local last, stored = tonumber(state), nil
+    if last then
+      stored = last % ONE_INTEGER
+      last = (last - stored) / ONE_INTEGER
+    else
+      local index, text = string.match(state, '^(%d+):([^:]+)$')
+      if index then
+        last, stored = tonumber(index), tonumber(text)
+      end
     end
-    c = decayed(c, factor, floor(stamp / resolution) - floor(last / resolution))
+    -- A stored count is at least 1 (a write adds at least one event).
+    if stored and stored >= 1 then
+      c = stored
+      if last > boundary then
+        boundary = last
+      elseif last < boundary then
+        do
+          local decay_power, decay_base, decay_k = 1, factor, boundary - last
+          while decay_k > 0 do
+            if decay_k % 2 == 1 then
+              decay_power = decay_power * decay_base
+              decay_k = decay_k - 1
+            end
+            decay_base = decay_base * decay_base
+            decay_k = decay_k / 2
+          end
+          c = stored / decay_power
+          if c < EPSILON then
+            c = 0
+          end
+        end
+      end
+    end
   end
   local asked = count
   if asked < 1 then
@@ -268,37 +362,241 @@ if n == 1 then
   if record then
     c = c + count
   end
-  local slot_start = floor(stamp / resolution) * resolution
-  local remaining, reset_after = floor(max - c), 0
+  local slot_start = boundary * resolution
+  local remaining, reset_after = max - c, 0
+  remaining = remaining - remaining % 1
   if remaining < 0 then
     remaining = 0
   end
   if c > 0 then
-    reset_after = math.max(0, math.min(MAX_TIME, slot_start + boundaries(c, factor, 0, 0) * resolution - now))
+    local k
+    do
+      local bound_room = 0 - 0
+      if bound_room < EPSILON then
+        bound_room = EPSILON
+      end
+      local bound_k = 1
+      if c > bound_room then
+        -- ceil, without a call (math.ceil's result for any finite value).
+        local bound_ratio = math.log(c / bound_room) / math.log(factor)
+        bound_k = bound_ratio - bound_ratio % 1
+        if bound_k < bound_ratio then
+          bound_k = bound_k + 1
+        end
+        if bound_k < 1 then
+          bound_k = 1
+        end
+      end
+      -- Most often the estimate is the answer: check k and k - 1 in one pass
+      -- (the products of two passes: the bases are shared), else search.
+      local bound_j, bound_i, bound_pk, bound_pi, bound_base = bound_k, bound_k - 1, 1, 1, factor
+      while bound_j > 0 do
+        if bound_j % 2 == 1 then
+          bound_pk = bound_pk * bound_base
+          bound_j = bound_j - 1
+        end
+        if bound_i % 2 == 1 then
+          bound_pi = bound_pi * bound_base
+          bound_i = bound_i - 1
+        end
+        bound_base = bound_base * bound_base
+        bound_j = bound_j / 2
+        bound_i = bound_i / 2
+      end
+      local bound_at, bound_before = c / bound_pk, c / bound_pi
+      if bound_at < EPSILON then
+        bound_at = 0
+      end
+      if bound_before < EPSILON then
+        bound_before = 0
+      end
+      if not (bound_at + 0 <= 0 and (bound_k == 1 or bound_before + 0 > 0)) then
+        while true do
+          local bound_j, bound_power, bound_base = bound_k, 1, factor
+          while bound_j > 0 do
+            if bound_j % 2 == 1 then
+              bound_power = bound_power * bound_base
+              bound_j = bound_j - 1
+            end
+            bound_base = bound_base * bound_base
+            bound_j = bound_j / 2
+          end
+          local bound_left = c / bound_power
+          if bound_left < EPSILON then
+            bound_left = 0
+          end
+          if bound_left + 0 <= 0 then
+            break
+          end
+          bound_k = bound_k + 1
+        end
+        while bound_k > 1 do
+          local bound_j, bound_power, bound_base = bound_k - 1, 1, factor
+          while bound_j > 0 do
+            if bound_j % 2 == 1 then
+              bound_power = bound_power * bound_base
+              bound_j = bound_j - 1
+            end
+            bound_base = bound_base * bound_base
+            bound_j = bound_j / 2
+          end
+          local bound_left = c / bound_power
+          if bound_left < EPSILON then
+            bound_left = 0
+          end
+          if bound_left + 0 > 0 then
+            break
+          end
+          bound_k = bound_k - 1
+        end
+      end
+      k = bound_k
+    end
+    reset_after = slot_start + k * resolution - now
+    if reset_after > MAX_TIME then
+      reset_after = MAX_TIME
+    elseif reset_after < 0 then
+      reset_after = 0
+    end
   end
   if record then
-    -- ttl_ms inline for ms (a call less).
     local ttl = reset_after
     if unit ~= 'ms' then
-      ttl = ttl_ms(unit, reset_after)
+      do
+        local ms = reset_after
+        if unit == 'us' then
+          -- ceil(reset_after / 1000), exactly: the float quotient is floor or
+          -- floor + 1.
+          ms = math.floor(reset_after / 1000)
+          if ms * 1000 > reset_after then
+            ms = ms - 1
+          end
+          if ms * 1000 < reset_after then
+            ms = ms + 1
+          end
+        elseif unit == 's' then
+          ms = reset_after * 1000
+        end
+        if ms > MAX_TIME then
+          ms = MAX_TIME
+        elseif ms < 1 then
+          ms = 1
+        end
+        ttl = string.format('%d', ms)
+      end
     elseif ttl < 1 then
       ttl = '1'
     else
       ttl = format('%d', ttl)
     end
-    -- A whole count is written by '%d' (the same text as '%.17g' below
-    -- 10^15, and much cheaper).
-    if c % 1 == 0 and c < 1000000000000000 then
-      layout = integral
+    -- One integer (the server keeps it in 16 bytes, like a counter) when
+    -- the count is whole and below 2^20 and the boundary below 2^33; else
+    -- '<boundary>:<count>', a whole count by '%d' (the same text as
+    -- '%.17g' below 10^15, and much cheaper).
+    local value
+    if c % 1 ~= 0 or c >= 1000000000000000 then
+      value = format('%d:%.17g', boundary, c)
+    elseif c < ONE_INTEGER and boundary < 8589934592 then
+      value = format('%d', boundary * ONE_INTEGER + c)
+    else
+      value = format('%d:%d', boundary, c)
     end
-    redis.call('SET', key, format(layout, stamp, c), 'PX', ttl)
+    redis.call('SET', key, value, 'PX', ttl)
   end
   if allowed then
     return { 1, remaining, 0, reset_after, 1 }
   end
   local retry = -1
   if asked <= max then
-    retry = math.max(0, math.min(MAX_TIME, slot_start + boundaries(c, factor, asked, max) * resolution - now))
+    local k
+    do
+      local bound_room = max - asked
+      if bound_room < EPSILON then
+        bound_room = EPSILON
+      end
+      local bound_k = 1
+      if c > bound_room then
+        -- ceil, without a call (math.ceil's result for any finite value).
+        local bound_ratio = math.log(c / bound_room) / math.log(factor)
+        bound_k = bound_ratio - bound_ratio % 1
+        if bound_k < bound_ratio then
+          bound_k = bound_k + 1
+        end
+        if bound_k < 1 then
+          bound_k = 1
+        end
+      end
+      -- Most often the estimate is the answer: check k and k - 1 in one pass
+      -- (the products of two passes: the bases are shared), else search.
+      local bound_j, bound_i, bound_pk, bound_pi, bound_base = bound_k, bound_k - 1, 1, 1, factor
+      while bound_j > 0 do
+        if bound_j % 2 == 1 then
+          bound_pk = bound_pk * bound_base
+          bound_j = bound_j - 1
+        end
+        if bound_i % 2 == 1 then
+          bound_pi = bound_pi * bound_base
+          bound_i = bound_i - 1
+        end
+        bound_base = bound_base * bound_base
+        bound_j = bound_j / 2
+        bound_i = bound_i / 2
+      end
+      local bound_at, bound_before = c / bound_pk, c / bound_pi
+      if bound_at < EPSILON then
+        bound_at = 0
+      end
+      if bound_before < EPSILON then
+        bound_before = 0
+      end
+      if not (bound_at + asked <= max and (bound_k == 1 or bound_before + asked > max)) then
+        while true do
+          local bound_j, bound_power, bound_base = bound_k, 1, factor
+          while bound_j > 0 do
+            if bound_j % 2 == 1 then
+              bound_power = bound_power * bound_base
+              bound_j = bound_j - 1
+            end
+            bound_base = bound_base * bound_base
+            bound_j = bound_j / 2
+          end
+          local bound_left = c / bound_power
+          if bound_left < EPSILON then
+            bound_left = 0
+          end
+          if bound_left + asked <= max then
+            break
+          end
+          bound_k = bound_k + 1
+        end
+        while bound_k > 1 do
+          local bound_j, bound_power, bound_base = bound_k - 1, 1, factor
+          while bound_j > 0 do
+            if bound_j % 2 == 1 then
+              bound_power = bound_power * bound_base
+              bound_j = bound_j - 1
+            end
+            bound_base = bound_base * bound_base
+            bound_j = bound_j / 2
+          end
+          local bound_left = c / bound_power
+          if bound_left < EPSILON then
+            bound_left = 0
+          end
+          if bound_left + asked > max then
+            break
+          end
+          bound_k = bound_k - 1
+        end
+      end
+      k = bound_k
+    end
+    retry = slot_start + k * resolution - now
+    if retry > MAX_TIME then
+      retry = MAX_TIME
+    elseif retry < 0 then
+      retry = 0
+    end
   end
   return { 0, remaining, retry, reset_after, 1 }
 end
@@ -325,12 +623,113 @@ if state then
   end
 end
 if last == nil then
-  local bad = limits_error(KEYS, ARGV, n)
-  if bad then
+  -- Check the limits as the one-limit path does; only a bad one builds
+  -- the helpers that name it.
+  local valid = true
+  for i = 5, #ARGV, 3 do
+    local max, decay, resolution = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+    if not (find(max, '^[1-9]%d*$') and find(decay, '^[1-9]%d*$') and find(resolution, '^[1-9]%d*$'))
+        or max + 0 > 1000000000 or decay + 0 < 1001 or decay + 0 > 1000000000 or resolution + 0 > MAX_TIME then
+      valid = false
+      break
+    end
+  end
+  if not valid then
+    local helpers = {}
+
+    -- helpers.integer returns text as a number when it is a canonical integer
+    -- in [lo, hi], else nil (the macro integer as a function).
+    function helpers.integer(text, lo, hi)
+      local number = tonumber(text)
+      if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
+        return nil
+      end
+      return number
+    end
+    local integer = helpers.integer
+
+    -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
+    -- of limit arguments are wrong, naming its first wrong argument; or,
+    -- given i, for the bad limit argument ARGV[i]: the limit's field `name`
+    -- must be an integer in `range` (in words).
+    function helpers.refuse(KEYS, ARGV, group, i, name, range)
+      -- quote shows an argument: at most 40 bytes, control and non-ASCII
+      -- bytes escaped.
+      local function quote(value)
+        if type(value) ~= 'string' then
+          return 'nothing'
+        end
+        local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+          return string.format('\\x%02x', string.byte(byte))
+        end)
+        if #value > 40 then
+          shown = shown .. '...'
+        end
+        return "'" .. shown .. "'"
+      end
+      local message
+      if i then
+        message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
+          .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
+      elseif #KEYS ~= 1 then
+        message = 'expected exactly 1 key (the state key), got ' .. #KEYS
+      elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
+        message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
+      elseif ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us' then
+        message = "ARGV[2] unit must be 's', 'ms' or 'us', got " .. quote(ARGV[2])
+      elseif ARGV[3] ~= '' and integer(ARGV[3], 0, MAX_TIME) == nil then
+        message = 'ARGV[3] now must be empty (server clock) or a canonical integer in [0, 2^52], got ' .. quote(ARGV[3])
+      elseif ARGV[4] ~= '0' and ARGV[4] ~= '1' then
+        message = "ARGV[4] mode must be '0' (count allowed events) or '1' (count every attempt), got " .. quote(ARGV[4])
+      else
+        message = 'expected 1 to ' .. MAX_LIMITS .. ' limits of ' .. group .. ' integers after ARGV[4], got '
+          .. math.max(#ARGV - 4, 0) .. ' arguments'
+      end
+      return redis.error_reply('ERR ratelua: ' .. message)
+    end
+
+    -- fresh deletes the state and replies as for a fresh key: every limit
+    -- admits, and remaining is the smallest limit maximum, the first integer
+    -- of each limit's group in ARGV.
+    function helpers.fresh(KEYS, ARGV, group)
+      redis.call('DEL', KEYS[1])
+      local remaining = tonumber(ARGV[5])
+      for i = 5 + group, #ARGV, group do
+        local maximum = tonumber(ARGV[i])
+        if maximum < remaining then
+          remaining = maximum
+        end
+      end
+      return { 1, remaining, 0, 0, 0 }
+    end
+    local bad
+    for i = 5, 2 + 3 * n, 3 do
+      if helpers.integer(ARGV[i], 1, 1000000000) == nil then
+        bad = helpers.refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
+        break
+      elseif helpers.integer(ARGV[i + 1], 1001, 1000000000) == nil then
+        bad = helpers.refuse(KEYS, ARGV, 3, i + 1, 'decay', '[1001, 10^9]')
+        break
+      elseif helpers.integer(ARGV[i + 2], 1, MAX_TIME) == nil then
+        bad = helpers.refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
+        break
+      end
+    end
     return bad
   end
 end
-now = now or server_now(unit)
+if not now then
+  do
+    local time = redis.call('TIME')
+    if unit == 's' then
+      now = tonumber(time[1])
+    elseif unit == 'ms' then
+      now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    else
+      now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+    end
+  end
+end
 local stamp = now
 if last and last > now then
   stamp = last
@@ -347,7 +746,21 @@ for i = 1, n do
   local c = 0
   if last then
     local resolution = tonumber(ARGV[arg + 2])
-    c = decayed(tonumber(counts[i]), tonumber(ARGV[arg + 1]) / 1000, floor(stamp / resolution) - floor(last / resolution))
+    do
+      local decay_power, decay_base, decay_k = 1, tonumber(ARGV[arg + 1]) / 1000, floor(stamp / resolution) - floor(last / resolution)
+      while decay_k > 0 do
+        if decay_k % 2 == 1 then
+          decay_power = decay_power * decay_base
+          decay_k = decay_k - 1
+        end
+        decay_base = decay_base * decay_base
+        decay_k = decay_k / 2
+      end
+      c = tonumber(counts[i]) / decay_power
+      if c < EPSILON then
+        c = 0
+      end
+    end
   end
   counts[i] = c
   if c + asked > tonumber(ARGV[arg]) then
@@ -380,7 +793,90 @@ for i = 1, n do
     end
   end
   if c > 0 then
-    local reset = math.max(0, math.min(MAX_TIME, slot_start + boundaries(c, factor, 0, 0) * resolution - now))
+    local k
+    do
+      local bound_room = 0 - 0
+      if bound_room < EPSILON then
+        bound_room = EPSILON
+      end
+      local bound_k = 1
+      if c > bound_room then
+        -- ceil, without a call (math.ceil's result for any finite value).
+        local bound_ratio = math.log(c / bound_room) / math.log(factor)
+        bound_k = bound_ratio - bound_ratio % 1
+        if bound_k < bound_ratio then
+          bound_k = bound_k + 1
+        end
+        if bound_k < 1 then
+          bound_k = 1
+        end
+      end
+      -- Most often the estimate is the answer: check k and k - 1 in one pass
+      -- (the products of two passes: the bases are shared), else search.
+      local bound_j, bound_i, bound_pk, bound_pi, bound_base = bound_k, bound_k - 1, 1, 1, factor
+      while bound_j > 0 do
+        if bound_j % 2 == 1 then
+          bound_pk = bound_pk * bound_base
+          bound_j = bound_j - 1
+        end
+        if bound_i % 2 == 1 then
+          bound_pi = bound_pi * bound_base
+          bound_i = bound_i - 1
+        end
+        bound_base = bound_base * bound_base
+        bound_j = bound_j / 2
+        bound_i = bound_i / 2
+      end
+      local bound_at, bound_before = c / bound_pk, c / bound_pi
+      if bound_at < EPSILON then
+        bound_at = 0
+      end
+      if bound_before < EPSILON then
+        bound_before = 0
+      end
+      if not (bound_at + 0 <= 0 and (bound_k == 1 or bound_before + 0 > 0)) then
+        while true do
+          local bound_j, bound_power, bound_base = bound_k, 1, factor
+          while bound_j > 0 do
+            if bound_j % 2 == 1 then
+              bound_power = bound_power * bound_base
+              bound_j = bound_j - 1
+            end
+            bound_base = bound_base * bound_base
+            bound_j = bound_j / 2
+          end
+          local bound_left = c / bound_power
+          if bound_left < EPSILON then
+            bound_left = 0
+          end
+          if bound_left + 0 <= 0 then
+            break
+          end
+          bound_k = bound_k + 1
+        end
+        while bound_k > 1 do
+          local bound_j, bound_power, bound_base = bound_k - 1, 1, factor
+          while bound_j > 0 do
+            if bound_j % 2 == 1 then
+              bound_power = bound_power * bound_base
+              bound_j = bound_j - 1
+            end
+            bound_base = bound_base * bound_base
+            bound_j = bound_j / 2
+          end
+          local bound_left = c / bound_power
+          if bound_left < EPSILON then
+            bound_left = 0
+          end
+          if bound_left + 0 > 0 then
+            break
+          end
+          bound_k = bound_k - 1
+        end
+      end
+      k = bound_k
+    end
+    local reset = math.max(0, math.min(MAX_TIME, slot_start + k * resolution - now))
     if reset > reset_after then
       reset_after = reset
     end
@@ -389,7 +885,90 @@ for i = 1, n do
     if asked > max then
       retry, index = -1, i
     elseif c + asked > max then
-      local wait = math.max(0, math.min(MAX_TIME, slot_start + boundaries(c, factor, asked, max) * resolution - now))
+      local k
+      do
+        local bound_room = max - asked
+        if bound_room < EPSILON then
+          bound_room = EPSILON
+        end
+        local bound_k = 1
+        if c > bound_room then
+          -- ceil, without a call (math.ceil's result for any finite value).
+          local bound_ratio = math.log(c / bound_room) / math.log(factor)
+          bound_k = bound_ratio - bound_ratio % 1
+          if bound_k < bound_ratio then
+            bound_k = bound_k + 1
+          end
+          if bound_k < 1 then
+            bound_k = 1
+          end
+        end
+        -- Most often the estimate is the answer: check k and k - 1 in one pass
+        -- (the products of two passes: the bases are shared), else search.
+        local bound_j, bound_i, bound_pk, bound_pi, bound_base = bound_k, bound_k - 1, 1, 1, factor
+        while bound_j > 0 do
+          if bound_j % 2 == 1 then
+            bound_pk = bound_pk * bound_base
+            bound_j = bound_j - 1
+          end
+          if bound_i % 2 == 1 then
+            bound_pi = bound_pi * bound_base
+            bound_i = bound_i - 1
+          end
+          bound_base = bound_base * bound_base
+          bound_j = bound_j / 2
+          bound_i = bound_i / 2
+        end
+        local bound_at, bound_before = c / bound_pk, c / bound_pi
+        if bound_at < EPSILON then
+          bound_at = 0
+        end
+        if bound_before < EPSILON then
+          bound_before = 0
+        end
+        if not (bound_at + asked <= max and (bound_k == 1 or bound_before + asked > max)) then
+          while true do
+            local bound_j, bound_power, bound_base = bound_k, 1, factor
+            while bound_j > 0 do
+              if bound_j % 2 == 1 then
+                bound_power = bound_power * bound_base
+                bound_j = bound_j - 1
+              end
+              bound_base = bound_base * bound_base
+              bound_j = bound_j / 2
+            end
+            local bound_left = c / bound_power
+            if bound_left < EPSILON then
+              bound_left = 0
+            end
+            if bound_left + asked <= max then
+              break
+            end
+            bound_k = bound_k + 1
+          end
+          while bound_k > 1 do
+            local bound_j, bound_power, bound_base = bound_k - 1, 1, factor
+            while bound_j > 0 do
+              if bound_j % 2 == 1 then
+                bound_power = bound_power * bound_base
+                bound_j = bound_j - 1
+              end
+              bound_base = bound_base * bound_base
+              bound_j = bound_j / 2
+            end
+            local bound_left = c / bound_power
+            if bound_left < EPSILON then
+              bound_left = 0
+            end
+            if bound_left + asked > max then
+              break
+            end
+            bound_k = bound_k - 1
+          end
+        end
+        k = bound_k
+      end
+      local wait = math.max(0, math.min(MAX_TIME, slot_start + k * resolution - now))
       if wait > retry then
         retry, index = wait, i
       end
@@ -398,7 +977,30 @@ for i = 1, n do
 end
 if record then
   state = format('%s|%d' .. string.rep(' %.17g', n), limits, stamp, unpack(counts, 1, n))
-  redis.call('SET', key, state, 'PX', ttl_ms(unit, reset_after))
+  local ttl
+  do
+    local ms = reset_after
+    if unit == 'us' then
+      -- ceil(reset_after / 1000), exactly: the float quotient is floor or
+      -- floor + 1.
+      ms = math.floor(reset_after / 1000)
+      if ms * 1000 > reset_after then
+        ms = ms - 1
+      end
+      if ms * 1000 < reset_after then
+        ms = ms + 1
+      end
+    elseif unit == 's' then
+      ms = reset_after * 1000
+    end
+    if ms > MAX_TIME then
+      ms = MAX_TIME
+    elseif ms < 1 then
+      ms = 1
+    end
+    ttl = string.format('%d', ms)
+  end
+  redis.call('SET', key, state, 'PX', ttl)
 end
 if allowed then
   return { 1, remaining, 0, reset_after, index }
