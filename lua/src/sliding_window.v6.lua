@@ -71,63 +71,32 @@
 -- v5 neither reads nor shares v4's state (a v4 "m" on the key starts fresh).
 
 -- #include _prelude.v6.lua
--- #expand compat()
 
--- read_call checks KEYS and ARGV[1..4] and counts the limits of `group`
--- integers after them: it returns eventCount, now (false for the server
--- clock) and the number of limits, or nil when anything is wrong (refuse
--- then says what).
-local function read_call(KEYS, ARGV, group)
-  local count = 1
-  if ARGV[1] ~= '1' then
-    count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
+-- limits_error sets OUT to the error reply for the first bad limit of the n
+-- in ARGV, or to nil when every limit is valid; HELPERS is the table the
+-- macro rare declares (expand it first: only a call that checks its limits
+-- builds them, a reset or the first write of a key).
+-- #define limits_error(OUT, HELPERS)
+OUT = nil
+for i = 5, 2 + 3 * n, 3 do
+  if HELPERS.integer(ARGV[i], 1, 1000000000) == nil then
+    OUT = HELPERS.refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
+  elseif HELPERS.integer(ARGV[i + 1], 1, MAX_TIME) == nil then
+    OUT = HELPERS.refuse(KEYS, ARGV, 3, i + 1, 'duration', '[1, 2^52]')
+  elseif HELPERS.integer(ARGV[i + 2], 1, MAX_TIME) == nil then
+    OUT = HELPERS.refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
   end
-  local unit, now, mode = ARGV[2], false, ARGV[4]
-  if ARGV[3] ~= '' then
-    now = integer(ARGV[3], 0, MAX_TIME)
+  if OUT then
+    break
   end
-  local arguments = #ARGV - 4
-  if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
-    or (mode ~= '0' and mode ~= '1') or arguments < group or arguments % group ~= 0
-    or arguments > group * MAX_LIMITS then
-    return nil
-  end
-  return count, now, arguments / group
 end
-
--- Floor division without a function call: for integers 0 <= a and
--- 0 < b with a + b <= 2^53, r = a % b (Lua: a - floor(a / b) * b, each step
--- exact) is the remainder give or take b, as the float quotient is floor or
--- floor + 1; after "if r < 0 then r = r + b elseif r >= b then r = r - b
--- end", r = a mod b and (a - r) / b = floor(a / b), exactly.
-
--- bound limits a reported duration to [0, 2^52].
-local function bound(duration)
-  if duration > MAX_TIME then
-    return MAX_TIME
-  elseif duration < 0 then
-    return 0
-  end
-  return duration
-end
-
--- limits_error checks the n limits in ARGV: the error reply for the first
--- bad one, or nil when every limit is valid.
-local function limits_error(KEYS, ARGV, n)
-  for i = 5, 2 + 3 * n, 3 do
-    if integer(ARGV[i], 1, 1000000000) == nil then
-      return rare().refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
-    elseif integer(ARGV[i + 1], 1, MAX_TIME) == nil then
-      return rare().refuse(KEYS, ARGV, 3, i + 1, 'duration', '[1, 2^52]')
-    elseif integer(ARGV[i + 2], 1, MAX_TIME) == nil then
-      return rare().refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
-    end
-  end
+if OUT == nil then
   for i = 5, 2 + 3 * n, 3 do
     local duration, resolution = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
     if resolution > duration then
-      return redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3 .. ': resolution must be at most duration, got '
+      OUT = redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3 .. ': resolution must be at most duration, got '
         .. string.format('%d > %d', resolution, duration))
+      break
     end
     local r = duration % resolution
     if r < 0 then
@@ -140,22 +109,41 @@ local function limits_error(KEYS, ARGV, n)
       buckets = buckets + 1
     end
     if buckets > 10000 then
-      return redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3
+      OUT = redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3
         .. ': duration / resolution must be at most 10000 buckets, got ' .. string.format('%d', buckets))
+      break
     end
   end
-  return nil
 end
+-- #end
+
+-- Floor division without a function call: for integers 0 <= a and
+-- 0 < b with a + b <= 2^53, r = a % b (Lua: a - floor(a / b) * b, each step
+-- exact) is the remainder give or take b, as the float quotient is floor or
+-- floor + 1; after "if r < 0 then r = r + b elseif r >= b then r = r - b
+-- end", r = a mod b and (a - r) / b = floor(a / b), exactly.
 
 -- #call: what follows runs on every call (in ratelua_v6, the function body)
 local tonumber, format, match = tonumber, string.format, string.match
-local count, now, n = read_call(KEYS, ARGV, 3)
-if count == nil then
-  return rare().refuse(KEYS, ARGV, 3)
+local count, now, n = 1, false, #ARGV - 4
+if ARGV[1] ~= '1' then
+  -- #expand integer(count, ARGV[1], -MAX_TIME, MAX_TIME)
+end
+if ARGV[3] ~= '' then
+  -- #expand integer(now, ARGV[3], 0, MAX_TIME)
 end
 local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
+if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
+  or (mode ~= '0' and mode ~= '1') or n < 3 or n % 3 ~= 0 or n > 3 * MAX_LIMITS then
+  -- #expand rare(helpers)
+  return helpers.refuse(KEYS, ARGV, 3)
+end
+n = n / 3
 if count < 0 then
-  return limits_error(KEYS, ARGV, n) or rare().fresh(KEYS, ARGV, 3)
+  -- #expand rare(helpers)
+  local bad
+  -- #expand limits_error(bad, helpers)
+  return bad or helpers.fresh(KEYS, ARGV, 3)
 end
 
 -- The last write: its time, and per limit the ring's total, span, lag and
@@ -179,7 +167,9 @@ if n == 1 and meta and stored[1] == limits then
     -- (text + 0 is the number of a canonical integer without a call)
     local max, duration, resolution = ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
     local last = time + 0
-    now = now or server_now(unit)
+    if not now then
+      -- #expand server_now(now, unit)
+    end
     local stamp = now
     if last > now then
       stamp = last
@@ -269,7 +259,9 @@ if n == 1 and meta and stored[1] == limits then
           end
         end
         if record then
-          redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
+          local ttl
+          -- #expand ttl_ms(ttl, unit, reset_after)
+          redis.call('PEXPIRE', key, ttl)
         end
         local left = max - window
         if left < 0 then
@@ -303,7 +295,9 @@ if n > 1 and meta and stored[1] == limits then
   local last = 0
   if simple then
     last = time + 0
-    now = now or server_now(unit)
+    if not now then
+      -- #expand server_now(now, unit)
+    end
   end
   local stamp = now
   if last > now then
@@ -459,7 +453,9 @@ if n > 1 and meta and stored[1] == limits then
     if record then
       written[2] = format('%d' .. string.rep(' %d %d %d %d', n), stamp, unpack(f, mb + 1, mb + 4 * n))
       redis.call('HSET', key, unpack(written, 1, h))
-      redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
+      local ttl
+      -- #expand ttl_ms(ttl, unit, reset_after)
+      redis.call('PEXPIRE', key, ttl)
     end
     if allowed then
       return { 1, remaining, 0, reset_after, index }
@@ -498,7 +494,9 @@ if meta and stored[1] == limits then
   last, at = match(meta, '^(%d+)()')
 end
 if last == nil then
-  local bad = limits_error(KEYS, ARGV, n)
+  -- #expand rare(helpers)
+  local bad
+  -- #expand limits_error(bad, helpers)
   if bad then
     return bad
   end
@@ -538,7 +536,9 @@ end
 if (meta or stored[1]) and last == nil then
   redis.call('DEL', key) -- written for other limits
 end
-now = now or server_now(unit)
+if not now then
+  -- #expand server_now(now, unit)
+end
 local stamp = now
 if last ~= nil and last > now then
   stamp = last
@@ -800,10 +800,20 @@ for o = 0, last_o, 20 do
       end
       b = b + s
     end
-    r = bound(b * resolution + duration - now)
+    r = b * resolution + duration - now
+    if r > MAX_TIME then
+      r = MAX_TIME
+    elseif r < 0 then
+      r = 0
+    end
   end
   if window > 0 then
-    local reset = bound(written * resolution + duration - now)
+    local reset = written * resolution + duration - now
+    if reset > MAX_TIME then
+      reset = MAX_TIME
+    elseif reset < 0 then
+      reset = 0
+    end
     if reset > reset_after then
       reset_after = reset
     end
@@ -850,7 +860,9 @@ if save then
     redis.call('HSET', key, 'm', meta, unpack(t, base + 1, k))
   end
   if record then
-    redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
+    local ttl
+    -- #expand ttl_ms(ttl, unit, reset_after)
+    redis.call('PEXPIRE', key, ttl)
   end
 end
 if allowed then

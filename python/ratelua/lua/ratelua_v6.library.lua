@@ -752,62 +752,42 @@ end
 
 -- sliding_window v6 (lua/sliding_window.v6.lua)
 do
--- integer returns text as a number when it is a canonical integer in
--- [lo, hi] (|lo|, |hi| <= 2^52), else nil. The text must be '0' or match
--- '-'? [1-9] digits*, which is what '%d' writes back (a find makes no
--- string; a NaN fails the pattern).
-local function integer(text, lo, hi)
-  local number = tonumber(text)
-  if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
-    return nil
-  end
-  return number
-end
+-- Floor division without a function call: for integers 0 <= a and
+-- 0 < b with a + b <= 2^53, r = a % b (Lua: a - floor(a / b) * b, each step
+-- exact) is the remainder give or take b, as the float quotient is floor or
+-- floor + 1; after "if r < 0 then r = r + b elseif r >= b then r = r - b
+-- end", r = a mod b and (a - r) / b = floor(a / b), exactly.
 
--- server_now is the server's TIME in the unit.
-local function server_now(unit)
-  local time = redis.call('TIME')
-  local seconds = tonumber(time[1])
-  if unit == 's' then
-    return seconds
-  elseif unit == 'ms' then
-    return seconds * 1000 + math.floor(tonumber(time[2]) / 1000)
+redis.register_function('ratelua_sliding_window_v6', function(KEYS, ARGV)
+local tonumber, format, match = tonumber, string.format, string.match
+local count, now, n = 1, false, #ARGV - 4
+if ARGV[1] ~= '1' then
+  count = tonumber(ARGV[1])
+  if count == nil or count < -MAX_TIME or count > MAX_TIME or (ARGV[1] ~= '0' and not string.find(ARGV[1], '^%-?[1-9]%d*$')) then
+    count = nil
   end
-  return seconds * 1000000 + tonumber(time[2])
 end
-
--- ttl_ms is the PEXPIRE of a state fresh after `duration` in the unit:
--- whole milliseconds, rounded up, within [1, 2^52], as text.
-local function ttl_ms(unit, duration)
-  local ms = duration
-  if unit == 'us' then
-    -- ceil(duration / 1000), exactly: the float quotient is floor or
-    -- floor + 1.
-    ms = math.floor(duration / 1000)
-    if ms * 1000 > duration then
-      ms = ms - 1
-    end
-    if ms * 1000 < duration then
-      ms = ms + 1
-    end
-  elseif unit == 's' then
-    ms = duration * 1000
+if ARGV[3] ~= '' then
+  now = tonumber(ARGV[3])
+  if now == nil or now < 0 or now > MAX_TIME or (ARGV[3] ~= '0' and not string.find(ARGV[3], '^%-?[1-9]%d*$')) then
+    now = nil
   end
-  if ms > MAX_TIME then
-    ms = MAX_TIME
-  elseif ms < 1 then
-    ms = 1
-  end
-  return string.format('%d', ms)
 end
-
--- rare returns the helpers of the uncommon paths, a refused call and a
--- reset: helpers.refuse and helpers.fresh below. A script (EVALSHA) builds
--- every local function of its text again on each call, and building these
--- two was a measurable part of a common call's cost; built by rare() when
--- one is needed, they cost the common call one function.
-local function rare()
+local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
+if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
+  or (mode ~= '0' and mode ~= '1') or n < 3 or n % 3 ~= 0 or n > 3 * MAX_LIMITS then
   local helpers = {}
+
+  -- helpers.integer returns text as a number when it is a canonical integer
+  -- in [lo, hi], else nil (the macro integer as a function).
+  function helpers.integer(text, lo, hi)
+    local number = tonumber(text)
+    if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
+      return nil
+    end
+    return number
+  end
+  local integer = helpers.integer
 
   -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
   -- of limit arguments are wrong, naming its first wrong argument; or,
@@ -863,93 +843,117 @@ local function rare()
     end
     return { 1, remaining, 0, 0, 0 }
   end
-
-  return helpers
+  return helpers.refuse(KEYS, ARGV, 3)
 end
-
--- read_call checks KEYS and ARGV[1..4] and counts the limits of `group`
--- integers after them: it returns eventCount, now (false for the server
--- clock) and the number of limits, or nil when anything is wrong (refuse
--- then says what).
-local function read_call(KEYS, ARGV, group)
-  local count = 1
-  if ARGV[1] ~= '1' then
-    count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
-  end
-  local unit, now, mode = ARGV[2], false, ARGV[4]
-  if ARGV[3] ~= '' then
-    now = integer(ARGV[3], 0, MAX_TIME)
-  end
-  local arguments = #ARGV - 4
-  if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
-    or (mode ~= '0' and mode ~= '1') or arguments < group or arguments % group ~= 0
-    or arguments > group * MAX_LIMITS then
-    return nil
-  end
-  return count, now, arguments / group
-end
-
--- Floor division without a function call: for integers 0 <= a and
--- 0 < b with a + b <= 2^53, r = a % b (Lua: a - floor(a / b) * b, each step
--- exact) is the remainder give or take b, as the float quotient is floor or
--- floor + 1; after "if r < 0 then r = r + b elseif r >= b then r = r - b
--- end", r = a mod b and (a - r) / b = floor(a / b), exactly.
-
--- bound limits a reported duration to [0, 2^52].
-local function bound(duration)
-  if duration > MAX_TIME then
-    return MAX_TIME
-  elseif duration < 0 then
-    return 0
-  end
-  return duration
-end
-
--- limits_error checks the n limits in ARGV: the error reply for the first
--- bad one, or nil when every limit is valid.
-local function limits_error(KEYS, ARGV, n)
-  for i = 5, 2 + 3 * n, 3 do
-    if integer(ARGV[i], 1, 1000000000) == nil then
-      return rare().refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
-    elseif integer(ARGV[i + 1], 1, MAX_TIME) == nil then
-      return rare().refuse(KEYS, ARGV, 3, i + 1, 'duration', '[1, 2^52]')
-    elseif integer(ARGV[i + 2], 1, MAX_TIME) == nil then
-      return rare().refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
-    end
-  end
-  for i = 5, 2 + 3 * n, 3 do
-    local duration, resolution = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-    if resolution > duration then
-      return redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3 .. ': resolution must be at most duration, got '
-        .. string.format('%d > %d', resolution, duration))
-    end
-    local r = duration % resolution
-    if r < 0 then
-      r = r + resolution
-    elseif r >= resolution then
-      r = r - resolution
-    end
-    local buckets = (duration - r) / resolution
-    if r > 0 then
-      buckets = buckets + 1
-    end
-    if buckets > 10000 then
-      return redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3
-        .. ': duration / resolution must be at most 10000 buckets, got ' .. string.format('%d', buckets))
-    end
-  end
-  return nil
-end
-
-redis.register_function('ratelua_sliding_window_v6', function(KEYS, ARGV)
-local tonumber, format, match = tonumber, string.format, string.match
-local count, now, n = read_call(KEYS, ARGV, 3)
-if count == nil then
-  return rare().refuse(KEYS, ARGV, 3)
-end
-local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
+n = n / 3
 if count < 0 then
-  return limits_error(KEYS, ARGV, n) or rare().fresh(KEYS, ARGV, 3)
+  local helpers = {}
+
+  -- helpers.integer returns text as a number when it is a canonical integer
+  -- in [lo, hi], else nil (the macro integer as a function).
+  function helpers.integer(text, lo, hi)
+    local number = tonumber(text)
+    if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
+      return nil
+    end
+    return number
+  end
+  local integer = helpers.integer
+
+  -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
+  -- of limit arguments are wrong, naming its first wrong argument; or,
+  -- given i, for the bad limit argument ARGV[i]: the limit's field `name`
+  -- must be an integer in `range` (in words).
+  function helpers.refuse(KEYS, ARGV, group, i, name, range)
+    -- quote shows an argument: at most 40 bytes, control and non-ASCII
+    -- bytes escaped.
+    local function quote(value)
+      if type(value) ~= 'string' then
+        return 'nothing'
+      end
+      local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+        return string.format('\\x%02x', string.byte(byte))
+      end)
+      if #value > 40 then
+        shown = shown .. '...'
+      end
+      return "'" .. shown .. "'"
+    end
+    local message
+    if i then
+      message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
+        .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
+    elseif #KEYS ~= 1 then
+      message = 'expected exactly 1 key (the state key), got ' .. #KEYS
+    elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
+      message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
+    elseif ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us' then
+      message = "ARGV[2] unit must be 's', 'ms' or 'us', got " .. quote(ARGV[2])
+    elseif ARGV[3] ~= '' and integer(ARGV[3], 0, MAX_TIME) == nil then
+      message = 'ARGV[3] now must be empty (server clock) or a canonical integer in [0, 2^52], got ' .. quote(ARGV[3])
+    elseif ARGV[4] ~= '0' and ARGV[4] ~= '1' then
+      message = "ARGV[4] mode must be '0' (count allowed events) or '1' (count every attempt), got " .. quote(ARGV[4])
+    else
+      message = 'expected 1 to ' .. MAX_LIMITS .. ' limits of ' .. group .. ' integers after ARGV[4], got '
+        .. math.max(#ARGV - 4, 0) .. ' arguments'
+    end
+    return redis.error_reply('ERR ratelua: ' .. message)
+  end
+
+  -- fresh deletes the state and replies as for a fresh key: every limit
+  -- admits, and remaining is the smallest limit maximum, the first integer
+  -- of each limit's group in ARGV.
+  function helpers.fresh(KEYS, ARGV, group)
+    redis.call('DEL', KEYS[1])
+    local remaining = tonumber(ARGV[5])
+    for i = 5 + group, #ARGV, group do
+      local maximum = tonumber(ARGV[i])
+      if maximum < remaining then
+        remaining = maximum
+      end
+    end
+    return { 1, remaining, 0, 0, 0 }
+  end
+  local bad
+  bad = nil
+  for i = 5, 2 + 3 * n, 3 do
+    if helpers.integer(ARGV[i], 1, 1000000000) == nil then
+      bad = helpers.refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
+    elseif helpers.integer(ARGV[i + 1], 1, MAX_TIME) == nil then
+      bad = helpers.refuse(KEYS, ARGV, 3, i + 1, 'duration', '[1, 2^52]')
+    elseif helpers.integer(ARGV[i + 2], 1, MAX_TIME) == nil then
+      bad = helpers.refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
+    end
+    if bad then
+      break
+    end
+  end
+  if bad == nil then
+    for i = 5, 2 + 3 * n, 3 do
+      local duration, resolution = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+      if resolution > duration then
+        bad = redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3 .. ': resolution must be at most duration, got '
+          .. string.format('%d > %d', resolution, duration))
+        break
+      end
+      local r = duration % resolution
+      if r < 0 then
+        r = r + resolution
+      elseif r >= resolution then
+        r = r - resolution
+      end
+      local buckets = (duration - r) / resolution
+      if r > 0 then
+        buckets = buckets + 1
+      end
+      if buckets > 10000 then
+        bad = redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3
+          .. ': duration / resolution must be at most 10000 buckets, got ' .. string.format('%d', buckets))
+        break
+      end
+    end
+  end
+  return bad or helpers.fresh(KEYS, ARGV, 3)
 end
 
 -- The last write: its time, and per limit the ring's total, span, lag and
@@ -973,7 +977,18 @@ if n == 1 and meta and stored[1] == limits then
     -- (text + 0 is the number of a canonical integer without a call)
     local max, duration, resolution = ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
     local last = time + 0
-    now = now or server_now(unit)
+    if not now then
+      do
+        local time = redis.call('TIME')
+        if unit == 's' then
+          now = tonumber(time[1])
+        elseif unit == 'ms' then
+          now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        else
+          now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+        end
+      end
+    end
     local stamp = now
     if last > now then
       stamp = last
@@ -1063,7 +1078,30 @@ if n == 1 and meta and stored[1] == limits then
           end
         end
         if record then
-          redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
+          local ttl
+          do
+            local ms = reset_after
+            if unit == 'us' then
+              -- ceil(reset_after / 1000), exactly: the float quotient is floor or
+              -- floor + 1.
+              ms = math.floor(reset_after / 1000)
+              if ms * 1000 > reset_after then
+                ms = ms - 1
+              end
+              if ms * 1000 < reset_after then
+                ms = ms + 1
+              end
+            elseif unit == 's' then
+              ms = reset_after * 1000
+            end
+            if ms > MAX_TIME then
+              ms = MAX_TIME
+            elseif ms < 1 then
+              ms = 1
+            end
+            ttl = string.format('%d', ms)
+          end
+          redis.call('PEXPIRE', key, ttl)
         end
         local left = max - window
         if left < 0 then
@@ -1097,7 +1135,18 @@ if n > 1 and meta and stored[1] == limits then
   local last = 0
   if simple then
     last = time + 0
-    now = now or server_now(unit)
+    if not now then
+      do
+        local time = redis.call('TIME')
+        if unit == 's' then
+          now = tonumber(time[1])
+        elseif unit == 'ms' then
+          now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        else
+          now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+        end
+      end
+    end
   end
   local stamp = now
   if last > now then
@@ -1253,7 +1302,30 @@ if n > 1 and meta and stored[1] == limits then
     if record then
       written[2] = format('%d' .. string.rep(' %d %d %d %d', n), stamp, unpack(f, mb + 1, mb + 4 * n))
       redis.call('HSET', key, unpack(written, 1, h))
-      redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
+      local ttl
+      do
+        local ms = reset_after
+        if unit == 'us' then
+          -- ceil(reset_after / 1000), exactly: the float quotient is floor or
+          -- floor + 1.
+          ms = math.floor(reset_after / 1000)
+          if ms * 1000 > reset_after then
+            ms = ms - 1
+          end
+          if ms * 1000 < reset_after then
+            ms = ms + 1
+          end
+        elseif unit == 's' then
+          ms = reset_after * 1000
+        end
+        if ms > MAX_TIME then
+          ms = MAX_TIME
+        elseif ms < 1 then
+          ms = 1
+        end
+        ttl = string.format('%d', ms)
+      end
+      redis.call('PEXPIRE', key, ttl)
     end
     if allowed then
       return { 1, remaining, 0, reset_after, index }
@@ -1292,7 +1364,112 @@ if meta and stored[1] == limits then
   last, at = match(meta, '^(%d+)()')
 end
 if last == nil then
-  local bad = limits_error(KEYS, ARGV, n)
+  local helpers = {}
+
+  -- helpers.integer returns text as a number when it is a canonical integer
+  -- in [lo, hi], else nil (the macro integer as a function).
+  function helpers.integer(text, lo, hi)
+    local number = tonumber(text)
+    if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
+      return nil
+    end
+    return number
+  end
+  local integer = helpers.integer
+
+  -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
+  -- of limit arguments are wrong, naming its first wrong argument; or,
+  -- given i, for the bad limit argument ARGV[i]: the limit's field `name`
+  -- must be an integer in `range` (in words).
+  function helpers.refuse(KEYS, ARGV, group, i, name, range)
+    -- quote shows an argument: at most 40 bytes, control and non-ASCII
+    -- bytes escaped.
+    local function quote(value)
+      if type(value) ~= 'string' then
+        return 'nothing'
+      end
+      local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+        return string.format('\\x%02x', string.byte(byte))
+      end)
+      if #value > 40 then
+        shown = shown .. '...'
+      end
+      return "'" .. shown .. "'"
+    end
+    local message
+    if i then
+      message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
+        .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
+    elseif #KEYS ~= 1 then
+      message = 'expected exactly 1 key (the state key), got ' .. #KEYS
+    elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
+      message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
+    elseif ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us' then
+      message = "ARGV[2] unit must be 's', 'ms' or 'us', got " .. quote(ARGV[2])
+    elseif ARGV[3] ~= '' and integer(ARGV[3], 0, MAX_TIME) == nil then
+      message = 'ARGV[3] now must be empty (server clock) or a canonical integer in [0, 2^52], got ' .. quote(ARGV[3])
+    elseif ARGV[4] ~= '0' and ARGV[4] ~= '1' then
+      message = "ARGV[4] mode must be '0' (count allowed events) or '1' (count every attempt), got " .. quote(ARGV[4])
+    else
+      message = 'expected 1 to ' .. MAX_LIMITS .. ' limits of ' .. group .. ' integers after ARGV[4], got '
+        .. math.max(#ARGV - 4, 0) .. ' arguments'
+    end
+    return redis.error_reply('ERR ratelua: ' .. message)
+  end
+
+  -- fresh deletes the state and replies as for a fresh key: every limit
+  -- admits, and remaining is the smallest limit maximum, the first integer
+  -- of each limit's group in ARGV.
+  function helpers.fresh(KEYS, ARGV, group)
+    redis.call('DEL', KEYS[1])
+    local remaining = tonumber(ARGV[5])
+    for i = 5 + group, #ARGV, group do
+      local maximum = tonumber(ARGV[i])
+      if maximum < remaining then
+        remaining = maximum
+      end
+    end
+    return { 1, remaining, 0, 0, 0 }
+  end
+  local bad
+  bad = nil
+  for i = 5, 2 + 3 * n, 3 do
+    if helpers.integer(ARGV[i], 1, 1000000000) == nil then
+      bad = helpers.refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
+    elseif helpers.integer(ARGV[i + 1], 1, MAX_TIME) == nil then
+      bad = helpers.refuse(KEYS, ARGV, 3, i + 1, 'duration', '[1, 2^52]')
+    elseif helpers.integer(ARGV[i + 2], 1, MAX_TIME) == nil then
+      bad = helpers.refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
+    end
+    if bad then
+      break
+    end
+  end
+  if bad == nil then
+    for i = 5, 2 + 3 * n, 3 do
+      local duration, resolution = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+      if resolution > duration then
+        bad = redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3 .. ': resolution must be at most duration, got '
+          .. string.format('%d > %d', resolution, duration))
+        break
+      end
+      local r = duration % resolution
+      if r < 0 then
+        r = r + resolution
+      elseif r >= resolution then
+        r = r - resolution
+      end
+      local buckets = (duration - r) / resolution
+      if r > 0 then
+        buckets = buckets + 1
+      end
+      if buckets > 10000 then
+        bad = redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3
+          .. ': duration / resolution must be at most 10000 buckets, got ' .. string.format('%d', buckets))
+        break
+      end
+    end
+  end
   if bad then
     return bad
   end
@@ -1332,7 +1509,18 @@ end
 if (meta or stored[1]) and last == nil then
   redis.call('DEL', key) -- written for other limits
 end
-now = now or server_now(unit)
+if not now then
+  do
+    local time = redis.call('TIME')
+    if unit == 's' then
+      now = tonumber(time[1])
+    elseif unit == 'ms' then
+      now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    else
+      now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+    end
+  end
+end
 local stamp = now
 if last ~= nil and last > now then
   stamp = last
@@ -1594,10 +1782,20 @@ for o = 0, last_o, 20 do
       end
       b = b + s
     end
-    r = bound(b * resolution + duration - now)
+    r = b * resolution + duration - now
+    if r > MAX_TIME then
+      r = MAX_TIME
+    elseif r < 0 then
+      r = 0
+    end
   end
   if window > 0 then
-    local reset = bound(written * resolution + duration - now)
+    local reset = written * resolution + duration - now
+    if reset > MAX_TIME then
+      reset = MAX_TIME
+    elseif reset < 0 then
+      reset = 0
+    end
     if reset > reset_after then
       reset_after = reset
     end
@@ -1644,7 +1842,30 @@ if save then
     redis.call('HSET', key, 'm', meta, unpack(t, base + 1, k))
   end
   if record then
-    redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
+    local ttl
+    do
+      local ms = reset_after
+      if unit == 'us' then
+        -- ceil(reset_after / 1000), exactly: the float quotient is floor or
+        -- floor + 1.
+        ms = math.floor(reset_after / 1000)
+        if ms * 1000 > reset_after then
+          ms = ms - 1
+        end
+        if ms * 1000 < reset_after then
+          ms = ms + 1
+        end
+      elseif unit == 's' then
+        ms = reset_after * 1000
+      end
+      if ms > MAX_TIME then
+        ms = MAX_TIME
+      elseif ms < 1 then
+        ms = 1
+      end
+      ttl = string.format('%d', ms)
+    end
+    redis.call('PEXPIRE', key, ttl)
   end
 end
 if allowed then
