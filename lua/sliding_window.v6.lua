@@ -302,11 +302,13 @@ local stored = redis.call('HMGET', key, 'l', 'm')
 local meta = stored[2]
 
 -- One limit, the common case: the state was written for this limit, its
--- ring has not left, no bucket leaves it now, the window needs no bucket
--- but the newest (all in "m"), and no retry has to be found on the chain.
--- Any other call goes on to the general code below (which reads "m" again).
+-- ring has not left, at most 16 bucket slots leave it now (read in one
+-- HMGET and dropped along the chain), the window needs no bucket but those
+-- in "m" (no partly covered oldest bucket but the newest), and no retry has
+-- to be found on the chain. Any other call goes on to the general code
+-- below (which reads "m" again).
 if n == 1 and meta and stored[1] == limits then
-  local time, total, span, lag, top = match(meta, '^(%d+) (%d+) (%d+) (%d+) (%d+)$')
+  local time, total, span, top = match(meta, '^(%d+) (%d+) (%d+) (%d+)$')
   if time and total ~= '0' then
     -- (text + 0 is the number of a canonical integer without a call)
     local max, duration, resolution = ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
@@ -354,25 +356,45 @@ if n == 1 and meta and stored[1] == limits then
     w = (last - w) / resolution
     local edge = head - buckets
     local first = w - span
-    local lo = w + lag + 1 - buckets
-    if lo < first then
-      lo = first
-    end
     local low = head - q
     if into < part then
       low = low - 1
     end
     local partial = edge + 1
-    local asked = count
-    if asked < 1 then
-      asked = 1
+    total = total + 0
+    local simple = w > edge and edge - first < 16
+    if simple and edge >= first then
+      -- Drop the buckets leaving the ring along the chain, oldest first:
+      -- their slots, first to edge, read at once.
+      local names = {}
+      for b = first, edge do
+        names[b - first + 1] = format('1.%d', b % buckets)
+      end
+      local read = redis.call('HMGET', key, unpack(names))
+      local b = first
+      while b <= edge do
+        local v, bucket, c, step = read[b - first + 1], nil, nil, nil
+        if v then
+          bucket, c, step = match(v, '^(%d+):(%d+):(%d+)$')
+        end
+        if bucket == nil or bucket + 0 ~= b or step == '0' then
+          break -- not a chain this script wrote: the general code decides
+        end
+        total = total - c
+        b = b + step
+      end
+      simple = b > edge and b <= w
+      first = b
     end
-    if w > edge and edge < lo and not (low == partial and partial < w and partial >= first) then
-      total = total + 0
+    if simple and not (low == partial and partial < w and partial >= first) then
       local wc = top + 0
       local window = total
       if low == partial and first == partial then
         window = total - wc -- partial == w: the ring holds bucket w alone
+      end
+      local asked = count
+      if asked < 1 then
+        asked = 1
       end
       local allowed = window + asked <= max
       local record = count > 0 and (allowed or mode == '1')
@@ -394,7 +416,7 @@ if n == 1 and meta and stored[1] == limits then
           end
           total = total + updated - current
           window = window + updated - current
-          meta = format('%d %d %d 0 %d', stamp, total, head - first, updated)
+          meta = format('%d %d %d %d', stamp, total, head - first, updated)
           if spilled then
             redis.call('HSET', key, 'm', meta, format('1.%d', w % buckets), spilled)
           else
@@ -459,16 +481,17 @@ if n == 1 and meta and stored[1] == limits then
   end
 end
 
--- Several limits, the same common case for every limit, in two passes over
--- the limits with the values of limit i in f[10 * (i - 1) + 1 .. + 10]:
--- max, duration, resolution, N, head, w, oldest, total, count of w, window.
--- Any limit outside the common case sends the call to the general code.
+-- Several limits, the same common case for every limit, in passes over
+-- the limits with the values of limit i in f[11 * (i - 1) + 1 .. + 11]:
+-- max, duration, resolution, N, head, w, oldest, total, count of w, the
+-- newest bucket out of the window (then the window count), and the index
+-- in the read of the limit's first leaving slot. The slots leaving every
+-- ring are read in one HMGET. Any limit outside the common case sends the
+-- call to the general code.
 if n > 1 and meta and stored[1] == limits then
   local time, at = match(meta, '^(%d+)()')
-  local simple = time ~= nil
-  local last = 0
-  if simple then
-    last = time + 0
+  if time then
+    local last = time + 0
     if not now then
       do
         local time = redis.call('TIME')
@@ -481,202 +504,236 @@ if n > 1 and meta and stored[1] == limits then
         end
       end
     end
-  end
-  local stamp = now
-  if last > now then
-    stamp = last
-  end
-  local asked = count
-  if asked < 1 then
-    asked = 1
-  end
-  local allowed, never, walk = true, false, false
-  local f = {
-    nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
-    nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
-    nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
-  }
-  local j = 0
-  for arg = 5, 2 + 3 * n, 3 do
-    if not simple then
-      break
+    local stamp = now
+    if last > now then
+      stamp = last
     end
-    local total, span, lag, top
-    total, span, lag, top, at = match(meta, '^ (%d+) (%d+) (%d+) (%d+)()', at)
-    if total == nil or total == '0' then
-      simple = false
-      break
+    local asked = count
+    if asked < 1 then
+      asked = 1
     end
-    local max, duration, resolution = ARGV[arg] + 0, ARGV[arg + 1] + 0, ARGV[arg + 2] + 0
-    local part = duration % resolution
-    if part < 0 then
-      part = part + resolution
-    elseif part >= resolution then
-      part = part - resolution
-    end
-    local q = (duration - part) / resolution
-    local buckets = q
-    if part > 0 then
-      buckets = q + 1
-    end
-    local into = stamp % resolution
-    if into < 0 then
-      into = into + resolution
-    elseif into >= resolution then
-      into = into - resolution
-    end
-    local head = (stamp - into) / resolution
-    local w = last % resolution
-    if w < 0 then
-      w = w + resolution
-    elseif w >= resolution then
-      w = w - resolution
-    end
-    w = (last - w) / resolution
-    local edge = head - buckets
-    local first = w - span
-    local lo = w + lag + 1 - buckets
-    if lo < first then
-      lo = first
-    end
-    local low = head - q
-    if into < part then
-      low = low - 1
-    end
-    local partial = edge + 1
-    if w <= edge or edge >= lo or (low == partial and partial < w and partial >= first) then
-      simple = false
-      break
-    end
-    total = total + 0
-    local wc = top + 0
-    local window = total
-    if low == partial and first == partial then
-      window = total - wc -- partial == w: the ring holds bucket w alone
-    end
-    if window + asked > max then
-      allowed = false
-    end
-    if asked > max then
-      never = true
-    elseif window + asked > max and first ~= w then
-      walk = true -- its retry needs the chain
-    end
-    f[j + 1], f[j + 2], f[j + 3], f[j + 4], f[j + 5] = max, duration, resolution, buckets, head
-    f[j + 6], f[j + 7], f[j + 8], f[j + 9], f[j + 10] = w, first, total, wc, window
-    j = j + 10
-  end
-  -- A denied call needs no retry walk when some limit can never admit
-  -- `asked` events (retry_after is -1 and that limit decides), or when it
-  -- records nothing and every limit over its max holds bucket w alone (it
-  -- retries when w leaves the window).
-  local record = count > 0 and (allowed or mode == '1')
-  if simple and at == #meta + 1 and (allowed or never or not (walk or record)) then
-    local written = { 'm', false } -- HSET's arguments
-    local h = 2
-    local mb = 10 * n -- f[mb + 1 .. mb + 4 * n]: the meta words
-    local remaining, retry, reset_after, index = nil, 0, 0, 1
-    for i = 1, n do
-      local o = 10 * (i - 1)
-      local max, duration, resolution, buckets, head = f[o + 1], f[o + 2], f[o + 3], f[o + 4], f[o + 5]
-      local w, first, total, wc, window = f[o + 6], f[o + 7], f[o + 8], f[o + 9], f[o + 10]
-      if record then
-        local current = 0
-        if w == head then
-          current = wc
-        else
-          -- Spill bucket w to its field, linked to head.
-          written[h + 1] = format(format('%d.%%d', i), w % buckets)
-          written[h + 2] = format('%d:%d:%d', w, wc, head - w)
-          h = h + 2
-        end
-        wc = current + count
-        if wc > max + 1 then
-          wc = max + 1
-        end
-        total = total + wc - current
-        window = window + wc - current
-        w = head
+    local f = {
+      nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+      nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+      nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+    }
+    local names, reads = nil, 0
+    local simple = true
+    local j = 0
+    for arg = 5, 2 + 3 * n, 3 do
+      local total, span, top
+      total, span, top, at = match(meta, '^ (%d+) (%d+) (%d+)()', at)
+      if total == nil or total == '0' then
+        simple = false
+        break
       end
-      if window > 0 then
-        local reset = w * resolution + duration - now
-        if reset > MAX_TIME then
-          reset = MAX_TIME
-        end
-        if reset > reset_after then
-          reset_after = reset
+      local max, duration, resolution = ARGV[arg] + 0, ARGV[arg + 1] + 0, ARGV[arg + 2] + 0
+      local part = duration % resolution
+      if part < 0 then
+        part = part + resolution
+      elseif part >= resolution then
+        part = part - resolution
+      end
+      local q = (duration - part) / resolution
+      local buckets = q
+      if part > 0 then
+        buckets = q + 1
+      end
+      local into = stamp % resolution
+      if into < 0 then
+        into = into + resolution
+      elseif into >= resolution then
+        into = into - resolution
+      end
+      local head = (stamp - into) / resolution
+      local w = last % resolution
+      if w < 0 then
+        w = w + resolution
+      elseif w >= resolution then
+        w = w - resolution
+      end
+      w = (last - w) / resolution
+      local edge = head - buckets
+      local first = w - span
+      if w <= edge or edge - first >= 16 then
+        simple = false
+        break
+      end
+      local low = head - q
+      if into < part then
+        low = low - 1
+      end
+      f[j + 1], f[j + 2], f[j + 3], f[j + 4], f[j + 5], f[j + 6] = max, duration, resolution, buckets, head, w
+      f[j + 7], f[j + 8], f[j + 9], f[j + 10], f[j + 11] = first, total + 0, top + 0, low, reads + 1
+      if edge >= first then
+        names = names or {}
+        local i = j / 11 + 1
+        for b = first, edge do
+          reads = reads + 1
+          names[reads] = format('%d.%d', i, b % buckets)
         end
       end
-      local left = max - window
-      if left < 0 then
-        left = 0
-      end
-      if remaining == nil or left < remaining then
-        remaining = left
-        if allowed then
-          index = i
+      j = j + 11
+    end
+    if simple and at == #meta + 1 then
+      local read = names and redis.call('HMGET', key, unpack(names, 1, reads))
+      local allowed, never, walk = true, false, false
+      for o = 0, j - 11, 11 do
+        local max, head, w, first, total = f[o + 1], f[o + 5], f[o + 6], f[o + 7], f[o + 8]
+        local edge = head - f[o + 4]
+        if edge >= first then
+          -- Drop the buckets leaving the ring along the chain.
+          local from, b = f[o + 11] - first, first
+          while b <= edge do
+            local v, bucket, c, step = read[from + b], nil, nil, nil
+            if v then
+              bucket, c, step = match(v, '^(%d+):(%d+):(%d+)$')
+            end
+            if bucket == nil or bucket + 0 ~= b or step == '0' then
+              break -- not a chain this script wrote: the general code decides
+            end
+            total = total - c
+            b = b + step
+          end
+          if b <= edge or b > w then
+            simple = false
+            break
+          end
+          first = b
+          f[o + 7], f[o + 8] = first, total
         end
-      end
-      if not allowed and retry ~= -1 then
+        local low, partial = f[o + 10], edge + 1
+        if low == partial and partial < w and partial >= first then
+          simple = false
+          break
+        end
+        local window = total
+        if low == partial and first == partial then
+          window = total - f[o + 9] -- partial == w: the ring holds bucket w alone
+        end
+        f[o + 10] = window
+        if window + asked > max then
+          allowed = false
+        end
         if asked > max then
-          retry, index = -1, i
-        elseif window + asked > max then
-          local r = w * resolution + duration - now
-          if r > MAX_TIME then
-            r = MAX_TIME
-          end
-          if r > retry then
-            retry, index = r, i
-          end
+          never = true
+        elseif window + asked > max and first ~= w then
+          walk = true -- its retry needs the chain
         end
       end
-      local a = mb + 4 * i
-      f[a - 3], f[a - 2], f[a - 1], f[a] = total, w - first, head - w, wc
-    end
-    if record then
-      written[2] = format('%d' .. string.rep(' %d %d %d %d', n), stamp, unpack(f, mb + 1, mb + 4 * n))
-      redis.call('HSET', key, unpack(written, 1, h))
-      local ttl
-      do
-        local ms = reset_after
-        if unit == 'us' then
-          -- ceil(reset_after / 1000), exactly: the float quotient is floor or
-          -- floor + 1.
-          ms = math.floor(reset_after / 1000)
-          if ms * 1000 > reset_after then
-            ms = ms - 1
+      -- A denied call needs no retry walk when some limit can never admit
+      -- `asked` events (retry_after is -1 and that limit decides), or when
+      -- it records nothing and every limit over its max holds bucket w
+      -- alone (it retries when w leaves the window).
+      local record = count > 0 and (allowed or mode == '1')
+      if simple and (allowed or never or not (walk or record)) then
+        local written = { 'm', false } -- HSET's arguments
+        local h = 2
+        local mb = 11 * n -- f[mb + 1 .. mb + 3 * n]: the meta words
+        local remaining, retry, reset_after, index = nil, 0, 0, 1
+        for i = 1, n do
+          local o = 11 * (i - 1)
+          local max, duration, resolution, buckets, head = f[o + 1], f[o + 2], f[o + 3], f[o + 4], f[o + 5]
+          local w, first, total, wc, window = f[o + 6], f[o + 7], f[o + 8], f[o + 9], f[o + 10]
+          if record then
+            local current = 0
+            if w == head then
+              current = wc
+            else
+              -- Spill bucket w to its field, linked to head.
+              written[h + 1] = format('%d.%d', i, w % buckets)
+              written[h + 2] = format('%d:%d:%d', w, wc, head - w)
+              h = h + 2
+            end
+            wc = current + count
+            if wc > max + 1 then
+              wc = max + 1
+            end
+            total = total + wc - current
+            window = window + wc - current
+            w = head
           end
-          if ms * 1000 < reset_after then
-            ms = ms + 1
+          if window > 0 then
+            local reset = w * resolution + duration - now
+            if reset > MAX_TIME then
+              reset = MAX_TIME
+            end
+            if reset > reset_after then
+              reset_after = reset
+            end
           end
-        elseif unit == 's' then
-          ms = reset_after * 1000
+          local left = max - window
+          if left < 0 then
+            left = 0
+          end
+          if remaining == nil or left < remaining then
+            remaining = left
+            if allowed then
+              index = i
+            end
+          end
+          if not allowed and retry ~= -1 then
+            if asked > max then
+              retry, index = -1, i
+            elseif window + asked > max then
+              local r = w * resolution + duration - now
+              if r > MAX_TIME then
+                r = MAX_TIME
+              end
+              if r > retry then
+                retry, index = r, i
+              end
+            end
+          end
+          local a = mb + 3 * i
+          f[a - 2], f[a - 1], f[a] = total, w - first, wc
         end
-        if ms > MAX_TIME then
-          ms = MAX_TIME
-        elseif ms < 1 then
-          ms = 1
+        if record then
+          written[2] = format('%d' .. string.rep(' %d %d %d', n), stamp, unpack(f, mb + 1, mb + 3 * n))
+          redis.call('HSET', key, unpack(written, 1, h))
+          local ttl
+          do
+            local ms = reset_after
+            if unit == 'us' then
+              -- ceil(reset_after / 1000), exactly: the float quotient is floor or
+              -- floor + 1.
+              ms = math.floor(reset_after / 1000)
+              if ms * 1000 > reset_after then
+                ms = ms - 1
+              end
+              if ms * 1000 < reset_after then
+                ms = ms + 1
+              end
+            elseif unit == 's' then
+              ms = reset_after * 1000
+            end
+            if ms > MAX_TIME then
+              ms = MAX_TIME
+            elseif ms < 1 then
+              ms = 1
+            end
+            ttl = string.format('%d', ms)
+          end
+          redis.call('PEXPIRE', key, ttl)
         end
-        ttl = string.format('%d', ms)
+        if allowed then
+          return { 1, remaining, 0, reset_after, index }
+        end
+        return { 0, remaining, retry, reset_after, index }
       end
-      redis.call('PEXPIRE', key, ttl)
     end
-    if allowed then
-      return { 1, remaining, 0, reset_after, index }
-    end
-    return { 0, remaining, retry, reset_after, index }
   end
 end
 
 -- Offsets of a limit's values in the table t (see below).
-local MAX, DURATION, RESOLUTION, BUCKETS, WHOLE, PART, TOTAL, SPAN, LAG, HEAD = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+local MAX, DURATION, RESOLUTION, BUCKETS, WHOLE, PART, TOTAL, SPAN, HEAD = 1, 2, 3, 4, 5, 6, 7, 8, 10
 local LOW, NEWEST, OLDEST, LEAVING, LEAVING_AT, WINDOW, NEWEST_COUNT = 11, 12, 13, 14, 15, 16, 17
 local PARTIAL_VALUE, FIELD_FORMAT = 18, 19
 
 -- One flat table t. Limit i owns t[o + MAX .. o + FIELD_FORMAT],
 -- o = 20 * (i - 1): MAX, DURATION, RESOLUTION; BUCKETS, N; WHOLE and PART,
--- floor(duration / resolution) and duration mod resolution; TOTAL, SPAN,
--- LAG and NEWEST_COUNT, the ring's meta words; HEAD, the bucket of the
+-- floor(duration / resolution) and duration mod resolution; TOTAL, SPAN
+-- and NEWEST_COUNT, the ring's meta words; HEAD, the bucket of the
 -- decision's time; LOW, the newest bucket out of the window; NEWEST, the
 -- newest non-empty bucket w (false: empty ring); OLDEST, the oldest
 -- non-empty bucket (false: empty ring); LEAVING, the first bucket leaving
@@ -826,12 +883,12 @@ for o = 0, last_o, 20 do
   t[o + MAX], t[o + DURATION], t[o + RESOLUTION] = ARGV[arg] + 0, duration, resolution
   t[o + BUCKETS], t[o + WHOLE], t[o + PART] = buckets, q, r
   if last then
-    local total, span, lag, newest
-    total, span, lag, newest, at = match(meta, '^ (%d+) (%d+) (%d+) (%d+)()', at)
+    local total, span, newest
+    total, span, newest, at = match(meta, '^ (%d+) (%d+) (%d+)()', at)
     if total == nil then
       last = nil
     else
-      t[o + TOTAL], t[o + SPAN], t[o + LAG], t[o + NEWEST_COUNT] = total + 0, span + 0, lag + 0, newest + 0
+      t[o + TOTAL], t[o + SPAN], t[o + NEWEST_COUNT] = total + 0, span + 0, newest + 0
     end
   end
 end
@@ -892,10 +949,8 @@ for o = 0, last_o, 20 do
     -- The whole ring, up to w, has left when w <= edge.
     if w > edge then
       written, first = w, w - t[o + SPAN]
-      local lo = w + t[o + LAG] + 1 - buckets
-      if lo < first then
-        lo = first
-      end
+      -- Every bucket before the oldest non-empty one has been dropped.
+      local lo = first
       t[o + LEAVING], t[o + LEAVING_AT] = lo, m + 1
       local partial = edge + 1
       local partly = low == partial and partial < w and partial >= first
@@ -1001,8 +1056,8 @@ local save = record or leaving > 16
 -- with the fewest remaining decides; when denied, the one with the longest
 -- retry (never first); ties go to the lower index.
 local k = base -- t[base + 1 .. k]: the fields written (the spilled buckets)
-local mb = base + 2 * n -- t[mb + 1 .. mb + 4 * n]: the meta words
-local rb = base + 6 * n -- t[rb + 1 ..]: the fields read ahead
+local mb = base + 2 * n -- t[mb + 1 .. mb + 3 * n]: the meta words
+local rb = base + 5 * n -- t[rb + 1 ..]: the fields read ahead
 local remaining, retry, reset_after, index = nil, 0, 0, 1
 for o = 0, last_o, 20 do
   local max, duration, resolution, buckets = t[o + MAX], t[o + DURATION], t[o + RESOLUTION], t[o + BUCKETS]
@@ -1148,11 +1203,11 @@ for o = 0, last_o, 20 do
     retry, index = r, i
   end
   if save then
-    local a = mb + 4 * i
+    local a = mb + 3 * i
     if first then
-      t[a - 3], t[a - 2], t[a - 1], t[a] = total, written - first, head - written, top
+      t[a - 2], t[a - 1], t[a] = total, written - first, top
     else
-      t[a - 3], t[a - 2], t[a - 1], t[a] = 0, 0, 0, 0
+      t[a - 2], t[a - 1], t[a] = 0, 0, 0
     end
   end
 end
@@ -1166,9 +1221,9 @@ if save then
     time = stamp
   end
   if n == 1 then
-    meta = format('%d %d %d %d %d', time, t[mb + 1], t[mb + 2], t[mb + 3], t[mb + 4])
+    meta = format('%d %d %d %d', time, t[mb + 1], t[mb + 2], t[mb + 3])
   else
-    meta = format('%d' .. string.rep(' %d %d %d %d', n), time, unpack(t, mb + 1, mb + 4 * n))
+    meta = format('%d' .. string.rep(' %d %d %d', n), time, unpack(t, mb + 1, mb + 3 * n))
   end
   if last == nil then
     redis.call('HSET', key, 'l', limits, 'm', meta, unpack(t, base + 1, k))
