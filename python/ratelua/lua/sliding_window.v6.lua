@@ -302,8 +302,9 @@ local stored = redis.call('HMGET', key, 'l', 'm')
 local meta = stored[2]
 
 -- One limit, the common case: the state was written for this limit, its
--- ring has not left, at most 16 bucket slots leave it now (read in one
--- HMGET and dropped along the chain), the window needs no bucket but those
+-- ring has not left, fewer than 1000 bucket slots leave it now (read in one
+-- HMGET and dropped along the chain; a call that records nothing saves the
+-- advanced ring when more than 16 left, as the general code does), the window needs no bucket but those
 -- in "m" (no partly covered oldest bucket but the newest), and no retry has
 -- to be found on the chain. Any other call goes on to the general code
 -- below (which reads "m" again).
@@ -362,8 +363,10 @@ if n == 1 and meta and stored[1] == limits then
     end
     local partial = edge + 1
     total = total + 0
-    local simple = w > edge and edge - first < 16
+    local simple = w > edge and edge - first < 999
+    local leaving = 0
     if simple and edge >= first then
+      leaving = edge - first + 1
       -- Drop the buckets leaving the ring along the chain, oldest first:
       -- their slots, first to edge, read at once.
       local names = {}
@@ -423,6 +426,10 @@ if n == 1 and meta and stored[1] == limits then
             redis.call('HSET', key, 'm', meta)
           end
           w = head
+        elseif leaving > 16 then
+          -- Save the advanced ring, so that the next calls need not read
+          -- these buckets again (the key keeps its TTL).
+          redis.call('HSET', key, 'm', format('%d %d %d %d', last, total, w - first, wc))
         end
         local reset_after = 0
         if window > 0 then
@@ -486,8 +493,9 @@ end
 -- max, duration, resolution, N, head, w, oldest, total, count of w, the
 -- newest bucket out of the window (then the window count), and the index
 -- in the read of the limit's first leaving slot. The slots leaving every
--- ring are read in one HMGET. Any limit outside the common case sends the
--- call to the general code.
+-- ring, fewer than 1000 in all, are read in one HMGET (a call that records
+-- nothing saves the advanced rings when more than 16 left). Any limit
+-- outside the common case sends the call to the general code.
 if n > 1 and meta and stored[1] == limits then
   local time, at = match(meta, '^(%d+)()')
   if time then
@@ -555,7 +563,7 @@ if n > 1 and meta and stored[1] == limits then
       w = (last - w) / resolution
       local edge = head - buckets
       local first = w - span
-      if w <= edge or edge - first >= 16 then
+      if w <= edge or reads + edge - first >= 999 then
         simple = false
         break
       end
@@ -715,6 +723,9 @@ if n > 1 and meta and stored[1] == limits then
             ttl = string.format('%d', ms)
           end
           redis.call('PEXPIRE', key, ttl)
+        elseif reads > 16 then
+          -- Save the advanced rings (the key keeps its TTL).
+          redis.call('HSET', key, 'm', format('%d' .. string.rep(' %d %d %d', n), last, unpack(f, mb + 1, mb + 3 * n)))
         end
         if allowed then
           return { 1, remaining, 0, reset_after, index }
