@@ -28,7 +28,7 @@ var released = map[string]string{
 	"zset_log@v5":       "20313d7d919b4996c3f81a69b57d43efce28cc27",
 	"ar1@v6":            "39ad4bd667a185f059f936446789f17b07d2090d",
 	"concurrency@v6":    "ecbbb0b668a8d08f9a3354650c744c06d502f018",
-	"sliding_window@v6": "7ca276c8df13439a8651c35dc1941a9992d3febe",
+	"sliding_window@v6": "d1a926ea5838970ca3d68363ee7311a42dacecb7",
 	"token_bucket@v6":   "f0ae4400630eca2b5a0002fd469f9ca70bc6840b",
 	"zset_log@v6":       "46c248b52616e45e2739f663f8c5448b43852111",
 }
@@ -36,7 +36,7 @@ var released = map[string]string{
 // releasedLibraries pins the SHA1 of every released Functions library.
 var releasedLibraries = map[int]string{
 	5: "298920f9ca406f17490499ae4fcc5816ff7bc413",
-	6: "5e59b84b384255a3a5c72556cf5794c7c97a4976",
+	6: "85d4dce680de5a57a99f8a30e9cbb58c49f05a6a",
 }
 
 // embeddedLibraries lists the release of every Functions library file

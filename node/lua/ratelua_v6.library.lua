@@ -1067,9 +1067,11 @@ if n == 1 and meta and stored[1] == limits then
       end
       local allowed = window + asked <= max
       local record = count > 0 and (allowed or mode == '1')
-      -- A denied call that records nothing and whose ring holds bucket w
-      -- alone retries when w leaves the window (no walk).
-      if allowed or asked > max or (first == w and not record) then
+      -- A denied call that records nothing retries when its oldest bucket
+      -- leaves the window (no walk) if that is enough: when the ring holds
+      -- bucket w alone, or when one event too many is asked (window + asked
+      -- = max + 1, the common denial: every bucket holds at least one).
+      if allowed or asked > max or (not record and (first == w or window + asked == max + 1)) then
         if record then
           local current = 0
           local spilled = nil
@@ -1142,7 +1144,7 @@ if n == 1 and meta and stored[1] == limits then
         if asked > max then
           return { 0, left, -1, reset_after, 1 }
         end
-        local retry = w * resolution + duration - now
+        local retry = first * resolution + duration - now
         if retry > MAX_TIME then
           retry = MAX_TIME
         elseif retry < 0 then
@@ -1291,14 +1293,15 @@ if n > 1 and meta and stored[1] == limits then
         end
         if asked > max then
           never = true
-        elseif window + asked > max and first ~= w then
+        elseif window + asked > max + 1 and first ~= w then
           walk = true -- its retry needs the chain
         end
       end
       -- A denied call needs no retry walk when some limit can never admit
       -- `asked` events (retry_after is -1 and that limit decides), or when
       -- it records nothing and every limit over its max holds bucket w
-      -- alone (it retries when w leaves the window).
+      -- alone or is over by one event (it retries when its oldest bucket
+      -- leaves the window).
       local record = count > 0 and (allowed or mode == '1')
       if simple and (allowed or never or not (walk or record)) then
         local written = { 'm', false } -- HSET's arguments
@@ -1350,7 +1353,7 @@ if n > 1 and meta and stored[1] == limits then
             if asked > max then
               retry, index = -1, i
             elseif window + asked > max then
-              local r = w * resolution + duration - now
+              local r = first * resolution + duration - now
               if r > MAX_TIME then
                 r = MAX_TIME
               end
