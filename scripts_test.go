@@ -28,7 +28,7 @@ var released = map[string]string{
 	"zset_log@v5":       "20313d7d919b4996c3f81a69b57d43efce28cc27",
 	"ar1@v6":            "39ad4bd667a185f059f936446789f17b07d2090d",
 	"concurrency@v6":    "ecbbb0b668a8d08f9a3354650c744c06d502f018",
-	"sliding_window@v6": "d1a926ea5838970ca3d68363ee7311a42dacecb7",
+	"sliding_window@v6": "0afeffdf6e25a69df3ed1234529d08bbea7e3a7d",
 	"token_bucket@v6":   "f0ae4400630eca2b5a0002fd469f9ca70bc6840b",
 	"zset_log@v6":       "46c248b52616e45e2739f663f8c5448b43852111",
 }

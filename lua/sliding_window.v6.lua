@@ -34,10 +34,11 @@
 -- Field "l" is ARGV[2] and ARGV[5..] joined by spaces, exactly as the call
 -- that created the state sent them (a call with other limits or another
 -- unit starts fresh; a call with the same ones need not check them again).
--- Field "m" is "<time>" then " <total> <span> <lag> <newest>" per limit:
--- time the last write in the unit, and per limit the events in its ring, w
--- minus the oldest non-empty bucket, the ring's end minus w, and the count
--- of bucket w ("0 0 0 0" for an empty ring). Bucket w lives in "m" only.
+-- Field "m" is "<time>" then " <total> <span> <newest>" per limit: time
+-- the last write in the unit, and per limit the events in its ring, w
+-- minus the oldest non-empty bucket, and the count of bucket w ("0 0 0"
+-- for an empty ring); every bucket before the oldest non-empty one has
+-- left the ring (been dropped). Bucket w lives in "m" only.
 -- Field "<i>.<b mod N>" is "<b>:<count>:<step>" for a non-empty bucket b < w
 -- of limit i, step being the distance to the next non-empty bucket (which
 -- may be w); it is written once, when a write moves the limit's
@@ -51,24 +52,22 @@
 -- of "m" alone), so each bucket is read about once. The key must be written
 -- by this script only.
 --
--- What v5 does apart from v4: v4 kept bucket w in its own field, so a
--- decision read it (a second HMGET) and wrote it back with "m" (HSET of
--- 1 + n fields, 1 + 2n when the head moved). v5 keeps each limit's newest
--- count in "m": a decision in the bucket of the last write reads "l" and
--- "m" only and writes "m" only, whatever the number of limits; a limit
--- whose head moves spills its previous newest bucket to its field (one more
--- field in the same HSET). Buckets leaving the ring and the partly covered
--- oldest bucket are still read (one HMGET), a ring whose newest bucket has
--- left is dropped without reading, and a denied reply still walks the chain
--- as v4. Lua work: a call whose every limit needs no bucket field read and
--- no retry walk (allowed; denied by a limit whose max is below the events
--- asked; or denied, recording nothing, with bucket w alone in every ring
--- over its max) takes a fast path, with locals only for one limit and two
--- passes over a small table for several; the other calls run v4's general
--- code, adapted to the layout. Floor divisions use % with an exact
--- correction and numbers of canonical text are text + 0, so the hot paths
--- call no function per number. The state layout is new (state version 5):
--- v5 neither reads nor shares v4's state (a v4 "m" on the key starts fresh).
+-- What v6 does apart from v5: the replies are v5's; the state is not (state
+-- version 6: v6 neither reads nor shares v5's state, the Go API's key names
+-- the layout). "m" drops v5's <lag> (the ring's end minus w), which always
+-- equalled what the oldest non-empty bucket implies: three numbers per limit
+-- to parse and write instead of four. The prelude's helpers and the
+-- script's own are macros or code in place, so a call builds no closure
+-- (v5 built seven on every call) but a refused call, a reset or the first
+-- write of a key (which build the error helpers). The fast paths (one
+-- limit with locals, several in passes over one table) now also take a
+-- call whose rings drop fewer than 1000 bucket slots (one HMGET of those
+-- slots, dropped along the chain, the advanced rings saved by a call that
+-- records nothing when more than 16 left, as the general code does), and a
+-- denied call that records nothing and is over a limit by one event (it
+-- retries when the limit's oldest bucket leaves the window: every bucket
+-- holds at least one event), where v5 ran its general code (the denied
+-- one walking the chain). The general code is v5's, on the new layout.
 
 -- ratelua v6 prelude, shared by every v6 script (generated into each
 -- released file; do not edit there). It holds two constants and macros
