@@ -28,7 +28,7 @@ var released = map[string]string{
 	"zset_log@v5":       "20313d7d919b4996c3f81a69b57d43efce28cc27",
 	"ar1@v6":            "39ad4bd667a185f059f936446789f17b07d2090d",
 	"concurrency@v6":    "ecbbb0b668a8d08f9a3354650c744c06d502f018",
-	"sliding_window@v6": "0afeffdf6e25a69df3ed1234529d08bbea7e3a7d",
+	"sliding_window@v6": "6d80fbd02cde186431a4544bab42005ef7c91a92",
 	"token_bucket@v6":   "f0ae4400630eca2b5a0002fd469f9ca70bc6840b",
 	"zset_log@v6":       "46c248b52616e45e2739f663f8c5448b43852111",
 }
@@ -36,7 +36,7 @@ var released = map[string]string{
 // releasedLibraries pins the SHA1 of every released Functions library.
 var releasedLibraries = map[int]string{
 	5: "298920f9ca406f17490499ae4fcc5816ff7bc413",
-	6: "85d4dce680de5a57a99f8a30e9cbb58c49f05a6a",
+	6: "7b1192e98d8a8fbbf0222d0c445856288724989b",
 }
 
 // embeddedLibraries lists the release of every Functions library file

@@ -156,6 +156,47 @@ end
 local stored = redis.call('HMGET', key, 'l', 'm')
 local meta = stored[2]
 
+-- The quiet case, whatever the number of limits: the last write recorded
+-- events (so every limit's newest bucket was its head then) and summed up
+-- the rings in the head of "m": until time <boundary> no limit's head or
+-- window edge moves, <room> more events fit in every limit, limit <index>
+-- has the fewest left and <reset> - now is reset_after. A call before the
+-- boundary that is allowed needs no limit's numbers: it adds its events to
+-- <events>, the events recorded since the summary (which every limit's
+-- total and newest count in "m" leave out), and rewrites the head of "m".
+if meta and stored[1] == limits then
+  local time, events, rest, boundary, room, index, reset = match(meta, '^(%d+) (%d+) ((%d+) (%-?%d+) (%d+) (%d+) .*)$')
+  if time and boundary ~= '0' then
+    if not now then
+      -- #expand server_now(now, unit)
+    end
+    local stamp = now
+    if time + 0 > now then
+      stamp = time + 0
+    end
+    local asked = count
+    if asked < 1 then
+      asked = 1
+    end
+    events = events + 0
+    local left = room - events - asked
+    if stamp < boundary + 0 and left >= 0 then
+      local reset_after = reset - now
+      if reset_after > MAX_TIME then
+        reset_after = MAX_TIME
+      end
+      if count > 0 then
+        redis.call('HSET', key, 'm', format('%d %d %s', stamp, events + count, rest))
+        local ttl
+        -- #expand ttl_ms(ttl, unit, reset_after)
+        redis.call('PEXPIRE', key, ttl)
+        return { 1, left, 0, reset_after, index + 0 }
+      end
+      return { 1, left + 1, 0, reset_after, index + 0 }
+    end
+  end
+end
+
 -- One limit, the common case: the state was written for this limit, its
 -- ring has not left, fewer than 1000 bucket slots leave it now (read in one
 -- HMGET and dropped along the chain; a call that records nothing saves the
@@ -164,7 +205,7 @@ local meta = stored[2]
 -- to be found on the chain. Any other call goes on to the general code
 -- below (which reads "m" again).
 if n == 1 and meta and stored[1] == limits then
-  local time, total, span, top = match(meta, '^(%d+) (%d+) (%d+) (%d+)$')
+  local time, events, total, span, top = match(meta, '^(%d+) (%d+) %d+ %-?%d+ %d+ %d+ (%d+) (%d+) (%d+)$')
   if time and total ~= '0' then
     -- (text + 0 is the number of a canonical integer without a call)
     local max, duration, resolution = ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
@@ -208,7 +249,8 @@ if n == 1 and meta and stored[1] == limits then
       low = low - 1
     end
     local partial = edge + 1
-    total = total + 0
+    total = total + events
+    top = top + events
     local simple = w > edge and edge - first < 999
     local leaving = 0
     if simple and edge >= first then
@@ -267,7 +309,14 @@ if n == 1 and meta and stored[1] == limits then
           end
           total = total + updated - current
           window = window + updated - current
-          meta = format('%d %d %d %d', stamp, total, head - first, updated)
+          -- The summary: the head moves at the next bucket, the window's
+          -- edge when into reaches part.
+          local boundary = (head + 1) * resolution
+          if into < part then
+            boundary = head * resolution + part
+          end
+          meta = format('%d 0 %d %d 1 %d %d %d %d', stamp, boundary, max - window, head * resolution + duration,
+            total, head - first, updated)
           if spilled then
             redis.call('HSET', key, 'm', meta, format('1.%d', w % buckets), spilled)
           else
@@ -277,7 +326,7 @@ if n == 1 and meta and stored[1] == limits then
         elseif leaving > 16 then
           -- Save the advanced ring, so that the next calls need not read
           -- these buckets again (the key keeps its TTL).
-          redis.call('HSET', key, 'm', format('%d %d %d %d', last, total, w - first, wc))
+          redis.call('HSET', key, 'm', format('%d 0 0 0 0 0 %d %d %d', last, total, w - first, wc))
         end
         local reset_after = 0
         if window > 0 then
@@ -316,17 +365,19 @@ if n == 1 and meta and stored[1] == limits then
 end
 
 -- Several limits, the same common case for every limit, in passes over
--- the limits with the values of limit i in f[11 * (i - 1) + 1 .. + 11]:
+-- the limits with the values of limit i in f[12 * (i - 1) + 1 .. + 12]:
 -- max, duration, resolution, N, head, w, oldest, total, count of w, the
--- newest bucket out of the window (then the window count), and the index
--- in the read of the limit's first leaving slot. The slots leaving every
+-- newest bucket out of the window (then the window count), the index in
+-- the read of the limit's first leaving slot, and the time its head or its
+-- window's edge moves next (for the summary). The slots leaving every
 -- ring, fewer than 1000 in all, are read in one HMGET (a call that records
 -- nothing saves the advanced rings when more than 16 left). Any limit
 -- outside the common case sends the call to the general code.
 if n > 1 and meta and stored[1] == limits then
-  local time, at = match(meta, '^(%d+)()')
+  local time, events, at = match(meta, '^(%d+) (%d+) %d+ %-?%d+ %d+ %d+()')
   if time then
     local last = time + 0
+    events = events + 0
     if not now then
       -- #expand server_now(now, unit)
     end
@@ -390,21 +441,25 @@ if n > 1 and meta and stored[1] == limits then
         low = low - 1
       end
       f[j + 1], f[j + 2], f[j + 3], f[j + 4], f[j + 5], f[j + 6] = max, duration, resolution, buckets, head, w
-      f[j + 7], f[j + 8], f[j + 9], f[j + 10], f[j + 11] = first, total + 0, top + 0, low, reads + 1
+      local boundary = (head + 1) * resolution
+      if into < part then
+        boundary = head * resolution + part
+      end
+      f[j + 7], f[j + 8], f[j + 9], f[j + 10], f[j + 11], f[j + 12] = first, total + events, top + events, low, reads + 1, boundary
       if edge >= first then
         names = names or {}
-        local i = j / 11 + 1
+        local i = j / 12 + 1
         for b = first, edge do
           reads = reads + 1
           names[reads] = format('%d.%d', i, b % buckets)
         end
       end
-      j = j + 11
+      j = j + 12
     end
     if simple and at == #meta + 1 then
       local read = names and redis.call('HMGET', key, unpack(names, 1, reads))
       local allowed, never, walk = true, false, false
-      for o = 0, j - 11, 11 do
+      for o = 0, j - 12, 12 do
         local max, head, w, first, total = f[o + 1], f[o + 5], f[o + 6], f[o + 7], f[o + 8]
         local edge = head - f[o + 4]
         if edge >= first then
@@ -456,10 +511,12 @@ if n > 1 and meta and stored[1] == limits then
       if simple and (allowed or never or not (walk or record)) then
         local written = { 'm', false } -- HSET's arguments
         local h = 2
-        local mb = 11 * n -- f[mb + 1 .. mb + 3 * n]: the meta words
+        local mb = 12 * n -- f[mb + 1 .. mb + 3 * n]: the meta words
         local remaining, retry, reset_after, index = nil, 0, 0, 1
+        -- The summary of a call that records (see the quiet case).
+        local boundary, room, least, reset = MAX_TIME * 2, nil, 1, 0
         for i = 1, n do
-          local o = 11 * (i - 1)
+          local o = 12 * (i - 1)
           local max, duration, resolution, buckets, head = f[o + 1], f[o + 2], f[o + 3], f[o + 4], f[o + 5]
           local w, first, total, wc, window = f[o + 6], f[o + 7], f[o + 8], f[o + 9], f[o + 10]
           if record then
@@ -479,6 +536,15 @@ if n > 1 and meta and stored[1] == limits then
             total = total + wc - current
             window = window + wc - current
             w = head
+            if f[o + 12] < boundary then
+              boundary = f[o + 12]
+            end
+            if room == nil or max - window < room then
+              room, least = max - window, i
+            end
+            if head * resolution + duration > reset then
+              reset = head * resolution + duration
+            end
           end
           if window > 0 then
             local reset = w * resolution + duration - now
@@ -516,14 +582,15 @@ if n > 1 and meta and stored[1] == limits then
           f[a - 2], f[a - 1], f[a] = total, w - first, wc
         end
         if record then
-          written[2] = format('%d' .. string.rep(' %d %d %d', n), stamp, unpack(f, mb + 1, mb + 3 * n))
+          written[2] = format('%d 0 %d %d %d %d' .. string.rep(' %d %d %d', n), stamp, boundary, room, least, reset,
+            unpack(f, mb + 1, mb + 3 * n))
           redis.call('HSET', key, unpack(written, 1, h))
           local ttl
           -- #expand ttl_ms(ttl, unit, reset_after)
           redis.call('PEXPIRE', key, ttl)
         elseif reads > 16 then
           -- Save the advanced rings (the key keeps its TTL).
-          redis.call('HSET', key, 'm', format('%d' .. string.rep(' %d %d %d', n), last, unpack(f, mb + 1, mb + 3 * n)))
+          redis.call('HSET', key, 'm', format('%d 0 0 0 0 0' .. string.rep(' %d %d %d', n), last, unpack(f, mb + 1, mb + 3 * n)))
         end
         if allowed then
           return { 1, remaining, 0, reset_after, index }
@@ -535,7 +602,7 @@ if n > 1 and meta and stored[1] == limits then
 end
 
 -- Offsets of a limit's values in the table t (see below).
-local MAX, DURATION, RESOLUTION, BUCKETS, WHOLE, PART, TOTAL, SPAN, HEAD = 1, 2, 3, 4, 5, 6, 7, 8, 10
+local MAX, DURATION, RESOLUTION, BUCKETS, WHOLE, PART, TOTAL, SPAN, BOUNDARY, HEAD = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 local LOW, NEWEST, OLDEST, LEAVING, LEAVING_AT, WINDOW, NEWEST_COUNT = 11, 12, 13, 14, 15, 16, 17
 local PARTIAL_VALUE, FIELD_FORMAT = 18, 19
 
@@ -559,9 +626,10 @@ local t = {
   nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
 }
 
-local last, at = nil, nil
+local last, at, events = nil, nil, 0
 if meta and stored[1] == limits then
-  last, at = match(meta, '^(%d+)()')
+  last, events, at = match(meta, '^(%d+) (%d+) %d+ %-?%d+ %d+ %d+()')
+  events = tonumber(events) or 0
 end
 if last == nil then
   -- #expand rare(helpers)
@@ -594,7 +662,7 @@ for o = 0, last_o, 20 do
     if total == nil then
       last = nil
     else
-      t[o + TOTAL], t[o + SPAN], t[o + NEWEST_COUNT] = total + 0, span + 0, newest + 0
+      t[o + TOTAL], t[o + SPAN], t[o + NEWEST_COUNT] = total + events, span + 0, newest + events
     end
   end
 end
@@ -630,8 +698,10 @@ for o = 0, last_o, 20 do
   end
   local head = (stamp - into) / resolution
   local low = head - t[o + WHOLE]
+  t[o + BOUNDARY] = (head + 1) * resolution
   if into < t[o + PART] then
     low = low - 1
+    t[o + BOUNDARY] = head * resolution + t[o + PART]
   end
   local edge = head - buckets
   local written, first = false, false
@@ -756,6 +826,8 @@ local k = base -- t[base + 1 .. k]: the fields written (the spilled buckets)
 local mb = base + 2 * n -- t[mb + 1 .. mb + 3 * n]: the meta words
 local rb = base + 5 * n -- t[rb + 1 ..]: the fields read ahead
 local remaining, retry, reset_after, index = nil, 0, 0, 1
+-- The summary of a call that records (see the quiet case).
+local boundary, room, least, reset = MAX_TIME * 2, nil, 1, 0
 for o = 0, last_o, 20 do
   local max, duration, resolution, buckets = t[o + MAX], t[o + DURATION], t[o + RESOLUTION], t[o + BUCKETS]
   local total, head, low, written, first, window = t[o + TOTAL], t[o + HEAD], t[o + LOW], t[o + NEWEST], t[o + OLDEST], t[o + WINDOW]
@@ -790,6 +862,15 @@ for o = 0, last_o, 20 do
     written = head
     if not first then
       first = head
+    end
+    if t[o + BOUNDARY] < boundary then
+      boundary = t[o + BOUNDARY]
+    end
+    if room == nil or max - window < room then
+      room, least = max - window, i
+    end
+    if head * resolution + duration > reset then
+      reset = head * resolution + duration
     end
   end
 
@@ -913,14 +994,11 @@ end
 -- leaving the rings, the advanced rings alone so that the next calls need
 -- not read them again (the key keeps its TTL).
 if save then
-  local time = last
   if record then
-    time = stamp
-  end
-  if n == 1 then
-    meta = format('%d %d %d %d', time, t[mb + 1], t[mb + 2], t[mb + 3])
+    meta = format('%d 0 %d %d %d %d' .. string.rep(' %d %d %d', n), stamp, boundary, room, least, reset,
+      unpack(t, mb + 1, mb + 3 * n))
   else
-    meta = format('%d' .. string.rep(' %d %d %d', n), time, unpack(t, mb + 1, mb + 3 * n))
+    meta = format('%d 0 0 0 0 0' .. string.rep(' %d %d %d', n), last, unpack(t, mb + 1, mb + 3 * n))
   end
   if last == nil then
     redis.call('HSET', key, 'l', limits, 'm', meta, unpack(t, base + 1, k))
