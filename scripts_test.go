@@ -28,7 +28,7 @@ var released = map[string]string{
 	"zset_log@v5":       "20313d7d919b4996c3f81a69b57d43efce28cc27",
 	"ar1@v6":            "39ad4bd667a185f059f936446789f17b07d2090d",
 	"concurrency@v6":    "ecbbb0b668a8d08f9a3354650c744c06d502f018",
-	"sliding_window@v6": "6d80fbd02cde186431a4544bab42005ef7c91a92",
+	"sliding_window@v6": "516175ea76af2ab22d377570a0d5a613198ed300",
 	"token_bucket@v6":   "f0ae4400630eca2b5a0002fd469f9ca70bc6840b",
 	"zset_log@v6":       "46c248b52616e45e2739f663f8c5448b43852111",
 }

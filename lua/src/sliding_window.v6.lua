@@ -34,11 +34,18 @@
 -- Field "l" is ARGV[2] and ARGV[5..] joined by spaces, exactly as the call
 -- that created the state sent them (a call with other limits or another
 -- unit starts fresh; a call with the same ones need not check them again).
--- Field "m" is "<time>" then " <total> <span> <newest>" per limit: time
--- the last write in the unit, and per limit the events in its ring, w
--- minus the oldest non-empty bucket, and the count of bucket w ("0 0 0"
--- for an empty ring); every bucket before the oldest non-empty one has
--- left the ring (been dropped). Bucket w lives in "m" only.
+-- Field "m" is "<time> <events> <boundary> <room> <index> <reset>" then
+-- " <total> <span> <newest>" per limit: time the last write in the unit;
+-- per limit the events in its ring, w minus the oldest non-empty bucket,
+-- and the count of bucket w ("0 0 0" for an empty ring), every bucket
+-- before the oldest non-empty one having left the ring; and a summary of
+-- the limits written by a call that records (boundary 0 otherwise): until
+-- time <boundary> no limit's head or window edge moves, <room> is the
+-- least of max - window over the limits, <index> the first limit with that
+-- room, <reset> the latest w * resolution + duration. <events> counts the
+-- events recorded since the summary, by quiet calls (allowed before the
+-- boundary, all in every limit's bucket w), which the totals and newest
+-- counts leave out. Bucket w lives in "m" only.
 -- Field "<i>.<b mod N>" is "<b>:<count>:<step>" for a non-empty bucket b < w
 -- of limit i, step being the distance to the next non-empty bucket (which
 -- may be w); it is written once, when a write moves the limit's
@@ -55,19 +62,22 @@
 -- What v6 does apart from v5: the replies are v5's; the state is not (state
 -- version 6: v6 neither reads nor shares v5's state, the Go API's key names
 -- the layout). "m" drops v5's <lag> (the ring's end minus w), which always
--- equalled what the oldest non-empty bucket implies: three numbers per limit
--- to parse and write instead of four. The prelude's helpers and the
--- script's own are macros or code in place, so a call builds no closure
--- (v5 built seven on every call) but a refused call, a reset or the first
--- write of a key (which build the error helpers). The fast paths (one
--- limit with locals, several in passes over one table) now also take a
--- call whose rings drop fewer than 1000 bucket slots (one HMGET of those
--- slots, dropped along the chain, the advanced rings saved by a call that
--- records nothing when more than 16 left, as the general code does), and a
--- denied call that records nothing and is over a limit by one event (it
--- retries when the limit's oldest bucket leaves the window: every bucket
--- holds at least one event), where v5 ran its general code (the denied
--- one walking the chain). The general code is v5's, on the new layout.
+-- equalled what the oldest non-empty bucket implies, and starts with the
+-- summary: an allowed call before the boundary (most calls of a limiter
+-- busier than its buckets are narrow) parses and writes six numbers
+-- whatever the number of limits, where v5 parsed and wrote four per limit.
+-- The prelude's helpers and the script's own are macros or code in place,
+-- so a call builds no closure (v5 built seven on every call) but a refused
+-- call, a reset or the first write of a key (which build the error
+-- helpers). The fast paths (one limit with locals, several in passes over
+-- one table) now also take a call whose rings drop fewer than 1000 bucket
+-- slots (one HMGET of those slots, dropped along the chain, the advanced
+-- rings saved by a call that records nothing when more than 16 left, as
+-- the general code does), and a denied call that records nothing and is
+-- over a limit by one event (it retries when the limit's oldest bucket
+-- leaves the window: every bucket holds at least one event), where v5 ran
+-- its general code (the denied one walking the chain). The general code is
+-- v5's, on the new layout.
 
 -- #include _prelude.v6.lua
 
