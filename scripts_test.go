@@ -28,7 +28,7 @@ var released = map[string]string{
 	"zset_log@v5":       "20313d7d919b4996c3f81a69b57d43efce28cc27",
 	"ar1@v6":            "39ad4bd667a185f059f936446789f17b07d2090d",
 	"concurrency@v6":    "ecbbb0b668a8d08f9a3354650c744c06d502f018",
-	"sliding_window@v6": "516175ea76af2ab22d377570a0d5a613198ed300",
+	"sliding_window@v6": "0b010357265dce20a28eb9d2a0e7fc497ac1c64d",
 	"token_bucket@v6":   "f0ae4400630eca2b5a0002fd469f9ca70bc6840b",
 	"zset_log@v6":       "46c248b52616e45e2739f663f8c5448b43852111",
 }
@@ -36,7 +36,7 @@ var released = map[string]string{
 // releasedLibraries pins the SHA1 of every released Functions library.
 var releasedLibraries = map[int]string{
 	5: "298920f9ca406f17490499ae4fcc5816ff7bc413",
-	6: "7b1192e98d8a8fbbf0222d0c445856288724989b",
+	6: "16788e39672aa75b9d3605415f848a70766f9caa",
 }
 
 // embeddedLibraries lists the release of every Functions library file

@@ -975,9 +975,21 @@ local meta = stored[2]
 -- boundary that is allowed needs no limit's numbers: it adds its events to
 -- <events>, the events recorded since the summary (which every limit's
 -- total and newest count in "m" leave out), and rewrites the head of "m".
+-- Only a call with several limits writes a summary (one limit's own path
+-- costs no more than the quiet case would). The head of "m" is parsed
+-- once, here, for every path that follows.
+local time, events, from, boundary, room, index, reset, at
 if meta and stored[1] == limits then
-  local time, events, rest, boundary, room, index, reset = match(meta, '^(%d+) (%d+) ((%d+) (%-?%d+) (%d+) (%d+) .*)$')
-  if time and boundary ~= '0' then
+  time, events, from, boundary, room, index, reset, at = match(meta, '^(%d+) (%d+) ()(%d+) (%-?%d+) (%d+) (%d+)()')
+end
+if time and boundary ~= '0' then
+  local asked = count
+  if asked < 1 then
+    asked = 1
+  end
+  events = events + 0
+  local left = room - events - asked
+  if left >= 0 then
     if not now then
       do
         local time = redis.call('TIME')
@@ -994,19 +1006,13 @@ if meta and stored[1] == limits then
     if time + 0 > now then
       stamp = time + 0
     end
-    local asked = count
-    if asked < 1 then
-      asked = 1
-    end
-    events = events + 0
-    local left = room - events - asked
-    if stamp < boundary + 0 and left >= 0 then
+    if stamp < boundary + 0 then
       local reset_after = reset - now
       if reset_after > MAX_TIME then
         reset_after = MAX_TIME
       end
       if count > 0 then
-        redis.call('HSET', key, 'm', format('%d %d %s', stamp, events + count, rest))
+        redis.call('HSET', key, 'm', format('%d %d %s', stamp, events + count, string.sub(meta, from)))
         local ttl
         do
           local ms = reset_after
@@ -1045,9 +1051,9 @@ end
 -- in "m" (no partly covered oldest bucket but the newest), and no retry has
 -- to be found on the chain. Any other call goes on to the general code
 -- below (which reads "m" again).
-if n == 1 and meta and stored[1] == limits then
-  local time, events, total, span, top = match(meta, '^(%d+) (%d+) %d+ %-?%d+ %d+ %d+ (%d+) (%d+) (%d+)$')
-  if time and total ~= '0' then
+if n == 1 and time then
+  local total, span, top = match(meta, '^ (%d+) (%d+) (%d+)$', at)
+  if total and total ~= '0' then
     -- (text + 0 is the number of a canonical integer without a call)
     local max, duration, resolution = ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
     local last = time + 0
@@ -1159,14 +1165,7 @@ if n == 1 and meta and stored[1] == limits then
           end
           total = total + updated - current
           window = window + updated - current
-          -- The summary: the head moves at the next bucket, the window's
-          -- edge when into reaches part.
-          local boundary = (head + 1) * resolution
-          if into < part then
-            boundary = head * resolution + part
-          end
-          meta = format('%d 0 %d %d 1 %d %d %d %d', stamp, boundary, max - window, head * resolution + duration,
-            total, head - first, updated)
+          meta = format('%d 0 0 0 0 0 %d %d %d', stamp, total, head - first, updated)
           if spilled then
             redis.call('HSET', key, 'm', meta, format('1.%d', w % buckets), spilled)
           else
@@ -1244,9 +1243,8 @@ end
 -- ring, fewer than 1000 in all, are read in one HMGET (a call that records
 -- nothing saves the advanced rings when more than 16 left). Any limit
 -- outside the common case sends the call to the general code.
-if n > 1 and meta and stored[1] == limits then
-  local time, events, at = match(meta, '^(%d+) (%d+) %d+ %-?%d+ %d+ %d+()')
-  if time then
+if n > 1 and time then
+  do
     local last = time + 0
     events = events + 0
     if not now then
@@ -2007,11 +2005,15 @@ end
 -- leaving the rings, the advanced rings alone so that the next calls need
 -- not read them again (the key keeps its TTL).
 if save then
-  if record then
+  if record and n > 1 then
     meta = format('%d 0 %d %d %d %d' .. string.rep(' %d %d %d', n), stamp, boundary, room, least, reset,
       unpack(t, mb + 1, mb + 3 * n))
   else
-    meta = format('%d 0 0 0 0 0' .. string.rep(' %d %d %d', n), last, unpack(t, mb + 1, mb + 3 * n))
+    local time = last
+    if record then
+      time = stamp
+    end
+    meta = format('%d 0 0 0 0 0' .. string.rep(' %d %d %d', n), time, unpack(t, mb + 1, mb + 3 * n))
   end
   if last == nil then
     redis.call('HSET', key, 'l', limits, 'm', meta, unpack(t, base + 1, k))
