@@ -28,7 +28,7 @@ var released = map[string]string{
 	"zset_log@v5":       "20313d7d919b4996c3f81a69b57d43efce28cc27",
 	"ar1@v6":            "39ad4bd667a185f059f936446789f17b07d2090d",
 	"concurrency@v6":    "ecbbb0b668a8d08f9a3354650c744c06d502f018",
-	"sliding_window@v6": "0b010357265dce20a28eb9d2a0e7fc497ac1c64d",
+	"sliding_window@v6": "908491f6505636c3501ddb43c56ba8d260284a58",
 	"token_bucket@v6":   "f0ae4400630eca2b5a0002fd469f9ca70bc6840b",
 	"zset_log@v6":       "46c248b52616e45e2739f663f8c5448b43852111",
 }

@@ -39,7 +39,8 @@
 -- per limit the events in its ring, w minus the oldest non-empty bucket,
 -- and the count of bucket w ("0 0 0" for an empty ring), every bucket
 -- before the oldest non-empty one having left the ring; and a summary of
--- the limits written by a call that records (boundary 0 otherwise): until
+-- the limits written by a call with several limits that records (all 0
+-- otherwise): until
 -- time <boundary> no limit's head or window edge moves, <room> is the
 -- least of max - window over the limits, <index> the first limit with that
 -- room, <reset> the latest w * resolution + duration. <events> counts the
@@ -62,10 +63,12 @@
 -- What v6 does apart from v5: the replies are v5's; the state is not (state
 -- version 6: v6 neither reads nor shares v5's state, the Go API's key names
 -- the layout). "m" drops v5's <lag> (the ring's end minus w), which always
--- equalled what the oldest non-empty bucket implies, and starts with the
--- summary: an allowed call before the boundary (most calls of a limiter
--- busier than its buckets are narrow) parses and writes six numbers
--- whatever the number of limits, where v5 parsed and wrote four per limit.
+-- equalled what the oldest non-empty bucket implies (one limit: a write
+-- formats four numbers, v5 five), and starts with the summary: with
+-- several limits, an allowed call before the boundary (most calls of a
+-- limiter busier than its buckets are narrow) parses six numbers and
+-- writes two whatever the number of limits, where v5 parsed and wrote four
+-- per limit.
 -- The prelude's helpers and the script's own are macros or code in place,
 -- so a call builds no closure (v5 built seven on every call) but a refused
 -- call, a reset or the first write of a key (which build the error
