@@ -28,7 +28,7 @@ var released = map[string]string{
 	"zset_log@v5":       "20313d7d919b4996c3f81a69b57d43efce28cc27",
 	"ar1@v6":            "36469d7aa3bcdf88a4f01f7f04ec237d3aa2e61c",
 	"concurrency@v6":    "ecbbb0b668a8d08f9a3354650c744c06d502f018",
-	"sliding_window@v6": "c212a93928a21440b20c49fc4be6a552d0b66c9f",
+	"sliding_window@v6": "908491f6505636c3501ddb43c56ba8d260284a58",
 	"token_bucket@v6":   "ba79bcb87127413faaaff48cce4fdac9ceba9153",
 	"zset_log@v6":       "46c248b52616e45e2739f663f8c5448b43852111",
 }
@@ -36,7 +36,7 @@ var released = map[string]string{
 // releasedLibraries pins the SHA1 of every released Functions library.
 var releasedLibraries = map[int]string{
 	5: "298920f9ca406f17490499ae4fcc5816ff7bc413",
-	6: "c2283a002bea1a8cb63694c10043adf8896e20d5",
+	6: "548a79c4b2564ac0ee2817d67340c2ce3c8c22d4",
 }
 
 // embeddedLibraries lists the release of every Functions library file

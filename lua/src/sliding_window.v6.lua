@@ -34,10 +34,19 @@
 -- Field "l" is ARGV[2] and ARGV[5..] joined by spaces, exactly as the call
 -- that created the state sent them (a call with other limits or another
 -- unit starts fresh; a call with the same ones need not check them again).
--- Field "m" is "<time>" then " <total> <span> <lag> <newest>" per limit:
--- time the last write in the unit, and per limit the events in its ring, w
--- minus the oldest non-empty bucket, the ring's end minus w, and the count
--- of bucket w ("0 0 0 0" for an empty ring). Bucket w lives in "m" only.
+-- Field "m" is "<time> <events> <boundary> <room> <index> <reset>" then
+-- " <total> <span> <newest>" per limit: time the last write in the unit;
+-- per limit the events in its ring, w minus the oldest non-empty bucket,
+-- and the count of bucket w ("0 0 0" for an empty ring), every bucket
+-- before the oldest non-empty one having left the ring; and a summary of
+-- the limits written by a call with several limits that records (all 0
+-- otherwise): until
+-- time <boundary> no limit's head or window edge moves, <room> is the
+-- least of max - window over the limits, <index> the first limit with that
+-- room, <reset> the latest w * resolution + duration. <events> counts the
+-- events recorded since the summary, by quiet calls (allowed before the
+-- boundary, all in every limit's bucket w), which the totals and newest
+-- counts leave out. Bucket w lives in "m" only.
 -- Field "<i>.<b mod N>" is "<b>:<count>:<step>" for a non-empty bucket b < w
 -- of limit i, step being the distance to the next non-empty bucket (which
 -- may be w); it is written once, when a write moves the limit's
@@ -51,83 +60,55 @@
 -- of "m" alone), so each bucket is read about once. The key must be written
 -- by this script only.
 --
--- What v5 does apart from v4: v4 kept bucket w in its own field, so a
--- decision read it (a second HMGET) and wrote it back with "m" (HSET of
--- 1 + n fields, 1 + 2n when the head moved). v5 keeps each limit's newest
--- count in "m": a decision in the bucket of the last write reads "l" and
--- "m" only and writes "m" only, whatever the number of limits; a limit
--- whose head moves spills its previous newest bucket to its field (one more
--- field in the same HSET). Buckets leaving the ring and the partly covered
--- oldest bucket are still read (one HMGET), a ring whose newest bucket has
--- left is dropped without reading, and a denied reply still walks the chain
--- as v4. Lua work: a call whose every limit needs no bucket field read and
--- no retry walk (allowed; denied by a limit whose max is below the events
--- asked; or denied, recording nothing, with bucket w alone in every ring
--- over its max) takes a fast path, with locals only for one limit and two
--- passes over a small table for several; the other calls run v4's general
--- code, adapted to the layout. Floor divisions use % with an exact
--- correction and numbers of canonical text are text + 0, so the hot paths
--- call no function per number. The state layout is new (state version 5):
--- v5 neither reads nor shares v4's state (a v4 "m" on the key starts fresh).
+-- What v6 does apart from v5: the replies are v5's; the state is not (state
+-- version 6: v6 neither reads nor shares v5's state, the Go API's key names
+-- the layout). "m" drops v5's <lag> (the ring's end minus w), which always
+-- equalled what the oldest non-empty bucket implies (one limit: a write
+-- formats four numbers, v5 five), and starts with the summary: with
+-- several limits, an allowed call before the boundary (most calls of a
+-- limiter busier than its buckets are narrow) parses six numbers and
+-- writes two whatever the number of limits, where v5 parsed and wrote four
+-- per limit.
+-- The prelude's helpers and the script's own are macros or code in place,
+-- so a call builds no closure (v5 built seven on every call) but a refused
+-- call, a reset or the first write of a key (which build the error
+-- helpers). The fast paths (one limit with locals, several in passes over
+-- one table) now also take a call whose rings drop fewer than 1000 bucket
+-- slots (one HMGET of those slots, dropped along the chain, the advanced
+-- rings saved by a call that records nothing when more than 16 left, as
+-- the general code does), and a denied call that records nothing and is
+-- over a limit by one event (it retries when the limit's oldest bucket
+-- leaves the window: every bucket holds at least one event), where v5 ran
+-- its general code (the denied one walking the chain). The general code is
+-- v5's, on the new layout.
 
 -- #include _prelude.v6.lua
--- #expand compat()
 
--- read_call checks KEYS and ARGV[1..4] and counts the limits of `group`
--- integers after them: it returns eventCount, now (false for the server
--- clock) and the number of limits, or nil when anything is wrong (refuse
--- then says what).
-local function read_call(KEYS, ARGV, group)
-  local count = 1
-  if ARGV[1] ~= '1' then
-    count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
+-- limits_error sets OUT to the error reply for the first bad limit of the n
+-- in ARGV, or to nil when every limit is valid; HELPERS is the table the
+-- macro rare declares (expand it first: only a call that checks its limits
+-- builds them, a reset or the first write of a key).
+-- #define limits_error(OUT, HELPERS)
+OUT = nil
+for i = 5, 2 + 3 * n, 3 do
+  if HELPERS.integer(ARGV[i], 1, 1000000000) == nil then
+    OUT = HELPERS.refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
+  elseif HELPERS.integer(ARGV[i + 1], 1, MAX_TIME) == nil then
+    OUT = HELPERS.refuse(KEYS, ARGV, 3, i + 1, 'duration', '[1, 2^52]')
+  elseif HELPERS.integer(ARGV[i + 2], 1, MAX_TIME) == nil then
+    OUT = HELPERS.refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
   end
-  local unit, now, mode = ARGV[2], false, ARGV[4]
-  if ARGV[3] ~= '' then
-    now = integer(ARGV[3], 0, MAX_TIME)
+  if OUT then
+    break
   end
-  local arguments = #ARGV - 4
-  if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
-    or (mode ~= '0' and mode ~= '1') or arguments < group or arguments % group ~= 0
-    or arguments > group * MAX_LIMITS then
-    return nil
-  end
-  return count, now, arguments / group
 end
-
--- Floor division without a function call: for integers 0 <= a and
--- 0 < b with a + b <= 2^53, r = a % b (Lua: a - floor(a / b) * b, each step
--- exact) is the remainder give or take b, as the float quotient is floor or
--- floor + 1; after "if r < 0 then r = r + b elseif r >= b then r = r - b
--- end", r = a mod b and (a - r) / b = floor(a / b), exactly.
-
--- bound limits a reported duration to [0, 2^52].
-local function bound(duration)
-  if duration > MAX_TIME then
-    return MAX_TIME
-  elseif duration < 0 then
-    return 0
-  end
-  return duration
-end
-
--- limits_error checks the n limits in ARGV: the error reply for the first
--- bad one, or nil when every limit is valid.
-local function limits_error(KEYS, ARGV, n)
-  for i = 5, 2 + 3 * n, 3 do
-    if integer(ARGV[i], 1, 1000000000) == nil then
-      return rare().refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
-    elseif integer(ARGV[i + 1], 1, MAX_TIME) == nil then
-      return rare().refuse(KEYS, ARGV, 3, i + 1, 'duration', '[1, 2^52]')
-    elseif integer(ARGV[i + 2], 1, MAX_TIME) == nil then
-      return rare().refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
-    end
-  end
+if OUT == nil then
   for i = 5, 2 + 3 * n, 3 do
     local duration, resolution = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
     if resolution > duration then
-      return redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3 .. ': resolution must be at most duration, got '
+      OUT = redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3 .. ': resolution must be at most duration, got '
         .. string.format('%d > %d', resolution, duration))
+      break
     end
     local r = duration % resolution
     if r < 0 then
@@ -140,22 +121,41 @@ local function limits_error(KEYS, ARGV, n)
       buckets = buckets + 1
     end
     if buckets > 10000 then
-      return redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3
+      OUT = redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3
         .. ': duration / resolution must be at most 10000 buckets, got ' .. string.format('%d', buckets))
+      break
     end
   end
-  return nil
 end
+-- #end
+
+-- Floor division without a function call: for integers 0 <= a and
+-- 0 < b with a + b <= 2^53, r = a % b (Lua: a - floor(a / b) * b, each step
+-- exact) is the remainder give or take b, as the float quotient is floor or
+-- floor + 1; after "if r < 0 then r = r + b elseif r >= b then r = r - b
+-- end", r = a mod b and (a - r) / b = floor(a / b), exactly.
 
 -- #call: what follows runs on every call (in ratelua_v6, the function body)
 local tonumber, format, match = tonumber, string.format, string.match
-local count, now, n = read_call(KEYS, ARGV, 3)
-if count == nil then
-  return rare().refuse(KEYS, ARGV, 3)
+local count, now, n = 1, false, #ARGV - 4
+if ARGV[1] ~= '1' then
+  -- #expand integer(count, ARGV[1], -MAX_TIME, MAX_TIME)
+end
+if ARGV[3] ~= '' then
+  -- #expand integer(now, ARGV[3], 0, MAX_TIME)
 end
 local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
+if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
+  or (mode ~= '0' and mode ~= '1') or n < 3 or n % 3 ~= 0 or n > 3 * MAX_LIMITS then
+  -- #expand rare(helpers)
+  return helpers.refuse(KEYS, ARGV, 3)
+end
+n = n / 3
 if count < 0 then
-  return limits_error(KEYS, ARGV, n) or rare().fresh(KEYS, ARGV, 3)
+  -- #expand rare(helpers)
+  local bad
+  -- #expand limits_error(bad, helpers)
+  return bad or helpers.fresh(KEYS, ARGV, 3)
 end
 
 -- The last write: its time, and per limit the ring's total, span, lag and
@@ -169,17 +169,69 @@ end
 local stored = redis.call('HMGET', key, 'l', 'm')
 local meta = stored[2]
 
+-- The quiet case, whatever the number of limits: the last write recorded
+-- events (so every limit's newest bucket was its head then) and summed up
+-- the rings in the head of "m": until time <boundary> no limit's head or
+-- window edge moves, <room> more events fit in every limit, limit <index>
+-- has the fewest left and <reset> - now is reset_after. A call before the
+-- boundary that is allowed needs no limit's numbers: it adds its events to
+-- <events>, the events recorded since the summary (which every limit's
+-- total and newest count in "m" leave out), and rewrites the head of "m".
+-- Only a call with several limits writes a summary (one limit's own path
+-- costs no more than the quiet case would). The head of "m" is parsed
+-- once, here, for every path that follows.
+local time, events, from, boundary, room, index, reset, at
+if meta and stored[1] == limits then
+  time, events, from, boundary, room, index, reset, at = match(meta, '^(%d+) (%d+) ()(%d+) (%-?%d+) (%d+) (%d+)()')
+end
+if time and boundary ~= '0' then
+  local asked = count
+  if asked < 1 then
+    asked = 1
+  end
+  events = events + 0
+  local left = room - events - asked
+  if left >= 0 then
+    if not now then
+      -- #expand server_now(now, unit)
+    end
+    local stamp = now
+    if time + 0 > now then
+      stamp = time + 0
+    end
+    if stamp < boundary + 0 then
+      local reset_after = reset - now
+      if reset_after > MAX_TIME then
+        reset_after = MAX_TIME
+      end
+      if count > 0 then
+        redis.call('HSET', key, 'm', format('%d %d %s', stamp, events + count, string.sub(meta, from)))
+        local ttl
+        -- #expand ttl_ms(ttl, unit, reset_after)
+        redis.call('PEXPIRE', key, ttl)
+        return { 1, left, 0, reset_after, index + 0 }
+      end
+      return { 1, left + 1, 0, reset_after, index + 0 }
+    end
+  end
+end
+
 -- One limit, the common case: the state was written for this limit, its
--- ring has not left, no bucket leaves it now, the window needs no bucket
--- but the newest (all in "m"), and no retry has to be found on the chain.
--- Any other call goes on to the general code below (which reads "m" again).
-if n == 1 and meta and stored[1] == limits then
-  local time, total, span, lag, top = match(meta, '^(%d+) (%d+) (%d+) (%d+) (%d+)$')
-  if time and total ~= '0' then
+-- ring has not left, fewer than 1000 bucket slots leave it now (read in one
+-- HMGET and dropped along the chain; a call that records nothing saves the
+-- advanced ring when more than 16 left, as the general code does), the window needs no bucket but those
+-- in "m" (no partly covered oldest bucket but the newest), and no retry has
+-- to be found on the chain. Any other call goes on to the general code
+-- below (which reads "m" again).
+if n == 1 and time then
+  local total, span, top = match(meta, '^ (%d+) (%d+) (%d+)$', at)
+  if total and total ~= '0' then
     -- (text + 0 is the number of a canonical integer without a call)
     local max, duration, resolution = ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
     local last = time + 0
-    now = now or server_now(unit)
+    if not now then
+      -- #expand server_now(now, unit)
+    end
     local stamp = now
     if last > now then
       stamp = last
@@ -211,31 +263,56 @@ if n == 1 and meta and stored[1] == limits then
     w = (last - w) / resolution
     local edge = head - buckets
     local first = w - span
-    local lo = w + lag + 1 - buckets
-    if lo < first then
-      lo = first
-    end
     local low = head - q
     if into < part then
       low = low - 1
     end
     local partial = edge + 1
-    local asked = count
-    if asked < 1 then
-      asked = 1
+    total = total + events
+    top = top + events
+    local simple = w > edge and edge - first < 999
+    local leaving = 0
+    if simple and edge >= first then
+      leaving = edge - first + 1
+      -- Drop the buckets leaving the ring along the chain, oldest first:
+      -- their slots, first to edge, read at once.
+      local names = {}
+      for b = first, edge do
+        names[b - first + 1] = format('1.%d', b % buckets)
+      end
+      local read = redis.call('HMGET', key, unpack(names))
+      local b = first
+      while b <= edge do
+        local v, bucket, c, step = read[b - first + 1], nil, nil, nil
+        if v then
+          bucket, c, step = match(v, '^(%d+):(%d+):(%d+)$')
+        end
+        if bucket == nil or bucket + 0 ~= b or step == '0' then
+          break -- not a chain this script wrote: the general code decides
+        end
+        total = total - c
+        b = b + step
+      end
+      simple = b > edge and b <= w
+      first = b
     end
-    if w > edge and edge < lo and not (low == partial and partial < w and partial >= first) then
-      total = total + 0
+    if simple and not (low == partial and partial < w and partial >= first) then
       local wc = top + 0
       local window = total
       if low == partial and first == partial then
         window = total - wc -- partial == w: the ring holds bucket w alone
       end
+      local asked = count
+      if asked < 1 then
+        asked = 1
+      end
       local allowed = window + asked <= max
       local record = count > 0 and (allowed or mode == '1')
-      -- A denied call that records nothing and whose ring holds bucket w
-      -- alone retries when w leaves the window (no walk).
-      if allowed or asked > max or (first == w and not record) then
+      -- A denied call that records nothing retries when its oldest bucket
+      -- leaves the window (no walk) if that is enough: when the ring holds
+      -- bucket w alone, or when one event too many is asked (window + asked
+      -- = max + 1, the common denial: every bucket holds at least one).
+      if allowed or asked > max or (not record and (first == w or window + asked == max + 1)) then
         if record then
           local current = 0
           local spilled = nil
@@ -251,13 +328,17 @@ if n == 1 and meta and stored[1] == limits then
           end
           total = total + updated - current
           window = window + updated - current
-          meta = format('%d %d %d 0 %d', stamp, total, head - first, updated)
+          meta = format('%d 0 0 0 0 0 %d %d %d', stamp, total, head - first, updated)
           if spilled then
             redis.call('HSET', key, 'm', meta, format('1.%d', w % buckets), spilled)
           else
             redis.call('HSET', key, 'm', meta)
           end
           w = head
+        elseif leaving > 16 then
+          -- Save the advanced ring, so that the next calls need not read
+          -- these buckets again (the key keeps its TTL).
+          redis.call('HSET', key, 'm', format('%d 0 0 0 0 0 %d %d %d', last, total, w - first, wc))
         end
         local reset_after = 0
         if window > 0 then
@@ -269,7 +350,9 @@ if n == 1 and meta and stored[1] == limits then
           end
         end
         if record then
-          redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
+          local ttl
+          -- #expand ttl_ms(ttl, unit, reset_after)
+          redis.call('PEXPIRE', key, ttl)
         end
         local left = max - window
         if left < 0 then
@@ -281,7 +364,7 @@ if n == 1 and meta and stored[1] == limits then
         if asked > max then
           return { 0, left, -1, reset_after, 1 }
         end
-        local retry = w * resolution + duration - now
+        local retry = first * resolution + duration - now
         if retry > MAX_TIME then
           retry = MAX_TIME
         elseif retry < 0 then
@@ -293,190 +376,251 @@ if n == 1 and meta and stored[1] == limits then
   end
 end
 
--- Several limits, the same common case for every limit, in two passes over
--- the limits with the values of limit i in f[10 * (i - 1) + 1 .. + 10]:
--- max, duration, resolution, N, head, w, oldest, total, count of w, window.
--- Any limit outside the common case sends the call to the general code.
-if n > 1 and meta and stored[1] == limits then
-  local time, at = match(meta, '^(%d+)()')
-  local simple = time ~= nil
-  local last = 0
-  if simple then
-    last = time + 0
-    now = now or server_now(unit)
-  end
-  local stamp = now
-  if last > now then
-    stamp = last
-  end
-  local asked = count
-  if asked < 1 then
-    asked = 1
-  end
-  local allowed, never, walk = true, false, false
-  local f = {
-    nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
-    nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
-    nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
-  }
-  local j = 0
-  for arg = 5, 2 + 3 * n, 3 do
-    if not simple then
-      break
+-- Several limits, the same common case for every limit, in passes over
+-- the limits with the values of limit i in f[12 * (i - 1) + 1 .. + 12]:
+-- max, duration, resolution, N, head, w, oldest, total, count of w, the
+-- newest bucket out of the window (then the window count), the index in
+-- the read of the limit's first leaving slot, and the time its head or its
+-- window's edge moves next (for the summary). The slots leaving every
+-- ring, fewer than 1000 in all, are read in one HMGET (a call that records
+-- nothing saves the advanced rings when more than 16 left). Any limit
+-- outside the common case sends the call to the general code.
+if n > 1 and time then
+  do
+    local last = time + 0
+    events = events + 0
+    if not now then
+      -- #expand server_now(now, unit)
     end
-    local total, span, lag, top
-    total, span, lag, top, at = match(meta, '^ (%d+) (%d+) (%d+) (%d+)()', at)
-    if total == nil or total == '0' then
-      simple = false
-      break
+    local stamp = now
+    if last > now then
+      stamp = last
     end
-    local max, duration, resolution = ARGV[arg] + 0, ARGV[arg + 1] + 0, ARGV[arg + 2] + 0
-    local part = duration % resolution
-    if part < 0 then
-      part = part + resolution
-    elseif part >= resolution then
-      part = part - resolution
+    local asked = count
+    if asked < 1 then
+      asked = 1
     end
-    local q = (duration - part) / resolution
-    local buckets = q
-    if part > 0 then
-      buckets = q + 1
-    end
-    local into = stamp % resolution
-    if into < 0 then
-      into = into + resolution
-    elseif into >= resolution then
-      into = into - resolution
-    end
-    local head = (stamp - into) / resolution
-    local w = last % resolution
-    if w < 0 then
-      w = w + resolution
-    elseif w >= resolution then
-      w = w - resolution
-    end
-    w = (last - w) / resolution
-    local edge = head - buckets
-    local first = w - span
-    local lo = w + lag + 1 - buckets
-    if lo < first then
-      lo = first
-    end
-    local low = head - q
-    if into < part then
-      low = low - 1
-    end
-    local partial = edge + 1
-    if w <= edge or edge >= lo or (low == partial and partial < w and partial >= first) then
-      simple = false
-      break
-    end
-    total = total + 0
-    local wc = top + 0
-    local window = total
-    if low == partial and first == partial then
-      window = total - wc -- partial == w: the ring holds bucket w alone
-    end
-    if window + asked > max then
-      allowed = false
-    end
-    if asked > max then
-      never = true
-    elseif window + asked > max and first ~= w then
-      walk = true -- its retry needs the chain
-    end
-    f[j + 1], f[j + 2], f[j + 3], f[j + 4], f[j + 5] = max, duration, resolution, buckets, head
-    f[j + 6], f[j + 7], f[j + 8], f[j + 9], f[j + 10] = w, first, total, wc, window
-    j = j + 10
-  end
-  -- A denied call needs no retry walk when some limit can never admit
-  -- `asked` events (retry_after is -1 and that limit decides), or when it
-  -- records nothing and every limit over its max holds bucket w alone (it
-  -- retries when w leaves the window).
-  local record = count > 0 and (allowed or mode == '1')
-  if simple and at == #meta + 1 and (allowed or never or not (walk or record)) then
-    local written = { 'm', false } -- HSET's arguments
-    local h = 2
-    local mb = 10 * n -- f[mb + 1 .. mb + 4 * n]: the meta words
-    local remaining, retry, reset_after, index = nil, 0, 0, 1
-    for i = 1, n do
-      local o = 10 * (i - 1)
-      local max, duration, resolution, buckets, head = f[o + 1], f[o + 2], f[o + 3], f[o + 4], f[o + 5]
-      local w, first, total, wc, window = f[o + 6], f[o + 7], f[o + 8], f[o + 9], f[o + 10]
-      if record then
-        local current = 0
-        if w == head then
-          current = wc
-        else
-          -- Spill bucket w to its field, linked to head.
-          written[h + 1] = format(format('%d.%%d', i), w % buckets)
-          written[h + 2] = format('%d:%d:%d', w, wc, head - w)
-          h = h + 2
-        end
-        wc = current + count
-        if wc > max + 1 then
-          wc = max + 1
-        end
-        total = total + wc - current
-        window = window + wc - current
-        w = head
+    local f = {
+      nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+      nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+      nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+    }
+    local names, reads = nil, 0
+    local simple = true
+    local j = 0
+    for arg = 5, 2 + 3 * n, 3 do
+      local total, span, top
+      total, span, top, at = match(meta, '^ (%d+) (%d+) (%d+)()', at)
+      if total == nil or total == '0' then
+        simple = false
+        break
       end
-      if window > 0 then
-        local reset = w * resolution + duration - now
-        if reset > MAX_TIME then
-          reset = MAX_TIME
-        end
-        if reset > reset_after then
-          reset_after = reset
+      local max, duration, resolution = ARGV[arg] + 0, ARGV[arg + 1] + 0, ARGV[arg + 2] + 0
+      local part = duration % resolution
+      if part < 0 then
+        part = part + resolution
+      elseif part >= resolution then
+        part = part - resolution
+      end
+      local q = (duration - part) / resolution
+      local buckets = q
+      if part > 0 then
+        buckets = q + 1
+      end
+      local into = stamp % resolution
+      if into < 0 then
+        into = into + resolution
+      elseif into >= resolution then
+        into = into - resolution
+      end
+      local head = (stamp - into) / resolution
+      local w = last % resolution
+      if w < 0 then
+        w = w + resolution
+      elseif w >= resolution then
+        w = w - resolution
+      end
+      w = (last - w) / resolution
+      local edge = head - buckets
+      local first = w - span
+      if w <= edge or reads + edge - first >= 999 then
+        simple = false
+        break
+      end
+      local low = head - q
+      if into < part then
+        low = low - 1
+      end
+      f[j + 1], f[j + 2], f[j + 3], f[j + 4], f[j + 5], f[j + 6] = max, duration, resolution, buckets, head, w
+      local boundary = (head + 1) * resolution
+      if into < part then
+        boundary = head * resolution + part
+      end
+      f[j + 7], f[j + 8], f[j + 9], f[j + 10], f[j + 11], f[j + 12] = first, total + events, top + events, low, reads + 1, boundary
+      if edge >= first then
+        names = names or {}
+        local i = j / 12 + 1
+        for b = first, edge do
+          reads = reads + 1
+          names[reads] = format('%d.%d', i, b % buckets)
         end
       end
-      local left = max - window
-      if left < 0 then
-        left = 0
-      end
-      if remaining == nil or left < remaining then
-        remaining = left
-        if allowed then
-          index = i
+      j = j + 12
+    end
+    if simple and at == #meta + 1 then
+      local read = names and redis.call('HMGET', key, unpack(names, 1, reads))
+      local allowed, never, walk = true, false, false
+      for o = 0, j - 12, 12 do
+        local max, head, w, first, total = f[o + 1], f[o + 5], f[o + 6], f[o + 7], f[o + 8]
+        local edge = head - f[o + 4]
+        if edge >= first then
+          -- Drop the buckets leaving the ring along the chain.
+          local from, b = f[o + 11] - first, first
+          while b <= edge do
+            local v, bucket, c, step = read[from + b], nil, nil, nil
+            if v then
+              bucket, c, step = match(v, '^(%d+):(%d+):(%d+)$')
+            end
+            if bucket == nil or bucket + 0 ~= b or step == '0' then
+              break -- not a chain this script wrote: the general code decides
+            end
+            total = total - c
+            b = b + step
+          end
+          if b <= edge or b > w then
+            simple = false
+            break
+          end
+          first = b
+          f[o + 7], f[o + 8] = first, total
         end
-      end
-      if not allowed and retry ~= -1 then
+        local low, partial = f[o + 10], edge + 1
+        if low == partial and partial < w and partial >= first then
+          simple = false
+          break
+        end
+        local window = total
+        if low == partial and first == partial then
+          window = total - f[o + 9] -- partial == w: the ring holds bucket w alone
+        end
+        f[o + 10] = window
+        if window + asked > max then
+          allowed = false
+        end
         if asked > max then
-          retry, index = -1, i
-        elseif window + asked > max then
-          local r = w * resolution + duration - now
-          if r > MAX_TIME then
-            r = MAX_TIME
-          end
-          if r > retry then
-            retry, index = r, i
-          end
+          never = true
+        elseif window + asked > max + 1 and first ~= w then
+          walk = true -- its retry needs the chain
         end
       end
-      local a = mb + 4 * i
-      f[a - 3], f[a - 2], f[a - 1], f[a] = total, w - first, head - w, wc
+      -- A denied call needs no retry walk when some limit can never admit
+      -- `asked` events (retry_after is -1 and that limit decides), or when
+      -- it records nothing and every limit over its max holds bucket w
+      -- alone or is over by one event (it retries when its oldest bucket
+      -- leaves the window).
+      local record = count > 0 and (allowed or mode == '1')
+      if simple and (allowed or never or not (walk or record)) then
+        local written = { 'm', false } -- HSET's arguments
+        local h = 2
+        local mb = 12 * n -- f[mb + 1 .. mb + 3 * n]: the meta words
+        local remaining, retry, reset_after, index = nil, 0, 0, 1
+        -- The summary of a call that records (see the quiet case).
+        local boundary, room, least, reset = MAX_TIME * 2, nil, 1, 0
+        for i = 1, n do
+          local o = 12 * (i - 1)
+          local max, duration, resolution, buckets, head = f[o + 1], f[o + 2], f[o + 3], f[o + 4], f[o + 5]
+          local w, first, total, wc, window = f[o + 6], f[o + 7], f[o + 8], f[o + 9], f[o + 10]
+          if record then
+            local current = 0
+            if w == head then
+              current = wc
+            else
+              -- Spill bucket w to its field, linked to head.
+              written[h + 1] = format('%d.%d', i, w % buckets)
+              written[h + 2] = format('%d:%d:%d', w, wc, head - w)
+              h = h + 2
+            end
+            wc = current + count
+            if wc > max + 1 then
+              wc = max + 1
+            end
+            total = total + wc - current
+            window = window + wc - current
+            w = head
+            if f[o + 12] < boundary then
+              boundary = f[o + 12]
+            end
+            if room == nil or max - window < room then
+              room, least = max - window, i
+            end
+            if head * resolution + duration > reset then
+              reset = head * resolution + duration
+            end
+          end
+          if window > 0 then
+            local reset = w * resolution + duration - now
+            if reset > MAX_TIME then
+              reset = MAX_TIME
+            end
+            if reset > reset_after then
+              reset_after = reset
+            end
+          end
+          local left = max - window
+          if left < 0 then
+            left = 0
+          end
+          if remaining == nil or left < remaining then
+            remaining = left
+            if allowed then
+              index = i
+            end
+          end
+          if not allowed and retry ~= -1 then
+            if asked > max then
+              retry, index = -1, i
+            elseif window + asked > max then
+              local r = first * resolution + duration - now
+              if r > MAX_TIME then
+                r = MAX_TIME
+              end
+              if r > retry then
+                retry, index = r, i
+              end
+            end
+          end
+          local a = mb + 3 * i
+          f[a - 2], f[a - 1], f[a] = total, w - first, wc
+        end
+        if record then
+          written[2] = format('%d 0 %d %d %d %d' .. string.rep(' %d %d %d', n), stamp, boundary, room, least, reset,
+            unpack(f, mb + 1, mb + 3 * n))
+          redis.call('HSET', key, unpack(written, 1, h))
+          local ttl
+          -- #expand ttl_ms(ttl, unit, reset_after)
+          redis.call('PEXPIRE', key, ttl)
+        elseif reads > 16 then
+          -- Save the advanced rings (the key keeps its TTL).
+          redis.call('HSET', key, 'm', format('%d 0 0 0 0 0' .. string.rep(' %d %d %d', n), last, unpack(f, mb + 1, mb + 3 * n)))
+        end
+        if allowed then
+          return { 1, remaining, 0, reset_after, index }
+        end
+        return { 0, remaining, retry, reset_after, index }
+      end
     end
-    if record then
-      written[2] = format('%d' .. string.rep(' %d %d %d %d', n), stamp, unpack(f, mb + 1, mb + 4 * n))
-      redis.call('HSET', key, unpack(written, 1, h))
-      redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
-    end
-    if allowed then
-      return { 1, remaining, 0, reset_after, index }
-    end
-    return { 0, remaining, retry, reset_after, index }
   end
 end
 
 -- Offsets of a limit's values in the table t (see below).
-local MAX, DURATION, RESOLUTION, BUCKETS, WHOLE, PART, TOTAL, SPAN, LAG, HEAD = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+local MAX, DURATION, RESOLUTION, BUCKETS, WHOLE, PART, TOTAL, SPAN, BOUNDARY, HEAD = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 local LOW, NEWEST, OLDEST, LEAVING, LEAVING_AT, WINDOW, NEWEST_COUNT = 11, 12, 13, 14, 15, 16, 17
 local PARTIAL_VALUE, FIELD_FORMAT = 18, 19
 
 -- One flat table t. Limit i owns t[o + MAX .. o + FIELD_FORMAT],
 -- o = 20 * (i - 1): MAX, DURATION, RESOLUTION; BUCKETS, N; WHOLE and PART,
--- floor(duration / resolution) and duration mod resolution; TOTAL, SPAN,
--- LAG and NEWEST_COUNT, the ring's meta words; HEAD, the bucket of the
+-- floor(duration / resolution) and duration mod resolution; TOTAL, SPAN
+-- and NEWEST_COUNT, the ring's meta words; HEAD, the bucket of the
 -- decision's time; LOW, the newest bucket out of the window; NEWEST, the
 -- newest non-empty bucket w (false: empty ring); OLDEST, the oldest
 -- non-empty bucket (false: empty ring); LEAVING, the first bucket leaving
@@ -493,12 +637,15 @@ local t = {
   nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
 }
 
-local last, at = nil, nil
+local last, at, events = nil, nil, 0
 if meta and stored[1] == limits then
-  last, at = match(meta, '^(%d+)()')
+  last, events, at = match(meta, '^(%d+) (%d+) %d+ %-?%d+ %d+ %d+()')
+  events = tonumber(events) or 0
 end
 if last == nil then
-  local bad = limits_error(KEYS, ARGV, n)
+  -- #expand rare(helpers)
+  local bad
+  -- #expand limits_error(bad, helpers)
   if bad then
     return bad
   end
@@ -521,12 +668,12 @@ for o = 0, last_o, 20 do
   t[o + MAX], t[o + DURATION], t[o + RESOLUTION] = ARGV[arg] + 0, duration, resolution
   t[o + BUCKETS], t[o + WHOLE], t[o + PART] = buckets, q, r
   if last then
-    local total, span, lag, newest
-    total, span, lag, newest, at = match(meta, '^ (%d+) (%d+) (%d+) (%d+)()', at)
+    local total, span, newest
+    total, span, newest, at = match(meta, '^ (%d+) (%d+) (%d+)()', at)
     if total == nil then
       last = nil
     else
-      t[o + TOTAL], t[o + SPAN], t[o + LAG], t[o + NEWEST_COUNT] = total + 0, span + 0, lag + 0, newest + 0
+      t[o + TOTAL], t[o + SPAN], t[o + NEWEST_COUNT] = total + events, span + 0, newest + events
     end
   end
 end
@@ -538,7 +685,9 @@ end
 if (meta or stored[1]) and last == nil then
   redis.call('DEL', key) -- written for other limits
 end
-now = now or server_now(unit)
+if not now then
+  -- #expand server_now(now, unit)
+end
 local stamp = now
 if last ~= nil and last > now then
   stamp = last
@@ -560,8 +709,10 @@ for o = 0, last_o, 20 do
   end
   local head = (stamp - into) / resolution
   local low = head - t[o + WHOLE]
+  t[o + BOUNDARY] = (head + 1) * resolution
   if into < t[o + PART] then
     low = low - 1
+    t[o + BOUNDARY] = head * resolution + t[o + PART]
   end
   local edge = head - buckets
   local written, first = false, false
@@ -576,10 +727,8 @@ for o = 0, last_o, 20 do
     -- The whole ring, up to w, has left when w <= edge.
     if w > edge then
       written, first = w, w - t[o + SPAN]
-      local lo = w + t[o + LAG] + 1 - buckets
-      if lo < first then
-        lo = first
-      end
+      -- Every bucket before the oldest non-empty one has been dropped.
+      local lo = first
       t[o + LEAVING], t[o + LEAVING_AT] = lo, m + 1
       local partial = edge + 1
       local partly = low == partial and partial < w and partial >= first
@@ -685,9 +834,11 @@ local save = record or leaving > 16
 -- with the fewest remaining decides; when denied, the one with the longest
 -- retry (never first); ties go to the lower index.
 local k = base -- t[base + 1 .. k]: the fields written (the spilled buckets)
-local mb = base + 2 * n -- t[mb + 1 .. mb + 4 * n]: the meta words
-local rb = base + 6 * n -- t[rb + 1 ..]: the fields read ahead
+local mb = base + 2 * n -- t[mb + 1 .. mb + 3 * n]: the meta words
+local rb = base + 5 * n -- t[rb + 1 ..]: the fields read ahead
 local remaining, retry, reset_after, index = nil, 0, 0, 1
+-- The summary of a call that records (see the quiet case).
+local boundary, room, least, reset = MAX_TIME * 2, nil, 1, 0
 for o = 0, last_o, 20 do
   local max, duration, resolution, buckets = t[o + MAX], t[o + DURATION], t[o + RESOLUTION], t[o + BUCKETS]
   local total, head, low, written, first, window = t[o + TOTAL], t[o + HEAD], t[o + LOW], t[o + NEWEST], t[o + OLDEST], t[o + WINDOW]
@@ -722,6 +873,15 @@ for o = 0, last_o, 20 do
     written = head
     if not first then
       first = head
+    end
+    if t[o + BOUNDARY] < boundary then
+      boundary = t[o + BOUNDARY]
+    end
+    if room == nil or max - window < room then
+      room, least = max - window, i
+    end
+    if head * resolution + duration > reset then
+      reset = head * resolution + duration
     end
   end
 
@@ -800,10 +960,20 @@ for o = 0, last_o, 20 do
       end
       b = b + s
     end
-    r = bound(b * resolution + duration - now)
+    r = b * resolution + duration - now
+    if r > MAX_TIME then
+      r = MAX_TIME
+    elseif r < 0 then
+      r = 0
+    end
   end
   if window > 0 then
-    local reset = bound(written * resolution + duration - now)
+    local reset = written * resolution + duration - now
+    if reset > MAX_TIME then
+      reset = MAX_TIME
+    elseif reset < 0 then
+      reset = 0
+    end
     if reset > reset_after then
       reset_after = reset
     end
@@ -822,11 +992,11 @@ for o = 0, last_o, 20 do
     retry, index = r, i
   end
   if save then
-    local a = mb + 4 * i
+    local a = mb + 3 * i
     if first then
-      t[a - 3], t[a - 2], t[a - 1], t[a] = total, written - first, head - written, top
+      t[a - 2], t[a - 1], t[a] = total, written - first, top
     else
-      t[a - 3], t[a - 2], t[a - 1], t[a] = 0, 0, 0, 0
+      t[a - 2], t[a - 1], t[a] = 0, 0, 0
     end
   end
 end
@@ -835,14 +1005,15 @@ end
 -- leaving the rings, the advanced rings alone so that the next calls need
 -- not read them again (the key keeps its TTL).
 if save then
-  local time = last
-  if record then
-    time = stamp
-  end
-  if n == 1 then
-    meta = format('%d %d %d %d %d', time, t[mb + 1], t[mb + 2], t[mb + 3], t[mb + 4])
+  if record and n > 1 then
+    meta = format('%d 0 %d %d %d %d' .. string.rep(' %d %d %d', n), stamp, boundary, room, least, reset,
+      unpack(t, mb + 1, mb + 3 * n))
   else
-    meta = format('%d' .. string.rep(' %d %d %d %d', n), time, unpack(t, mb + 1, mb + 4 * n))
+    local time = last
+    if record then
+      time = stamp
+    end
+    meta = format('%d 0 0 0 0 0' .. string.rep(' %d %d %d', n), time, unpack(t, mb + 1, mb + 3 * n))
   end
   if last == nil then
     redis.call('HSET', key, 'l', limits, 'm', meta, unpack(t, base + 1, k))
@@ -850,7 +1021,9 @@ if save then
     redis.call('HSET', key, 'm', meta, unpack(t, base + 1, k))
   end
   if record then
-    redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
+    local ttl
+    -- #expand ttl_ms(ttl, unit, reset_after)
+    redis.call('PEXPIRE', key, ttl)
   end
 end
 if allowed then
