@@ -203,17 +203,33 @@ if n == 1 and count >= 0 then
     if last and last > now then
       stamp = last
     end
-    -- c: the events in the window.
-    local c = 0
-    if size > 0 and last > stamp - window then
-      c = size
-      if size > 1 then
-        c = size - redis.call('ZCOUNT', key, '-inf', format('%d', stamp - window))
-      end
-    end
     local asked = count
     if asked < 1 then
       asked = 1
+    end
+    -- c: the events in the window. When the set is too small for a denial,
+    -- ZCOUNT counts the events out of the window (an integer); else the
+    -- oldest event in the window is read (first, its name): indexes are
+    -- consecutive, so c is the newest index minus its index plus 1, and it
+    -- is the retry event of a denied call at saturation (mode 0,
+    -- eventCount 1).
+    local c, first = 0, nil
+    if size > 0 and last > stamp - window then
+      c = size
+      if size + asked <= max then
+        if size > 1 then
+          c = size - redis.call('ZCOUNT', key, '-inf', format('%d', stamp - window))
+        end
+      elseif size > 1 then
+        first = redis.call('ZRANGE', key, format('(%d', stamp - window), '+inf', 'BYSCORE', 'LIMIT', '0', '1')[1]
+        local index = match(first, '^%d+:%l(%d+):')
+        if index == nil then
+          return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+        end
+        c = newest - index + 1
+      else
+        first = top
+      end
     end
     local allowed = c + asked <= max
     local record = count > 0 and (allowed or mode == '1')
@@ -317,14 +333,16 @@ if n == 1 and count >= 0 then
       return { 0, left, -1, reset_after, 1 }
     end
     -- Wait until the (max - asked + 1)-th newest event leaves the window:
-    -- one of this call's, the newest before it, or an older one (read by
-    -- rank).
+    -- one of this call's, the newest before it, the oldest in the window
+    -- if it was read, or another one (read by rank).
     local rank = max - asked
     local time
     if rank < added then
       time = stamp
     elseif rank == added then
       time = previous
+    elseif rank == c - 1 and first then
+      time = match(first, '^%d+') + 0
     else
       local r = format('%d', rank)
       time = match(redis.call('ZRANGE', key, r, r, 'REV')[1], '^%d+') + 0
