@@ -6,9 +6,11 @@
 # ratelua_zset_log_v<N>), then the floor again, under redis-benchmark (8
 # clients, pipeline 16, 10,000 event keys, max 100 per 60 s) and reading
 # the server's usec per call from INFO commandstats after CONFIG RESETSTAT.
-# It prints every round and, per contender, the median over the rounds of
-# its cost over the floor (the mean of the round's two floors) and over the
-# seeds' log.
+# It prints every round (per contender: usec per call, then the server
+# process's user + system CPU usec per call, from /proc, which a loaded
+# machine's preemption does not inflate) and, per contender, the median
+# over the rounds of its cost over the floor (the mean of the round's two
+# floors) and over the seeds' log, by usec per call and (CPU) by CPU time.
 #
 #   bench/ab-log.sh [server binary] [script file or version...]
 #   FCALL=1 bench/ab-log.sh valkey-server 5 6
@@ -85,32 +87,39 @@ for s in "${scripts[@]}"; do
 	fi
 done
 
-measure() { # index: prints usec per call
+# cpu: the server's user + system CPU time so far, in clock ticks.
+cpu() { awk '{ print $14 + $15 }' "/proc/$(cat "$dir/pid")/stat"; }
+hz=$(getconf CLK_TCK)
+measure() { # index: prints usec per call, and the server's CPU usec per call
 	redis-cli -p "$port" CONFIG RESETSTAT >/dev/null
+	local c0 c1 u
+	c0=$(cpu)
 	# shellcheck disable=SC2086
 	eval "pin -c 1 redis-benchmark -p $port -n $n -c 8 -P 16 -r 10000 -q ${calls[$1]}" >/dev/null
-	redis-cli -p "$port" INFO commandstats | sed -n "s/^cmdstat_${cmds[$1]}:.*usec_per_call=\([0-9.]*\).*/\1/p"
+	c1=$(cpu)
+	u=$(redis-cli -p "$port" INFO commandstats | sed -n "s/^cmdstat_${cmds[$1]}:.*usec_per_call=\([0-9.]*\).*/\1/p")
+	echo "$u $(awk -v a="$c0" -v b="$c1" -v hz="$hz" -v n="$n" 'BEGIN { printf "%.2f", (b - a) * 1e6 / hz / n }')"
 }
 
-echo "$("$bin" --version | cut -d' ' -f1-3); usec per call, then / floor"
+echo "$("$bin" --version | cut -d' ' -f1-3); usec per call and CPU usec per call, then ratios"
 for r in $(seq "$rounds"); do
-	f1=$(measure 0)
+	read -r f1 g1 <<<"$(measure 0)"
 	line="round $r:"
 	for i in $(seq 1 $((${#names[@]} - 1))); do
 		line="$line ${names[$i]} $(measure "$i")"
 	done
-	f2=$(measure 0)
-	echo "$line floor $f1 $f2"
+	read -r f2 g2 <<<"$(measure 0)"
+	echo "$line floor $f1 $f2 $g1 $g2"
 done | awk '
 	{ print }
 	/^round / {
-		floor = ($(NF - 1) + $NF) / 2
-		for (i = 3; i < NF - 2; i += 2) {
-			s = $i; u = $(i + 1)
+		floor = ($(NF - 3) + $(NF - 2)) / 2; cfloor = ($(NF - 1) + $NF) / 2
+		for (i = 3; i < NF - 4; i += 3) {
+			s = $i; u = $(i + 1); g = $(i + 2)
 			if (!(s in seen)) { seen[s] = 1; order[++m] = s }
-			k[s]++; r[s, k[s]] = u / floor
-			if (s == "seeds") seed = u
-			else p[s, k[s]] = u / seed
+			k[s]++; r[s, k[s]] = u / floor; cr[s, k[s]] = g / cfloor
+			if (s == "seeds") { seed = u; cseed = g }
+			else { p[s, k[s]] = u / seed; cp[s, k[s]] = g / cseed }
 		}
 	}
 	function median(a, s, c,    x, y, t, v) {
@@ -121,8 +130,8 @@ done | awk '
 	END {
 		for (i = 1; i <= m; i++) {
 			s = order[i]
-			line = sprintf("%-24s / floor: median %.2f", s, median(r, s, k[s]))
-			if (s != "seeds") line = line sprintf("; / seeds: median %.2f", median(p, s, k[s]))
+			line = sprintf("%-24s / floor: median %.2f (CPU %.2f)", s, median(r, s, k[s]), median(cr, s, k[s]))
+			if (s != "seeds") line = line sprintf("; / seeds: median %.2f (CPU %.2f)", median(p, s, k[s]), median(cp, s, k[s]))
 			print line
 		}
 	}'
