@@ -30,13 +30,13 @@ var released = map[string]string{
 	"concurrency@v6":    "ecbbb0b668a8d08f9a3354650c744c06d502f018",
 	"sliding_window@v6": "c212a93928a21440b20c49fc4be6a552d0b66c9f",
 	"token_bucket@v6":   "f0ae4400630eca2b5a0002fd469f9ca70bc6840b",
-	"zset_log@v6":       "2d79661cc9cf545832912899c315423ba482d401",
+	"zset_log@v6":       "f9da60aed4ea52b777e614e74d7f81688e5670c8",
 }
 
 // releasedLibraries pins the SHA1 of every released Functions library.
 var releasedLibraries = map[int]string{
 	5: "298920f9ca406f17490499ae4fcc5816ff7bc413",
-	6: "3ccfea54d65b4447d18ba01f35c5c4bed66ba4a2",
+	6: "112daa315c35da00c6860f538dca4839ebbd2dfa",
 }
 
 // embeddedLibraries lists the release of every Functions library file

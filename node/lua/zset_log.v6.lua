@@ -75,7 +75,7 @@ local MAX_TIME = 4503599627370496 -- 2^52: bound of now, durations and replies
 local MAX_LIMITS = 16
 
 -- #call: what follows runs on every call (in ratelua_v6, the function body)
-local tonumber, format, match = tonumber, string.format, string.match
+local tonumber, format, match, find = tonumber, string.format, string.match, string.find
 local count, now = 1, false
 if ARGV[1] ~= '1' then
   count = tonumber(ARGV[1])
@@ -84,11 +84,18 @@ if ARGV[1] ~= '1' then
   end
 end
 if ARGV[3] ~= '' then
-  -- Canonical: what '%d' writes back (a string equal to ARGV[3] is
-  -- interned already, so this makes no new string).
-  now = tonumber(ARGV[3])
-  if not (now and now >= 0 and now <= MAX_TIME and format('%d', now) == ARGV[3]) then
-    now = nil
+  -- Canonical: '0', or a digit 1-9 then digits (what '%d' writes), which
+  -- text + 0 reads without a call (a find and no string made: cheaper
+  -- than comparing with format('%d', ...)).
+  local text = ARGV[3]
+  now = nil
+  if text == '0' then
+    now = 0
+  elseif text and find(text, '^[1-9]%d*$') then
+    now = text + 0
+    if now > MAX_TIME then
+      now = nil
+    end
   end
 end
 local n = (#ARGV - 4) / 2
@@ -173,9 +180,11 @@ local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
 -- count is the size minus those. Bad limits and resets go on to the
 -- general code, which refuses or resets.
 if n == 1 and count >= 0 then
-  local max, window = tonumber(ARGV[5]), tonumber(ARGV[6])
-  if max and window and max >= 1 and max <= 1000000 and window >= 1 and window <= MAX_TIME
-    and format('%d', max) == ARGV[5] and format('%d', window) == ARGV[6] then
+  local max, window = 0, 0
+  if find(ARGV[5], '^[1-9]%d*$') and find(ARGV[6], '^[1-9]%d*$') then
+    max, window = ARGV[5] + 0, ARGV[6] + 0
+  end
+  if max >= 1 and max <= 1000000 and window >= 1 and window <= MAX_TIME then
     if not now then
       do
         local time = redis.call('TIME')
@@ -188,16 +197,18 @@ if n == 1 and count >= 0 then
         end
       end
     end
-    local last, newest, size = nil, 0, 0
+    -- first_index: the base of the newest event, as text.
+    local last, newest, size, first_index = nil, 0, 0, nil
     local top = redis.call('ZRANGE', key, '-1', '-1')[1]
     if top then
-      local time, index, base = match(top, '^(%d+):%l(%d+):(%d+)$')
+      local time, index
+      time, index, first_index = match(top, '^(%d+):%l(%d+):(%d+)$')
       if time == nil then
         return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
       end
       -- (text + 0 is the number of a digit string without a call)
       last, newest = time + 0, index + 0
-      size = newest - base + 1
+      size = newest - first_index + 1
     end
     local stamp = now
     if last and last > now then
@@ -252,20 +263,39 @@ if n == 1 and count >= 0 then
         size = keep
       end
       local base = newest - size + 1
+      if first_index == nil or base ~= first_index + 0 then
+        first_index = format('%d', base)
+      end
       local score = ARGV[3]
       if stamp ~= now or score == '' then
         score = format('%d', stamp)
       end
       -- Member names: the index after a letter for its number of digits
-      -- (a: 1 digit, b: 2, ...).
+      -- (a: 1 digit, b: 2, ...), then the base.
       local index = newest + 1
-      local letter, ten = 97, 10
-      while index >= ten do
-        letter, ten = letter + 1, ten * 10
-      end
       if added == 1 then
-        redis.call('ZADD', key, score, format('%s:%c%d:%d', score, letter, index, base))
+        local letter
+        if index < 10 then
+          letter = 'a'
+        elseif index < 100 then
+          letter = 'b'
+        elseif index < 1000 then
+          letter = 'c'
+        elseif index < 10000 then
+          letter = 'd'
+        else
+          local digits, ten = 5, 100000
+          while index >= ten do
+            digits, ten = digits + 1, ten * 10
+          end
+          letter = string.char(96 + digits)
+        end
+        redis.call('ZADD', key, score, format('%s:%s%d:%s', score, letter, index, first_index))
       else
+        local letter, ten = 97, 10
+        while index >= ten do
+          letter, ten = letter + 1, ten * 10
+        end
         local batch = {}
         local b = 0
         for j = index, newest + added do
