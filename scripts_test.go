@@ -30,7 +30,7 @@ var released = map[string]string{
 	"concurrency@v6":    "ecbbb0b668a8d08f9a3354650c744c06d502f018",
 	"sliding_window@v6": "c212a93928a21440b20c49fc4be6a552d0b66c9f",
 	"token_bucket@v6":   "f0ae4400630eca2b5a0002fd469f9ca70bc6840b",
-	"zset_log@v6":       "f9da60aed4ea52b777e614e74d7f81688e5670c8",
+	"zset_log@v6":       "9b65d8ba007e39ed43fb2188db8b6eeb8c1de045",
 }
 
 // releasedLibraries pins the SHA1 of every released Functions library.

@@ -52,11 +52,15 @@
 -- newest event's index and base) minus ZCOUNT -inf..window start, an
 -- integer reply from a scan that stops at the first event inside the
 -- window, instead of v5's read and parse of the oldest event inside it
--- (one limit) or ZCOUNT window start..+inf, which scans every event in the
--- window (several limits). A denied reply reads its retry event by rank,
--- unless it is the newest or one of the call's (v5 reused the oldest
--- event in the window it had read); member names are written with one
--- format.
+-- (one limit, while the set is too small for a denial) or ZCOUNT window start..+inf, which scans every event in the
+-- window (several limits). A denied reply reads its retry event by rank
+-- when the set was counted by ZCOUNT (a set large enough for a denial
+-- reads the oldest event in the window as v5 does, and a denial at
+-- saturation reuses it). now (and with one limit max and window) is
+-- checked as canonical by a pattern and read as text + 0 (v5 compared each with format('%d'), a
+-- sprintf per argument); a new member's name takes the newest member's
+-- base as text when it is unchanged, and its letter without a call below
+-- 10^4 events.
 
 -- ratelua v6 prelude, shared by every v6 script (generated into each
 -- released file; do not edit there). It holds two constants and macros
