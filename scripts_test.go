@@ -30,13 +30,13 @@ var released = map[string]string{
 	"concurrency@v6":    "ecbbb0b668a8d08f9a3354650c744c06d502f018",
 	"sliding_window@v6": "908491f6505636c3501ddb43c56ba8d260284a58",
 	"token_bucket@v6":   "ba79bcb87127413faaaff48cce4fdac9ceba9153",
-	"zset_log@v6":       "46c248b52616e45e2739f663f8c5448b43852111",
+	"zset_log@v6":       "9b65d8ba007e39ed43fb2188db8b6eeb8c1de045",
 }
 
 // releasedLibraries pins the SHA1 of every released Functions library.
 var releasedLibraries = map[int]string{
 	5: "298920f9ca406f17490499ae4fcc5816ff7bc413",
-	6: "548a79c4b2564ac0ee2817d67340c2ce3c8c22d4",
+	6: "aad54c110676027980af16bb66418e4922c9e887",
 }
 
 // embeddedLibraries lists the release of every Functions library file

@@ -41,20 +41,26 @@
 -- What v4 does apart from v3: the header is read inline, every integer is
 -- checked by a pattern (no string is made), and the prelude builds fewer
 -- functions per EVALSHA. The limits are checked on every call, as the set
--- keeps no copy of them.
+-- keeps no copy of them. What v5 does apart from v4: one limit (the common
+-- case) takes a path with locals only, its limit checked inline, its score
+-- and (unit ms) TTL the text of ARGV when they are equal.
 --
--- What v5 does apart from v4: one limit (the common case) takes a path
--- with locals only; its limit is checked inline, and its window is counted
--- by reading the oldest event inside it (ZRANGE BYSCORE LIMIT 0 1) instead
--- of ZCOUNT: indexes are consecutive, so the count is the newest index
--- minus that event's index plus 1. That event is also the retry event of a
--- denied call whose window holds max - eventCount + 1 events (at
--- saturation in mode 0, eventCount 1): such a reply reads two members
--- instead of v4's three commands. now is checked as '%d' text; the new
--- member's score is the text of ARGV[3] when that is its time, and in unit
--- ms the TTL is the text of ARGV[6] when it is the window. Several
--- limits run v4's code. The state layout and member names are v4's (state
--- version 3): v4 and v5 may run on one key.
+-- What v6 does apart from v5: the replies and the state are v5's (v5 and
+-- v6 may run on one key); the cost is lower. The prelude's helpers are
+-- macros expanded in place, so a call builds no function (v5 built four
+-- on every EVALSHA). A window is counted as the set's size (from the
+-- newest event's index and base) minus ZCOUNT -inf..window start, an
+-- integer reply from a scan that stops at the first event inside the
+-- window, instead of v5's read and parse of the oldest event inside it
+-- (one limit, while the set is too small for a denial) or ZCOUNT window start..+inf, which scans every event in the
+-- window (several limits). A denied reply reads its retry event by rank
+-- when the set was counted by ZCOUNT (a set large enough for a denial
+-- reads the oldest event in the window as v5 does, and a denial at
+-- saturation reuses it). now (and with one limit max and window) is
+-- checked as canonical by a pattern and read as text + 0 (v5 compared each with format('%d'), a
+-- sprintf per argument); a new member's name takes the newest member's
+-- base as text when it is unchanged, and its letter without a call below
+-- 10^4 events.
 
 -- ratelua v6 prelude, shared by every v6 script (generated into each
 -- released file; do not edit there). It holds two constants and macros
@@ -72,62 +78,45 @@
 local MAX_TIME = 4503599627370496 -- 2^52: bound of now, durations and replies
 local MAX_LIMITS = 16
 
--- integer returns text as a number when it is a canonical integer in
--- [lo, hi] (|lo|, |hi| <= 2^52), else nil. The text must be '0' or match
--- '-'? [1-9] digits*, which is what '%d' writes back (a find makes no
--- string; a NaN fails the pattern).
-local function integer(text, lo, hi)
-  local number = tonumber(text)
-  if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
-    return nil
+-- #call: what follows runs on every call (in ratelua_v6, the function body)
+local tonumber, format, match, find = tonumber, string.format, string.match, string.find
+local count, now = 1, false
+if ARGV[1] ~= '1' then
+  count = tonumber(ARGV[1])
+  if count == nil or count < -MAX_TIME or count > MAX_TIME or (ARGV[1] ~= '0' and not string.find(ARGV[1], '^%-?[1-9]%d*$')) then
+    count = nil
   end
-  return number
 end
-
--- server_now is the server's TIME in the unit.
-local function server_now(unit)
-  local time = redis.call('TIME')
-  local seconds = tonumber(time[1])
-  if unit == 's' then
-    return seconds
-  elseif unit == 'ms' then
-    return seconds * 1000 + math.floor(tonumber(time[2]) / 1000)
-  end
-  return seconds * 1000000 + tonumber(time[2])
-end
-
--- ttl_ms is the PEXPIRE of a state fresh after `duration` in the unit:
--- whole milliseconds, rounded up, within [1, 2^52], as text.
-local function ttl_ms(unit, duration)
-  local ms = duration
-  if unit == 'us' then
-    -- ceil(duration / 1000), exactly: the float quotient is floor or
-    -- floor + 1.
-    ms = math.floor(duration / 1000)
-    if ms * 1000 > duration then
-      ms = ms - 1
+if ARGV[3] ~= '' then
+  -- Canonical: '0', or a digit 1-9 then digits (what '%d' writes), which
+  -- text + 0 reads without a call (a find and no string made: cheaper
+  -- than comparing with format('%d', ...)).
+  local text = ARGV[3]
+  now = nil
+  if text == '0' then
+    now = 0
+  elseif text and find(text, '^[1-9]%d*$') then
+    now = text + 0
+    if now > MAX_TIME then
+      now = nil
     end
-    if ms * 1000 < duration then
-      ms = ms + 1
-    end
-  elseif unit == 's' then
-    ms = duration * 1000
   end
-  if ms > MAX_TIME then
-    ms = MAX_TIME
-  elseif ms < 1 then
-    ms = 1
-  end
-  return string.format('%d', ms)
 end
-
--- rare returns the helpers of the uncommon paths, a refused call and a
--- reset: helpers.refuse and helpers.fresh below. A script (EVALSHA) builds
--- every local function of its text again on each call, and building these
--- two was a measurable part of a common call's cost; built by rare() when
--- one is needed, they cost the common call one function.
-local function rare()
+local n = (#ARGV - 4) / 2
+if count == nil or now == nil or #KEYS ~= 1 or (ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us')
+  or (ARGV[4] ~= '0' and ARGV[4] ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
   local helpers = {}
+
+  -- helpers.integer returns text as a number when it is a canonical integer
+  -- in [lo, hi], else nil (the macro integer as a function).
+  function helpers.integer(text, lo, hi)
+    local number = tonumber(text)
+    if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
+      return nil
+    end
+    return number
+  end
+  local integer = helpers.integer
 
   -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
   -- of limit arguments are wrong, naming its first wrong argument; or,
@@ -183,78 +172,79 @@ local function rare()
     end
     return { 1, remaining, 0, 0, 0 }
   end
-
-  return helpers
-end
-
--- #call: what follows runs on every call (in ratelua_v6, the function body)
-local tonumber, floor, format, match = tonumber, math.floor, string.format, string.match
-local count, now = 1, false
-if ARGV[1] ~= '1' then
-  count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
-end
-if ARGV[3] ~= '' then
-  -- Canonical: what '%d' writes back (a string equal to ARGV[3] is
-  -- interned already, so this makes no new string).
-  now = tonumber(ARGV[3])
-  if not (now and now >= 0 and now <= MAX_TIME and format('%d', now) == ARGV[3]) then
-    now = nil
-  end
-end
-local n = (#ARGV - 4) / 2
-if count == nil or now == nil or #KEYS ~= 1 or (ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us')
-  or (ARGV[4] ~= '0' and ARGV[4] ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
-  return rare().refuse(KEYS, ARGV, 2)
+  return helpers.refuse(KEYS, ARGV, 2)
 end
 local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
 
 -- One limit, the common case, with locals only: the limit is checked
--- inline (its '%d' text must be ARGV's), the window is counted from the
--- newest event and the oldest event inside the window (indexes are
--- consecutive, so count = newest index - oldest index + 1), and a denied
--- reply whose retry event is that oldest one (at saturation in mode 0)
--- needs no other read. Bad limits go on to the general code, which
--- refuses them.
-if n == 1 then
-  local max, window = tonumber(ARGV[5]), tonumber(ARGV[6])
-  if max and window and max >= 1 and max <= 1000000 and window >= 1 and window <= MAX_TIME
-    and format('%d', max) == ARGV[5] and format('%d', window) == ARGV[6] then
-    if count < 0 then
-      return rare().fresh(KEYS, ARGV, 2)
+-- inline (its '%d' text must be ARGV's), and the window is counted from
+-- the newest event, which tells the set's size (its index minus its base,
+-- plus 1), and the events at or before the window's start (ZCOUNT from
+-- -inf, an integer, which stops at the first event inside the window): the
+-- count is the size minus those. Bad limits and resets go on to the
+-- general code, which refuses or resets.
+if n == 1 and count >= 0 then
+  local max, window = 0, 0
+  if find(ARGV[5], '^[1-9]%d*$') and find(ARGV[6], '^[1-9]%d*$') then
+    max, window = ARGV[5] + 0, ARGV[6] + 0
+  end
+  if max >= 1 and max <= 1000000 and window >= 1 and window <= MAX_TIME then
+    if not now then
+      do
+        local time = redis.call('TIME')
+        if unit == 's' then
+          now = tonumber(time[1])
+        elseif unit == 'ms' then
+          now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        else
+          now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+        end
+      end
     end
-    now = now or server_now(unit)
-    local last, newest, size = nil, 0, 0
+    -- first_index: the base of the newest event, as text.
+    local last, newest, size, first_index = nil, 0, 0, nil
     local top = redis.call('ZRANGE', key, '-1', '-1')[1]
     if top then
-      local time, index, base = match(top, '^(%d+):%l(%d+):(%d+)$')
+      local time, index
+      time, index, first_index = match(top, '^(%d+):%l(%d+):(%d+)$')
       if time == nil then
         return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
       end
       -- (text + 0 is the number of a digit string without a call)
       last, newest = time + 0, index + 0
-      size = newest - base + 1
+      size = newest - first_index + 1
     end
     local stamp = now
     if last and last > now then
       stamp = last
     end
-    -- c: the events in the window; first: the oldest of them (its name).
-    local c, first = 0, nil
-    if size > 0 and last > stamp - window then
-      if size == 1 then
-        c, first = 1, top
-      else
-        local oldest = redis.call('ZRANGE', key, format('(%d', stamp - window), '+inf', 'BYSCORE', 'LIMIT', '0', '1')[1]
-        local index = match(oldest, '^%d+:%l(%d+):')
-        if index == nil then
-          return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
-        end
-        c, first = newest - index + 1, oldest
-      end
-    end
     local asked = count
     if asked < 1 then
       asked = 1
+    end
+    -- c: the events in the window. When the set is too small for a denial,
+    -- ZCOUNT counts the events out of the window (an integer); else the
+    -- oldest event in the window is read (first, its name): indexes are
+    -- consecutive, so c is the newest index minus its index plus 1, and it
+    -- is the retry event of a denied call at saturation (mode 0,
+    -- eventCount 1).
+    local c, first = 0, nil
+    if size > 0 and last > stamp - window then
+      c = size
+      if size + asked <= max then
+        if size > 1 then
+          c = size - redis.call('ZCOUNT', key, '-inf', format('%d', stamp - window))
+        end
+      elseif size > 1 then
+        first = redis.call('ZRANGE', key, format('(%d', stamp - window), '+inf', 'BYSCORE', 'LIMIT', '0', '1')[1]
+        local index = match(first, '^%d+:%l(%d+):')
+        if index == nil then
+          return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+        end
+        c = newest - index + 1
+      else
+        first = top
+      end
     end
     local allowed = c + asked <= max
     local record = count > 0 and (allowed or mode == '1')
@@ -277,26 +267,46 @@ if n == 1 then
         size = keep
       end
       local base = newest - size + 1
+      if first_index == nil or base ~= first_index + 0 then
+        first_index = format('%d', base)
+      end
       local score = ARGV[3]
       if stamp ~= now or score == '' then
         score = format('%d', stamp)
       end
-      -- Member names: the index after a letter for its number of digits.
+      -- Member names: the index after a letter for its number of digits
+      -- (a: 1 digit, b: 2, ...), then the base.
       local index = newest + 1
-      local digits, ten = 1, 10
-      while index >= ten do
-        digits, ten = digits + 1, ten * 10
-      end
       if added == 1 then
-        redis.call('ZADD', key, score, format('%s:%s%d:%d', score, string.char(96 + digits), index, base))
+        local letter
+        if index < 10 then
+          letter = 'a'
+        elseif index < 100 then
+          letter = 'b'
+        elseif index < 1000 then
+          letter = 'c'
+        elseif index < 10000 then
+          letter = 'd'
+        else
+          local digits, ten = 5, 100000
+          while index >= ten do
+            digits, ten = digits + 1, ten * 10
+          end
+          letter = string.char(96 + digits)
+        end
+        redis.call('ZADD', key, score, format('%s:%s%d:%s', score, letter, index, first_index))
       else
+        local letter, ten = 97, 10
+        while index >= ten do
+          letter, ten = letter + 1, ten * 10
+        end
         local batch = {}
         local b = 0
         for j = index, newest + added do
           if j >= ten then
-            digits, ten = digits + 1, ten * 10
+            letter, ten = letter + 1, ten * 10
           end
-          batch[b + 1], batch[b + 2] = score, format('%s:%s%d:%d', score, string.char(96 + digits), j, base)
+          batch[b + 1], batch[b + 2] = score, format('%s:%c%d:%d', score, letter, j, base)
           b = b + 2
           if b == 2000 or j == newest + added then
             redis.call('ZADD', key, unpack(batch, 1, b))
@@ -321,15 +331,32 @@ if n == 1 then
       end
     end
     if record then
-      -- ttl_ms inline for ms (a call less); reset_after >= 1 here.
-      local ttl
-      if unit == 'ms' then
-        ttl = ARGV[6]
-        if reset_after ~= window then
-          ttl = format('%d', reset_after)
+      -- In unit ms the TTL is the text of ARGV[6] when it is the window
+      -- (reset_after >= 1 here).
+      local ttl = ARGV[6]
+      if unit ~= 'ms' or reset_after ~= window then
+        do
+          local ms = reset_after
+          if unit == 'us' then
+            -- ceil(reset_after / 1000), exactly: the float quotient is floor or
+            -- floor + 1.
+            ms = math.floor(reset_after / 1000)
+            if ms * 1000 > reset_after then
+              ms = ms - 1
+            end
+            if ms * 1000 < reset_after then
+              ms = ms + 1
+            end
+          elseif unit == 's' then
+            ms = reset_after * 1000
+          end
+          if ms > MAX_TIME then
+            ms = MAX_TIME
+          elseif ms < 1 then
+            ms = 1
+          end
+          ttl = string.format('%d', ms)
         end
-      else
-        ttl = ttl_ms(unit, reset_after)
       end
       redis.call('PEXPIRE', key, ttl)
     end
@@ -340,19 +367,19 @@ if n == 1 then
       return { 0, left, -1, reset_after, 1 }
     end
     -- Wait until the (max - asked + 1)-th newest event leaves the window:
-    -- one of this call's, the newest before it, the oldest in the window,
-    -- or another one (read by rank).
+    -- one of this call's, the newest before it, the oldest in the window
+    -- if it was read, or another one (read by rank).
     local rank = max - asked
     local time
     if rank < added then
       time = stamp
     elseif rank == added then
       time = previous
-    elseif rank == c - 1 then
+    elseif rank == c - 1 and first then
       time = match(first, '^%d+') + 0
     else
       local r = format('%d', rank)
-      time = match(redis.call('ZRANGE', key, r, r, 'REV')[1], '^(%d+):') + 0
+      time = match(redis.call('ZRANGE', key, r, r, 'REV')[1], '^%d+') + 0
     end
     local retry = time + window - now
     if retry > MAX_TIME then
@@ -364,7 +391,7 @@ if n == 1 then
   end
 end
 
--- The general code: several limits, or a bad limit to refuse.
+-- The general code: several limits, a reset, or a bad limit to refuse.
 
 -- member reads a member's time, index and base; nil if it is not a
 -- zset_log event (v4 names its members as v3 does).
@@ -392,15 +419,25 @@ end
 
 -- The limits: largest is the largest max, wide the index of the (first)
 -- widest window.
+-- bad: the first bad limit argument, its field and range (in words).
 local largest, wide, widest = 0, 1, 0
+local bad, field, range
 for i = 5, 3 + 2 * n, 2 do
-  local max = integer(ARGV[i], 1, 1000000)
-  if max == nil then
-    return rare().refuse(KEYS, ARGV, 2, i, 'max', '[1, 10^6]')
+  local max, window
+  max = tonumber(ARGV[i])
+  if max == nil or max < 1 or max > 1000000 or (ARGV[i] ~= '0' and not string.find(ARGV[i], '^%-?[1-9]%d*$')) then
+    max = nil
   end
-  local window = integer(ARGV[i + 1], 1, MAX_TIME)
-  if window == nil then
-    return rare().refuse(KEYS, ARGV, 2, i + 1, 'window', '[1, 2^52]')
+  window = tonumber(ARGV[i + 1])
+  if window == nil or window < 1 or window > MAX_TIME or (ARGV[i + 1] ~= '0' and not string.find(ARGV[i + 1], '^%-?[1-9]%d*$')) then
+    window = nil
+  end
+  if max == nil then
+    bad, field, range = i, 'max', '[1, 10^6]'
+    break
+  elseif window == nil then
+    bad, field, range = i + 1, 'window', '[1, 2^52]'
+    break
   end
   if max > largest then
     largest = max
@@ -409,10 +446,91 @@ for i = 5, 3 + 2 * n, 2 do
     wide, widest = (i - 3) / 2, window
   end
 end
-if count < 0 then
-  return rare().fresh(KEYS, ARGV, 2)
+if bad or count < 0 then
+  local helpers = {}
+
+  -- helpers.integer returns text as a number when it is a canonical integer
+  -- in [lo, hi], else nil (the macro integer as a function).
+  function helpers.integer(text, lo, hi)
+    local number = tonumber(text)
+    if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
+      return nil
+    end
+    return number
+  end
+  local integer = helpers.integer
+
+  -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
+  -- of limit arguments are wrong, naming its first wrong argument; or,
+  -- given i, for the bad limit argument ARGV[i]: the limit's field `name`
+  -- must be an integer in `range` (in words).
+  function helpers.refuse(KEYS, ARGV, group, i, name, range)
+    -- quote shows an argument: at most 40 bytes, control and non-ASCII
+    -- bytes escaped.
+    local function quote(value)
+      if type(value) ~= 'string' then
+        return 'nothing'
+      end
+      local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+        return string.format('\\x%02x', string.byte(byte))
+      end)
+      if #value > 40 then
+        shown = shown .. '...'
+      end
+      return "'" .. shown .. "'"
+    end
+    local message
+    if i then
+      message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
+        .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
+    elseif #KEYS ~= 1 then
+      message = 'expected exactly 1 key (the state key), got ' .. #KEYS
+    elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
+      message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
+    elseif ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us' then
+      message = "ARGV[2] unit must be 's', 'ms' or 'us', got " .. quote(ARGV[2])
+    elseif ARGV[3] ~= '' and integer(ARGV[3], 0, MAX_TIME) == nil then
+      message = 'ARGV[3] now must be empty (server clock) or a canonical integer in [0, 2^52], got ' .. quote(ARGV[3])
+    elseif ARGV[4] ~= '0' and ARGV[4] ~= '1' then
+      message = "ARGV[4] mode must be '0' (count allowed events) or '1' (count every attempt), got " .. quote(ARGV[4])
+    else
+      message = 'expected 1 to ' .. MAX_LIMITS .. ' limits of ' .. group .. ' integers after ARGV[4], got '
+        .. math.max(#ARGV - 4, 0) .. ' arguments'
+    end
+    return redis.error_reply('ERR ratelua: ' .. message)
+  end
+
+  -- fresh deletes the state and replies as for a fresh key: every limit
+  -- admits, and remaining is the smallest limit maximum, the first integer
+  -- of each limit's group in ARGV.
+  function helpers.fresh(KEYS, ARGV, group)
+    redis.call('DEL', KEYS[1])
+    local remaining = tonumber(ARGV[5])
+    for i = 5 + group, #ARGV, group do
+      local maximum = tonumber(ARGV[i])
+      if maximum < remaining then
+        remaining = maximum
+      end
+    end
+    return { 1, remaining, 0, 0, 0 }
+  end
+  if bad then
+    return helpers.refuse(KEYS, ARGV, 2, bad, field, range)
+  end
+  return helpers.fresh(KEYS, ARGV, 2)
 end
-now = now or server_now(unit)
+if not now then
+  do
+    local time = redis.call('TIME')
+    if unit == 's' then
+      now = tonumber(time[1])
+    elseif unit == 'ms' then
+      now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    else
+      now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+    end
+  end
+end
 
 -- The newest event: the last write's time, and the indexes in the set.
 local last, newest, base = nil, 0, 1
@@ -445,7 +563,7 @@ for i = 1, n do
     if size == 1 then
       c = 1
     else
-      c = redis.call('ZCOUNT', key, format('(%d', stamp - window), '+inf')
+      c = size - redis.call('ZCOUNT', key, '-inf', format('%d', stamp - window))
     end
   end
   counts[i] = c
@@ -543,7 +661,30 @@ for i = 1, n do
   end
 end
 if record then
-  redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
+  local ttl
+  do
+    local ms = reset_after
+    if unit == 'us' then
+      -- ceil(reset_after / 1000), exactly: the float quotient is floor or
+      -- floor + 1.
+      ms = math.floor(reset_after / 1000)
+      if ms * 1000 > reset_after then
+        ms = ms - 1
+      end
+      if ms * 1000 < reset_after then
+        ms = ms + 1
+      end
+    elseif unit == 's' then
+      ms = reset_after * 1000
+    end
+    if ms > MAX_TIME then
+      ms = MAX_TIME
+    elseif ms < 1 then
+      ms = 1
+    end
+    ttl = string.format('%d', ms)
+  end
+  redis.call('PEXPIRE', key, ttl)
 end
 if allowed then
   return { 1, remaining, 0, reset_after, index }

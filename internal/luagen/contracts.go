@@ -220,7 +220,7 @@ var contracts = map[string]Entry{
 		Fresh:        "no event is inside any limit's window",
 		State:        "a sorted set, one member per event scored by its time, named '<time>:<index>:<base>' (index numbers the key's events from 1, written as a length letter a-p then digits; base is the index of the oldest member kept when the event was added); only the newest max+1 events (largest max) inside the widest window are kept; the unit must not change for a key, the limits may",
 		StateVersion: 3,
-		Cost:         "ZRANGE of the newest event, per limit at most one ZCOUNT (one limit: one ZRANGE BYSCORE LIMIT 0 1 of the oldest event in the window; none for a window the newest event is not in, or when the set holds one event), ZADD, PEXPIRE per recorded decision, an occasional ZREMRANGEBYRANK, at most one ZRANGE per denied reply (none when its event is the newest, one of the call's, or, with one limit, the oldest in the window); + TIME with the server clock",
+		Cost:         "ZRANGE of the newest event, per limit at most one count of its window (none for a window the newest event is not in, or when the set holds one event): ZCOUNT of the events at or before the window's start, an integer, except for one limit whose set is large enough for a denial, which reads the oldest event in the window (ZRANGE BYSCORE LIMIT 0 1) as v5 does; ZADD, PEXPIRE per recorded decision, an occasional ZREMRANGEBYRANK, at most one ZRANGE per denied reply (none when its event is the newest, one of the call's, or, with one limit, the oldest in the window when it was read); + TIME with the server clock; no function is built on a call",
 	},
 }
 

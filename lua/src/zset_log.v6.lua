@@ -41,92 +41,118 @@
 -- What v4 does apart from v3: the header is read inline, every integer is
 -- checked by a pattern (no string is made), and the prelude builds fewer
 -- functions per EVALSHA. The limits are checked on every call, as the set
--- keeps no copy of them.
+-- keeps no copy of them. What v5 does apart from v4: one limit (the common
+-- case) takes a path with locals only, its limit checked inline, its score
+-- and (unit ms) TTL the text of ARGV when they are equal.
 --
--- What v5 does apart from v4: one limit (the common case) takes a path
--- with locals only; its limit is checked inline, and its window is counted
--- by reading the oldest event inside it (ZRANGE BYSCORE LIMIT 0 1) instead
--- of ZCOUNT: indexes are consecutive, so the count is the newest index
--- minus that event's index plus 1. That event is also the retry event of a
--- denied call whose window holds max - eventCount + 1 events (at
--- saturation in mode 0, eventCount 1): such a reply reads two members
--- instead of v4's three commands. now is checked as '%d' text; the new
--- member's score is the text of ARGV[3] when that is its time, and in unit
--- ms the TTL is the text of ARGV[6] when it is the window. Several
--- limits run v4's code. The state layout and member names are v4's (state
--- version 3): v4 and v5 may run on one key.
+-- What v6 does apart from v5: the replies and the state are v5's (v5 and
+-- v6 may run on one key); the cost is lower. The prelude's helpers are
+-- macros expanded in place, so a call builds no function (v5 built four
+-- on every EVALSHA). A window is counted as the set's size (from the
+-- newest event's index and base) minus ZCOUNT -inf..window start, an
+-- integer reply from a scan that stops at the first event inside the
+-- window, instead of v5's read and parse of the oldest event inside it
+-- (one limit, while the set is too small for a denial) or ZCOUNT window start..+inf, which scans every event in the
+-- window (several limits). A denied reply reads its retry event by rank
+-- when the set was counted by ZCOUNT (a set large enough for a denial
+-- reads the oldest event in the window as v5 does, and a denial at
+-- saturation reuses it). now (and with one limit max and window) is
+-- checked as canonical by a pattern and read as text + 0 (v5 compared each with format('%d'), a
+-- sprintf per argument); a new member's name takes the newest member's
+-- base as text when it is unchanged, and its letter without a call below
+-- 10^4 events.
 
 -- #include _prelude.v6.lua
--- #expand compat()
 
 -- #call: what follows runs on every call (in ratelua_v6, the function body)
-local tonumber, floor, format, match = tonumber, math.floor, string.format, string.match
+local tonumber, format, match, find = tonumber, string.format, string.match, string.find
 local count, now = 1, false
 if ARGV[1] ~= '1' then
-  count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
+  -- #expand integer(count, ARGV[1], -MAX_TIME, MAX_TIME)
 end
 if ARGV[3] ~= '' then
-  -- Canonical: what '%d' writes back (a string equal to ARGV[3] is
-  -- interned already, so this makes no new string).
-  now = tonumber(ARGV[3])
-  if not (now and now >= 0 and now <= MAX_TIME and format('%d', now) == ARGV[3]) then
-    now = nil
+  -- Canonical: '0', or a digit 1-9 then digits (what '%d' writes), which
+  -- text + 0 reads without a call (a find and no string made: cheaper
+  -- than comparing with format('%d', ...)).
+  local text = ARGV[3]
+  now = nil
+  if text == '0' then
+    now = 0
+  elseif text and find(text, '^[1-9]%d*$') then
+    now = text + 0
+    if now > MAX_TIME then
+      now = nil
+    end
   end
 end
 local n = (#ARGV - 4) / 2
 if count == nil or now == nil or #KEYS ~= 1 or (ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us')
   or (ARGV[4] ~= '0' and ARGV[4] ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
-  return rare().refuse(KEYS, ARGV, 2)
+  -- #expand rare(helpers)
+  return helpers.refuse(KEYS, ARGV, 2)
 end
 local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
 
 -- One limit, the common case, with locals only: the limit is checked
--- inline (its '%d' text must be ARGV's), the window is counted from the
--- newest event and the oldest event inside the window (indexes are
--- consecutive, so count = newest index - oldest index + 1), and a denied
--- reply whose retry event is that oldest one (at saturation in mode 0)
--- needs no other read. Bad limits go on to the general code, which
--- refuses them.
-if n == 1 then
-  local max, window = tonumber(ARGV[5]), tonumber(ARGV[6])
-  if max and window and max >= 1 and max <= 1000000 and window >= 1 and window <= MAX_TIME
-    and format('%d', max) == ARGV[5] and format('%d', window) == ARGV[6] then
-    if count < 0 then
-      return rare().fresh(KEYS, ARGV, 2)
+-- inline (its '%d' text must be ARGV's), and the window is counted from
+-- the newest event, which tells the set's size (its index minus its base,
+-- plus 1), and the events at or before the window's start (ZCOUNT from
+-- -inf, an integer, which stops at the first event inside the window): the
+-- count is the size minus those. Bad limits and resets go on to the
+-- general code, which refuses or resets.
+if n == 1 and count >= 0 then
+  local max, window = 0, 0
+  if find(ARGV[5], '^[1-9]%d*$') and find(ARGV[6], '^[1-9]%d*$') then
+    max, window = ARGV[5] + 0, ARGV[6] + 0
+  end
+  if max >= 1 and max <= 1000000 and window >= 1 and window <= MAX_TIME then
+    if not now then
+      -- #expand server_now(now, unit)
     end
-    now = now or server_now(unit)
-    local last, newest, size = nil, 0, 0
+    -- first_index: the base of the newest event, as text.
+    local last, newest, size, first_index = nil, 0, 0, nil
     local top = redis.call('ZRANGE', key, '-1', '-1')[1]
     if top then
-      local time, index, base = match(top, '^(%d+):%l(%d+):(%d+)$')
+      local time, index
+      time, index, first_index = match(top, '^(%d+):%l(%d+):(%d+)$')
       if time == nil then
         return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
       end
       -- (text + 0 is the number of a digit string without a call)
       last, newest = time + 0, index + 0
-      size = newest - base + 1
+      size = newest - first_index + 1
     end
     local stamp = now
     if last and last > now then
       stamp = last
     end
-    -- c: the events in the window; first: the oldest of them (its name).
-    local c, first = 0, nil
-    if size > 0 and last > stamp - window then
-      if size == 1 then
-        c, first = 1, top
-      else
-        local oldest = redis.call('ZRANGE', key, format('(%d', stamp - window), '+inf', 'BYSCORE', 'LIMIT', '0', '1')[1]
-        local index = match(oldest, '^%d+:%l(%d+):')
-        if index == nil then
-          return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
-        end
-        c, first = newest - index + 1, oldest
-      end
-    end
     local asked = count
     if asked < 1 then
       asked = 1
+    end
+    -- c: the events in the window. When the set is too small for a denial,
+    -- ZCOUNT counts the events out of the window (an integer); else the
+    -- oldest event in the window is read (first, its name): indexes are
+    -- consecutive, so c is the newest index minus its index plus 1, and it
+    -- is the retry event of a denied call at saturation (mode 0,
+    -- eventCount 1).
+    local c, first = 0, nil
+    if size > 0 and last > stamp - window then
+      c = size
+      if size + asked <= max then
+        if size > 1 then
+          c = size - redis.call('ZCOUNT', key, '-inf', format('%d', stamp - window))
+        end
+      elseif size > 1 then
+        first = redis.call('ZRANGE', key, format('(%d', stamp - window), '+inf', 'BYSCORE', 'LIMIT', '0', '1')[1]
+        local index = match(first, '^%d+:%l(%d+):')
+        if index == nil then
+          return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+        end
+        c = newest - index + 1
+      else
+        first = top
+      end
     end
     local allowed = c + asked <= max
     local record = count > 0 and (allowed or mode == '1')
@@ -149,26 +175,46 @@ if n == 1 then
         size = keep
       end
       local base = newest - size + 1
+      if first_index == nil or base ~= first_index + 0 then
+        first_index = format('%d', base)
+      end
       local score = ARGV[3]
       if stamp ~= now or score == '' then
         score = format('%d', stamp)
       end
-      -- Member names: the index after a letter for its number of digits.
+      -- Member names: the index after a letter for its number of digits
+      -- (a: 1 digit, b: 2, ...), then the base.
       local index = newest + 1
-      local digits, ten = 1, 10
-      while index >= ten do
-        digits, ten = digits + 1, ten * 10
-      end
       if added == 1 then
-        redis.call('ZADD', key, score, format('%s:%s%d:%d', score, string.char(96 + digits), index, base))
+        local letter
+        if index < 10 then
+          letter = 'a'
+        elseif index < 100 then
+          letter = 'b'
+        elseif index < 1000 then
+          letter = 'c'
+        elseif index < 10000 then
+          letter = 'd'
+        else
+          local digits, ten = 5, 100000
+          while index >= ten do
+            digits, ten = digits + 1, ten * 10
+          end
+          letter = string.char(96 + digits)
+        end
+        redis.call('ZADD', key, score, format('%s:%s%d:%s', score, letter, index, first_index))
       else
+        local letter, ten = 97, 10
+        while index >= ten do
+          letter, ten = letter + 1, ten * 10
+        end
         local batch = {}
         local b = 0
         for j = index, newest + added do
           if j >= ten then
-            digits, ten = digits + 1, ten * 10
+            letter, ten = letter + 1, ten * 10
           end
-          batch[b + 1], batch[b + 2] = score, format('%s:%s%d:%d', score, string.char(96 + digits), j, base)
+          batch[b + 1], batch[b + 2] = score, format('%s:%c%d:%d', score, letter, j, base)
           b = b + 2
           if b == 2000 or j == newest + added then
             redis.call('ZADD', key, unpack(batch, 1, b))
@@ -193,15 +239,11 @@ if n == 1 then
       end
     end
     if record then
-      -- ttl_ms inline for ms (a call less); reset_after >= 1 here.
-      local ttl
-      if unit == 'ms' then
-        ttl = ARGV[6]
-        if reset_after ~= window then
-          ttl = format('%d', reset_after)
-        end
-      else
-        ttl = ttl_ms(unit, reset_after)
+      -- In unit ms the TTL is the text of ARGV[6] when it is the window
+      -- (reset_after >= 1 here).
+      local ttl = ARGV[6]
+      if unit ~= 'ms' or reset_after ~= window then
+        -- #expand ttl_ms(ttl, unit, reset_after)
       end
       redis.call('PEXPIRE', key, ttl)
     end
@@ -212,19 +254,19 @@ if n == 1 then
       return { 0, left, -1, reset_after, 1 }
     end
     -- Wait until the (max - asked + 1)-th newest event leaves the window:
-    -- one of this call's, the newest before it, the oldest in the window,
-    -- or another one (read by rank).
+    -- one of this call's, the newest before it, the oldest in the window
+    -- if it was read, or another one (read by rank).
     local rank = max - asked
     local time
     if rank < added then
       time = stamp
     elseif rank == added then
       time = previous
-    elseif rank == c - 1 then
+    elseif rank == c - 1 and first then
       time = match(first, '^%d+') + 0
     else
       local r = format('%d', rank)
-      time = match(redis.call('ZRANGE', key, r, r, 'REV')[1], '^(%d+):') + 0
+      time = match(redis.call('ZRANGE', key, r, r, 'REV')[1], '^%d+') + 0
     end
     local retry = time + window - now
     if retry > MAX_TIME then
@@ -236,7 +278,7 @@ if n == 1 then
   end
 end
 
--- The general code: several limits, or a bad limit to refuse.
+-- The general code: several limits, a reset, or a bad limit to refuse.
 
 -- member reads a member's time, index and base; nil if it is not a
 -- zset_log event (v4 names its members as v3 does).
@@ -264,15 +306,19 @@ end
 
 -- The limits: largest is the largest max, wide the index of the (first)
 -- widest window.
+-- bad: the first bad limit argument, its field and range (in words).
 local largest, wide, widest = 0, 1, 0
+local bad, field, range
 for i = 5, 3 + 2 * n, 2 do
-  local max = integer(ARGV[i], 1, 1000000)
+  local max, window
+  -- #expand integer(max, ARGV[i], 1, 1000000)
+  -- #expand integer(window, ARGV[i + 1], 1, MAX_TIME)
   if max == nil then
-    return rare().refuse(KEYS, ARGV, 2, i, 'max', '[1, 10^6]')
-  end
-  local window = integer(ARGV[i + 1], 1, MAX_TIME)
-  if window == nil then
-    return rare().refuse(KEYS, ARGV, 2, i + 1, 'window', '[1, 2^52]')
+    bad, field, range = i, 'max', '[1, 10^6]'
+    break
+  elseif window == nil then
+    bad, field, range = i + 1, 'window', '[1, 2^52]'
+    break
   end
   if max > largest then
     largest = max
@@ -281,10 +327,16 @@ for i = 5, 3 + 2 * n, 2 do
     wide, widest = (i - 3) / 2, window
   end
 end
-if count < 0 then
-  return rare().fresh(KEYS, ARGV, 2)
+if bad or count < 0 then
+  -- #expand rare(helpers)
+  if bad then
+    return helpers.refuse(KEYS, ARGV, 2, bad, field, range)
+  end
+  return helpers.fresh(KEYS, ARGV, 2)
 end
-now = now or server_now(unit)
+if not now then
+  -- #expand server_now(now, unit)
+end
 
 -- The newest event: the last write's time, and the indexes in the set.
 local last, newest, base = nil, 0, 1
@@ -317,7 +369,7 @@ for i = 1, n do
     if size == 1 then
       c = 1
     else
-      c = redis.call('ZCOUNT', key, format('(%d', stamp - window), '+inf')
+      c = size - redis.call('ZCOUNT', key, '-inf', format('%d', stamp - window))
     end
   end
   counts[i] = c
@@ -415,7 +467,9 @@ for i = 1, n do
   end
 end
 if record then
-  redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
+  local ttl
+  -- #expand ttl_ms(ttl, unit, reset_after)
+  redis.call('PEXPIRE', key, ttl)
 end
 if allowed then
   return { 1, remaining, 0, reset_after, index }
