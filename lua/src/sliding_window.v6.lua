@@ -76,7 +76,9 @@
 -- one table) now also take a call whose rings drop fewer than 1000 bucket
 -- slots (one HMGET of those slots, dropped along the chain, the advanced
 -- rings saved by a call that records nothing when more than 16 left, as
--- the general code does), and a denied call that records nothing and is
+-- the general code does), with several limits a call for which some
+-- limit's whole ring has left (that limit starts again, empty, with no
+-- read), and a denied call that records nothing and is
 -- over a limit by one event (it retries when the limit's oldest bucket
 -- leaves the window: every bucket holds at least one event), where v5 ran
 -- its general code (the denied one walking the chain). The general code is
@@ -458,16 +460,22 @@ if n > 1 and time then
       w = (last - w) / resolution
       local edge = head - buckets
       local first = w - span
-      if w <= edge or reads + edge - first >= 999 then
+      if w <= edge then
+        -- The whole ring has left: the limit starts again at head, empty
+        -- (no read; its stale fields are ignored until reused).
+        w, first, total, top = head, head, 0, 0
+      elseif reads + edge - first >= 999 then
         simple = false
         break
+      else
+        total, top = total + events, top + events
       end
       local low = head - q
       if into < part then
         low = low - 1
       end
       f[j + 1], f[j + 2], f[j + 3], f[j + 4], f[j + 5], f[j + 6] = max, duration, resolution, buckets, head, w
-      f[j + 7], f[j + 8], f[j + 9], f[j + 10], f[j + 11] = first, total + events, top + events, low, reads + 1
+      f[j + 7], f[j + 8], f[j + 9], f[j + 10], f[j + 11] = first, total, top, low, reads + 1
       if edge >= first then
         names = names or {}
         local i = j / 11 + 1
