@@ -76,7 +76,9 @@
 -- one table) now also take a call whose rings drop fewer than 1000 bucket
 -- slots (one HMGET of those slots, dropped along the chain, the advanced
 -- rings saved by a call that records nothing when more than 16 left, as
--- the general code does), and a denied call that records nothing and is
+-- the general code does), with several limits a call for which some
+-- limit's whole ring has left (that limit starts again, empty, with no
+-- read), and a denied call that records nothing and is
 -- over a limit by one event (it retries when the limit's oldest bucket
 -- leaves the window: every bucket holds at least one event), where v5 ran
 -- its general code (the denied one walking the chain). The general code is
@@ -324,15 +326,25 @@ local meta = stored[2]
 -- Only a call with several limits writes a summary (one limit's own path
 -- costs no more than the quiet case would). The head of "m" is parsed
 -- once, here, for every path that follows.
-local time, events, from, boundary, room, index, reset, at
+-- (index and reset are read, and the positions found, only by an allowed
+-- quiet call: every capture costs every other call a string or a nested
+-- match.) One limit's head is always "<time> 0 0 0 0 0": its own path
+-- reads the whole of "m" in one match.
+local time, events, boundary, room, at
+local total1, span1, top1 -- one limit's ring
 if meta and stored[1] == limits then
-  time, events, from, boundary, room, index, reset, at = match(meta, '^(%d+) (%d+) ()(%d+) (%-?%d+) (%d+) (%d+)()')
+  if n == 1 then
+    time, total1, span1, top1 = match(meta, '^(%d+) 0 0 0 0 0 (%d+) (%d+) (%d+)$')
+  else
+    time, events, boundary, room, at = match(meta, '^(%d+) (%d+) (%d+) (%-?%d+) %d+ %d+()')
+  end
 end
-if time and boundary ~= '0' then
+if boundary and boundary ~= '0' and room ~= '0' then
   local asked = count
   if asked < 1 then
     asked = 1
   end
+  local from = #time + #events + 3 -- where <boundary> starts
   events = events + 0
   local left = room - events - asked
   if left >= 0 then
@@ -353,6 +365,7 @@ if time and boundary ~= '0' then
       stamp = time + 0
     end
     if stamp < boundary + 0 then
+      local index, reset = match(meta, '^(%d+) (%d+)', from + #boundary + #room + 2)
       local reset_after = reset - now
       if reset_after > MAX_TIME then
         reset_after = MAX_TIME
@@ -398,8 +411,8 @@ end
 -- to be found on the chain. Any other call goes on to the general code
 -- below (which reads "m" again).
 if n == 1 and time then
-  local total, span, top = match(meta, '^ (%d+) (%d+) (%d+)$', at)
-  if total and total ~= '0' then
+  local total, span, top = total1, span1, top1
+  if total ~= '0' then
     -- (text + 0 is the number of a canonical integer without a call)
     local max, duration, resolution = ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
     local last = time + 0
@@ -451,8 +464,8 @@ if n == 1 and time then
       low = low - 1
     end
     local partial = edge + 1
-    total = total + events
-    top = top + events
+    total = total + 0
+    top = top + 0
     local simple = w > edge and edge - first < 999
     local leaving = 0
     if simple and edge >= first then
@@ -581,18 +594,22 @@ if n == 1 and time then
 end
 
 -- Several limits, the same common case for every limit, in passes over
--- the limits with the values of limit i in f[12 * (i - 1) + 1 .. + 12]:
+-- the limits with the values of limit i in f[11 * (i - 1) + 1 .. + 11]:
 -- max, duration, resolution, N, head, w, oldest, total, count of w, the
--- newest bucket out of the window (then the window count), the index in
--- the read of the limit's first leaving slot, and the time its head or its
--- window's edge moves next (for the summary). The slots leaving every
+-- newest bucket out of the window (then the window count) and the index in
+-- the read of the limit's first leaving slot (a call that records finds
+-- the summary's times then: a denial needs none of them). The slots leaving every
 -- ring, fewer than 1000 in all, are read in one HMGET (a call that records
 -- nothing saves the advanced rings when more than 16 left). Any limit
 -- outside the common case sends the call to the general code.
 if n > 1 and time then
   do
     local last = time + 0
-    events = events + 0
+    if events == '0' then
+      events = 0 -- (a comparison of interned strings: no conversion)
+    else
+      events = events + 0
+    end
     if not now then
       do
         local time = redis.call('TIME')
@@ -656,34 +673,36 @@ if n > 1 and time then
       w = (last - w) / resolution
       local edge = head - buckets
       local first = w - span
-      if w <= edge or reads + edge - first >= 999 then
+      if w <= edge then
+        -- The whole ring has left: the limit starts again at head, empty
+        -- (no read; its stale fields are ignored until reused).
+        w, first, total, top = head, head, 0, 0
+      elseif reads + edge - first >= 999 then
         simple = false
         break
+      else
+        total, top = total + events, top + events
       end
       local low = head - q
       if into < part then
         low = low - 1
       end
       f[j + 1], f[j + 2], f[j + 3], f[j + 4], f[j + 5], f[j + 6] = max, duration, resolution, buckets, head, w
-      local boundary = (head + 1) * resolution
-      if into < part then
-        boundary = head * resolution + part
-      end
-      f[j + 7], f[j + 8], f[j + 9], f[j + 10], f[j + 11], f[j + 12] = first, total + events, top + events, low, reads + 1, boundary
+      f[j + 7], f[j + 8], f[j + 9], f[j + 10], f[j + 11] = first, total, top, low, reads + 1
       if edge >= first then
         names = names or {}
-        local i = j / 12 + 1
+        local i = j / 11 + 1
         for b = first, edge do
           reads = reads + 1
           names[reads] = format('%d.%d', i, b % buckets)
         end
       end
-      j = j + 12
+      j = j + 11
     end
     if simple and at == #meta + 1 then
       local read = names and redis.call('HMGET', key, unpack(names, 1, reads))
       local allowed, never, walk = true, false, false
-      for o = 0, j - 12, 12 do
+      for o = 0, j - 11, 11 do
         local max, head, w, first, total = f[o + 1], f[o + 5], f[o + 6], f[o + 7], f[o + 8]
         local edge = head - f[o + 4]
         if edge >= first then
@@ -735,12 +754,12 @@ if n > 1 and time then
       if simple and (allowed or never or not (walk or record)) then
         local written = { 'm', false } -- HSET's arguments
         local h = 2
-        local mb = 12 * n -- f[mb + 1 .. mb + 3 * n]: the meta words
+        local mb = 11 * n -- f[mb + 1 .. mb + 3 * n]: the meta words
         local remaining, retry, reset_after, index = nil, 0, 0, 1
         -- The summary of a call that records (see the quiet case).
         local boundary, room, least, reset = MAX_TIME * 2, nil, 1, 0
         for i = 1, n do
-          local o = 12 * (i - 1)
+          local o = 11 * (i - 1)
           local max, duration, resolution, buckets, head = f[o + 1], f[o + 2], f[o + 3], f[o + 4], f[o + 5]
           local w, first, total, wc, window = f[o + 6], f[o + 7], f[o + 8], f[o + 9], f[o + 10]
           if record then
@@ -760,8 +779,17 @@ if n > 1 and time then
             total = total + wc - current
             window = window + wc - current
             w = head
-            if f[o + 12] < boundary then
-              boundary = f[o + 12]
+            -- The head moves at (head + 1) * resolution, the window's edge
+            -- at head * resolution + the width of its oldest bucket.
+            local moves = head * resolution
+            local oldest = duration - (buckets - 1) * resolution
+            if stamp - moves < oldest then
+              moves = moves + oldest
+            else
+              moves = moves + resolution
+            end
+            if moves < boundary then
+              boundary = moves
             end
             if room == nil or max - window < room then
               room, least = max - window, i
