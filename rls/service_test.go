@@ -206,8 +206,10 @@ func TestNoPartialCountWhenALaterLimitDenies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := strings.Fields(m.(string)) // <time> then <total> <span> <lag> <newest> per limit
-		if len(f) != 9 || f[1] != "3" || f[5] != "3" {
+		// sliding_window v6: <time>, a summary of five words, then <total>
+		// <span> <newest> per limit.
+		f := strings.Fields(m.(string))
+		if len(f) != 12 || f[6] != "3" || f[9] != "3" {
 			t.Fatalf("state %q: want both limits at 3 events (denied hits leave no count)", m)
 		}
 	})
