@@ -40,7 +40,8 @@
 -- and the count of bucket w ("0 0 0" for an empty ring), every bucket
 -- before the oldest non-empty one having left the ring; and a summary of
 -- the limits written by a call with several limits that records (all 0
--- otherwise): until
+-- otherwise, and when the summary alone would make "m" longer than 64
+-- bytes, which would cost the hash its compact encoding): until
 -- time <boundary> no limit's head or window edge moves, <room> is the
 -- least of max - window over the limits, <index> the first limit with that
 -- room, <reset> the latest w * resolution + duration. <events> counts the
@@ -105,6 +106,7 @@ local MAX_LIMITS = 16
 -- exact) is the remainder give or take b, as the float quotient is floor or
 -- floor + 1; after "if r < 0 then r = r + b elseif r >= b then r = r - b
 -- end", r = a mod b and (a - r) / b = floor(a / b), exactly.
+
 
 -- #call: what follows runs on every call (in ratelua_v6, the function body)
 local tonumber, format, match = tonumber, string.format, string.match
@@ -836,6 +838,12 @@ if n > 1 and time then
         if record then
           written[2] = format('%d 0 %d %d %d %d' .. string.rep(' %d %d %d', n), stamp, boundary, room, least, reset,
             unpack(f, mb + 1, mb + 3 * n))
+          if #written[2] > 64 then
+            local plain = format('%d 0 0 0 0 0' .. string.rep(' %d %d %d', n), stamp, unpack(f, mb + 1, mb + 3 * n))
+            if #plain <= 64 then
+              written[2] = plain
+            end
+          end
           redis.call('HSET', key, unpack(written, 1, h))
           local ttl
           do
@@ -1382,6 +1390,12 @@ if save then
   if record and n > 1 then
     meta = format('%d 0 %d %d %d %d' .. string.rep(' %d %d %d', n), stamp, boundary, room, least, reset,
       unpack(t, mb + 1, mb + 3 * n))
+    if #meta > 64 then
+      local plain = format('%d 0 0 0 0 0' .. string.rep(' %d %d %d', n), stamp, unpack(t, mb + 1, mb + 3 * n))
+      if #plain <= 64 then
+        meta = plain
+      end
+    end
   else
     local time = last
     if record then

@@ -40,7 +40,8 @@
 -- and the count of bucket w ("0 0 0" for an empty ring), every bucket
 -- before the oldest non-empty one having left the ring; and a summary of
 -- the limits written by a call with several limits that records (all 0
--- otherwise): until
+-- otherwise, and when the summary alone would make "m" longer than 64
+-- bytes, which would cost the hash its compact encoding): until
 -- time <boundary> no limit's head or window edge moves, <room> is the
 -- least of max - window over the limits, <index> the first limit with that
 -- room, <reset> the latest w * resolution + duration. <events> counts the
@@ -137,6 +138,22 @@ end
 -- floor + 1; after "if r < 0 then r = r + b elseif r >= b then r = r - b
 -- end", r = a mod b and (a - r) / b = floor(a / b), exactly.
 
+
+-- compact sets TEXT, the "m" of a call that records with several limits,
+-- to "m" without the summary (its five numbers 0, as one limit writes)
+-- when the summary alone would take "m" past 64 bytes, the servers'
+-- default hash-max-listpack-value: a longer value turns the whole hash
+-- into a hash table, about twice its memory (3 limits: 532 bytes against
+-- 277). The calls that follow then take the fast paths (or the general
+-- code) instead of the quiet case, with the same replies.
+-- #define compact(TEXT, STAMP, NUMBERS, AT, LIMITS)
+if #TEXT > 64 then
+  local plain = format('%d 0 0 0 0 0' .. string.rep(' %d %d %d', LIMITS), STAMP, unpack(NUMBERS, AT + 1, AT + 3 * LIMITS))
+  if #plain <= 64 then
+    TEXT = plain
+  end
+end
+-- #end
 -- #call: what follows runs on every call (in ratelua_v6, the function body)
 local tonumber, format, match = tonumber, string.format, string.match
 local count, now, n = 1, false, #ARGV - 4
@@ -623,6 +640,7 @@ if n > 1 and time then
         if record then
           written[2] = format('%d 0 %d %d %d %d' .. string.rep(' %d %d %d', n), stamp, boundary, room, least, reset,
             unpack(f, mb + 1, mb + 3 * n))
+          -- #expand compact(written[2], stamp, f, mb, n)
           redis.call('HSET', key, unpack(written, 1, h))
           local ttl
           -- #expand ttl_ms(ttl, unit, reset_after)
@@ -1036,6 +1054,7 @@ if save then
   if record and n > 1 then
     meta = format('%d 0 %d %d %d %d' .. string.rep(' %d %d %d', n), stamp, boundary, room, least, reset,
       unpack(t, mb + 1, mb + 3 * n))
+    -- #expand compact(meta, stamp, t, mb, n)
   else
     local time = last
     if record then

@@ -1360,6 +1360,7 @@ do
 -- floor + 1; after "if r < 0 then r = r + b elseif r >= b then r = r - b
 -- end", r = a mod b and (a - r) / b = floor(a / b), exactly.
 
+
 redis.register_function('ratelua_sliding_window_v6', function(KEYS, ARGV)
 local tonumber, format, match = tonumber, string.format, string.match
 local count, now, n = 1, false, #ARGV - 4
@@ -2090,6 +2091,12 @@ if n > 1 and time then
         if record then
           written[2] = format('%d 0 %d %d %d %d' .. string.rep(' %d %d %d', n), stamp, boundary, room, least, reset,
             unpack(f, mb + 1, mb + 3 * n))
+          if #written[2] > 64 then
+            local plain = format('%d 0 0 0 0 0' .. string.rep(' %d %d %d', n), stamp, unpack(f, mb + 1, mb + 3 * n))
+            if #plain <= 64 then
+              written[2] = plain
+            end
+          end
           redis.call('HSET', key, unpack(written, 1, h))
           local ttl
           do
@@ -2636,6 +2643,12 @@ if save then
   if record and n > 1 then
     meta = format('%d 0 %d %d %d %d' .. string.rep(' %d %d %d', n), stamp, boundary, room, least, reset,
       unpack(t, mb + 1, mb + 3 * n))
+    if #meta > 64 then
+      local plain = format('%d 0 0 0 0 0' .. string.rep(' %d %d %d', n), stamp, unpack(t, mb + 1, mb + 3 * n))
+      if #plain <= 64 then
+        meta = plain
+      end
+    end
   else
     local time = last
     if record then
