@@ -91,7 +91,7 @@ func (m *TokenBucket) Do(c Call) Reply {
 		for i, l := range m.Limits {
 			levels[i].Sub(levels[i], big.NewRat(c.Count, 1))
 			if floor := big.NewRat(-l.Capacity, 1); levels[i].Cmp(floor) < 0 {
-				levels[i], beyond = floor, true
+				levels[i] = floor
 			}
 		}
 	}
