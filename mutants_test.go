@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,5 +76,43 @@ func TestMutantsApply(t *testing.T) {
 		if err != nil {
 			t.Errorf("mutants/%s no longer applies to the tree (remake it: mutants/README.md): %v\n%s", patch, err, out)
 		}
+	}
+}
+
+// TestMutantTargetsAreTested: a planted bug in a script version
+// (a patch editing lua/src/<name>.v<N>.lua) is caught only while the
+// tests that run every version (versions: the property tests, the tie
+// rule, the cases) still run version N of that script. This fails when a
+// targeted version leaves the embedded set the tests iterate, so that a
+// mutant cannot go unseen because its version stopped being tested.
+func TestMutantTargetsAreTested(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("mutants", "*.patch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := regexp.MustCompile(`(?m)^\+\+\+ b/lua/src/([a-z_0-9]+)\.v([0-9]+)\.lua$`)
+	targeted := 0
+	for _, f := range files {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range target.FindAllStringSubmatch(string(text), -1) {
+			name, version := m[1], m[2]
+			if strings.HasPrefix(name, "_") {
+				continue // a prelude: every script of that version includes it
+			}
+			targeted++
+			var tested []string
+			for _, s := range versions(t, name) {
+				tested = append(tested, strconv.Itoa(s.Version))
+			}
+			if !slices.Contains(tested, version) {
+				t.Errorf("%s plants a bug in %s v%s, but the tests run %s only at versions %v", f, name, version, name, tested)
+			}
+		}
+	}
+	if targeted == 0 {
+		t.Fatal("no planted bug targets a script version: the check checks nothing")
 	}
 }
