@@ -108,17 +108,27 @@ bench-versions: servers
 	bash bench/ab-versions.sh valkey-server $(A) $(B)
 
 ## release: check that the tree is ready to release the version of
-## CHANGELOG.md's newest entry ("## 0.1.0 (2026-11-25)") and print the tags
-## to create (v0.1.0, goredis/v0.1.0, ...); it creates none. The modules
-## are found from the tree (every go.mod; released unless the go.mod says
-## "// ratelua: not released"). Checks: generated files current; every
-## nested module requires the tree's modules at that version with a
-## replace to their folder; gofmt; every module tidy (go mod tidy -diff)
-## and vetted; nothing left uncommitted (RELEASEFLAGS=-uncommitted while
-## preparing); and a user outside the repository can install the release
-## from a module proxy written from the tree (integration/cmd/release).
+## CHANGELOG.md's newest entry ("## 0.2.0 (2026-11-26)"), then create the
+## annotated tags of every released module at HEAD (v0.2.0,
+## goredis/v0.2.0, ...; a tag already at HEAD is kept, one elsewhere is an
+## error). The modules are found from the tree (every go.mod; released
+## unless the go.mod says "// ratelua: not released"). Checks: generated
+## files current; every nested module requires the tree's modules at that
+## version with a replace to their folder (in its go.mod, or in a go.work
+## beside it for a module holding a command, since go install refuses a
+## go.mod with a replace); gofmt; every module tidy (go mod tidy -diff)
+## and vetted; nothing left uncommitted; and a user outside the repository
+## can install the release from a module proxy written from the tree and
+## go install every command (integration/cmd/release). Flags for the
+## command go in RELEASEFLAGS (-uncommitted, -v); make release-check runs
+## the checks alone.
 .PHONY: release
 release: check-generated
+	cd integration && $(GO) run ./cmd/release -root .. -tag $(RELEASEFLAGS)
+
+## release-check: the checks of make release, creating no tag
+.PHONY: release-check
+release-check: check-generated
 	cd integration && $(GO) run ./cmd/release -root .. $(RELEASEFLAGS)
 
 ## generate: rebuild lua/*.lua and lua/manifest.json from lua/src, then
@@ -136,14 +146,18 @@ check-generated:
 
 ## mutants: the planted bugs of mutants/, a test of the tests: each patch
 ## applied to a temporary copy of the tree, its test command run (it must
-## fail); every bug must be caught (mutants/README.md). mutants-cheap runs
-## the cheap ones (each command under 30 s); make test does not run them
-## (about 10 minutes: CI stays under 15 minutes without them).
-.PHONY: mutants mutants-cheap
+## fail); every bug must be caught (mutants/README.md). The whole set is
+## a manual target (about 15 minutes on two cores). mutants-ci, which
+## .ci/run runs after make test, is the subset in which every file that
+## some planted bug edits is edited by one of them; mutants-cheap runs the
+## checks whose command takes under 30 s.
+.PHONY: mutants mutants-cheap mutants-ci
 mutants: servers
 	bash mutants/run
 mutants-cheap: servers
 	bash mutants/run --cheap
+mutants-ci: servers
+	bash mutants/run --ci
 
 ## fuzz: run each script's fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s
