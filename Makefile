@@ -127,9 +127,17 @@ release: check-generated
 	cd integration && $(GO) run ./cmd/release -root .. -tag $(RELEASEFLAGS)
 
 ## release-check: the checks of make release, creating no tag
-.PHONY: release-check
+.PHONY: release-check release-sums
 release-check: check-generated
 	cd integration && $(GO) run ./cmd/release -root .. $(RELEASEFLAGS)
+
+## release-sums: before make release, with every change committed: write
+## the go.sum of each module developed through a go.work (rls: its go.mod
+## has no replace) for the tree's modules at the release version, as a
+## proxy makes them from HEAD; commit it, then make release (the tidy
+## check needs it)
+release-sums:
+	cd integration && $(GO) run ./cmd/release -root .. -sums
 
 ## generate: rebuild lua/*.lua and lua/manifest.json from lua/src, then
 ## the copies of the newest scripts in python/ratelua/lua and node/lua and

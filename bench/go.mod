@@ -10,8 +10,8 @@ replace (
 
 require (
 	github.com/go-redis/redis_rate/v10 v10.0.1
-	github.com/ratelua/ratelua v0.1.0
-	github.com/ratelua/ratelua/testbench v0.1.0
+	github.com/ratelua/ratelua v0.2.0
+	github.com/ratelua/ratelua/testbench v0.2.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.79
 	github.com/redis/rueidis/mock v1.0.78

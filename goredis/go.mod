@@ -8,8 +8,8 @@ replace (
 )
 
 require (
-	github.com/ratelua/ratelua v0.1.0
-	github.com/ratelua/ratelua/testbench v0.1.0
+	github.com/ratelua/ratelua v0.2.0
+	github.com/ratelua/ratelua/testbench v0.2.0
 	github.com/redis/go-redis/v9 v9.9.0
 )
 

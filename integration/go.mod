@@ -13,11 +13,11 @@ replace (
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
-	github.com/ratelua/ratelua v0.1.0
-	github.com/ratelua/ratelua/goredis v0.1.0
-	github.com/ratelua/ratelua/ratemini v0.1.0
-	github.com/ratelua/ratelua/testbench v0.1.0
-	github.com/ratelua/ratelua/valkeygo v0.1.0
+	github.com/ratelua/ratelua v0.2.0
+	github.com/ratelua/ratelua/goredis v0.2.0
+	github.com/ratelua/ratelua/ratemini v0.2.0
+	github.com/ratelua/ratelua/testbench v0.2.0
+	github.com/ratelua/ratelua/valkeygo v0.2.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.79
 	github.com/redis/rueidis/mock v1.0.78

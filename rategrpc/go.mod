@@ -9,8 +9,8 @@ replace (
 
 require (
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.1.0
-	github.com/ratelua/ratelua v0.1.0
-	github.com/ratelua/ratelua/testbench v0.1.0
+	github.com/ratelua/ratelua v0.2.0
+	github.com/ratelua/ratelua/testbench v0.2.0
 	github.com/redis/rueidis v1.0.79
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20240227224415-6ceb2ff114de
 	google.golang.org/grpc v1.63.0

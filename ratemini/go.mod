@@ -6,7 +6,7 @@ replace github.com/ratelua/ratelua => ../
 
 require (
 	github.com/alicebob/miniredis/v2 v2.36.0
-	github.com/ratelua/ratelua v0.1.0
+	github.com/ratelua/ratelua v0.2.0
 	github.com/redis/rueidis v1.0.79
 )
 

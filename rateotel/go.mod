@@ -8,8 +8,8 @@ replace (
 )
 
 require (
-	github.com/ratelua/ratelua v0.1.0
-	github.com/ratelua/ratelua/testbench v0.1.0
+	github.com/ratelua/ratelua v0.2.0
+	github.com/ratelua/ratelua/testbench v0.2.0
 	github.com/redis/rueidis v1.0.79
 	go.opentelemetry.io/otel v1.20.0
 	go.opentelemetry.io/otel/metric v1.20.0

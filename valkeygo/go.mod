@@ -8,8 +8,8 @@ replace (
 )
 
 require (
-	github.com/ratelua/ratelua v0.1.0
-	github.com/ratelua/ratelua/testbench v0.1.0
+	github.com/ratelua/ratelua v0.2.0
+	github.com/ratelua/ratelua/testbench v0.2.0
 	github.com/valkey-io/valkey-go v1.0.53
 )
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -36,8 +37,11 @@ type Consumer struct {
 // Run does what a user does: for each released nested module, go get of
 // it alone at Version in a new module; then, in one more module, a
 // program importing every package of the release (Packages), go get of
-// every released module at Version, go mod tidy, go build of the program
-// and of the commands, go vet, and a run of the program.
+// every released module at Version, go mod tidy, go build of the program,
+// go vet, and a run of the program; last, go install <command>@Version of
+// every command of every released module (Commands), outside any module,
+// and a run of each installed binary with --help, which must succeed and
+// print its usage.
 //
 // GOPROXY is the proxy followed by the machine's GOPROXY (go env
 // GOPROXY), so the other dependencies come from where they always do;
@@ -116,15 +120,13 @@ func (c Consumer) Run(ctx context.Context) error {
 	for _, m := range released {
 		get = append(get, m.Path+"@"+c.Version)
 	}
+	cmds, err := Commands(c.Modules)
+	if err != nil {
+		return fmt.Errorf("consumer: %w", err)
+	}
 	// -trimpath keys the build cache by module path and version rather
 	// than by folder: the module cache is new on every run, and without it
 	// every run would compile every dependency again.
-	build := []string{gocmd, "build", "-trimpath", "-o", bin + string(filepath.Separator)}
-	for _, p := range pkgs {
-		if p.Command {
-			build = append(build, p.ImportPath)
-		}
-	}
 	for _, args := range [][]string{
 		get,
 		{gocmd, "mod", "tidy"},
@@ -135,17 +137,28 @@ func (c Consumer) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	if len(build) > 5 {
-		if _, err := run(dir, build...); err != nil {
-			return err
-		}
-	}
 	out, err := run(dir, filepath.Join(bin, "consumer"))
 	if err != nil {
 		return err
 	}
 	if !strings.HasPrefix(out, "consumer: ") {
 		return fmt.Errorf("consumer: the program printed %q", out)
+	}
+	// go install pkg@version builds the command's own module at that
+	// version, outside the consumer's module; it refuses a go.mod with a
+	// replace directive.
+	for _, cmd := range cmds {
+		if _, err := run(c.Work, gocmd, "install", "-trimpath", cmd.ImportPath+"@"+c.Version); err != nil {
+			return err
+		}
+		name := path.Base(cmd.ImportPath)
+		out, err := run(c.Work, filepath.Join(bin, name), "--help")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(strings.ToLower(out), "usage") {
+			return fmt.Errorf("consumer: %s --help printed no usage:\n%s", name, out)
+		}
 	}
 	return nil
 }
@@ -173,6 +186,7 @@ func (c Consumer) env(ctx context.Context, gocmd string) ([]string, error) {
 		"GOPATH":     gopath,
 		"GOMODCACHE": filepath.Join(gopath, "pkg", "mod"),
 		"GOFLAGS":    "-modcacherw",
+		"GOBIN":      filepath.Join(c.Work, "bin"),
 		// The user's go env file could name the repository in GOPRIVATE
 		// or GONOPROXY; every setting that matters is set here instead.
 		"GOENV":       "off",

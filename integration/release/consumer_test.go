@@ -26,7 +26,9 @@ func TestConsumerInstallsTheSampleRelease(t *testing.T) {
 		"go get example.com/r/ad@v0.1.0",
 		"go get example.com/r@v0.1.0 example.com/r/ad@v0.1.0",
 		"go vet -trimpath .",
-		"example.com/r/cmd/tool",
+		"go install -trimpath example.com/r/cmd/tool@v0.1.0",
+		"tool --help",
+		"usage: tool",
 		"consumer: 2 packages of ratelua v0.1.0",
 	} {
 		if !strings.Contains(log.String(), want) {

@@ -44,6 +44,11 @@ type Module struct {
 	Built bool
 	// File is the parsed go.mod.
 	File *modfile.File
+	// Work is the parsed go.work of the module's folder, nil when it has
+	// none. A module that holds a command replaces the tree's modules by
+	// their folders there rather than in its go.mod, whose replace
+	// directives go install refuses.
+	Work *modfile.WorkFile
 }
 
 // Find returns the modules of the tree rooted at root, the root module
@@ -127,7 +132,17 @@ func readModule(root, dir string) (Module, error) {
 	if f.Module == nil {
 		return Module{}, fmt.Errorf("%s: no module line", name)
 	}
-	return Module{Path: f.Module.Mod.Path, Dir: dir, Rel: rel, Released: !marked(data, NotReleased), Built: !marked(data, NotReleased) && !marked(data, NotBuilt), File: f}, nil
+	m := Module{Path: f.Module.Mod.Path, Dir: dir, Rel: rel, Released: !marked(data, NotReleased), Built: !marked(data, NotReleased) && !marked(data, NotBuilt), File: f}
+	work, err := os.ReadFile(filepath.Join(dir, "go.work"))
+	switch {
+	case err == nil:
+		if m.Work, err = modfile.ParseWork(path.Join(rel, "go.work"), work, nil); err != nil {
+			return Module{}, err
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return Module{}, err
+	}
+	return m, nil
 }
 
 // marked reports whether a go.mod holds a line starting with marker.

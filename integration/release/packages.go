@@ -45,30 +45,63 @@ func Packages(mods []Module) ([]Package, error) {
 		if !m.Built {
 			continue
 		}
-		err := filepath.WalkDir(m.Dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || !d.IsDir() {
-				return err
-			}
-			if p != m.Dir {
-				if skipDir(d.Name()) || d.Name() == "internal" {
-					return filepath.SkipDir
-				}
-				if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
-					return filepath.SkipDir // a nested module
-				}
-			}
-			pkg, ok, err := readPackage(m, p)
-			if err != nil {
-				return err
-			}
-			if ok {
-				pkgs = append(pkgs, pkg)
-			}
-			return nil
-		})
+		found, err := modulePackages(m)
 		if err != nil {
-			return nil, fmt.Errorf("packages of %s: %w", m.Path, err)
+			return nil, err
 		}
+		pkgs = append(pkgs, found...)
+	}
+	return pkgs, nil
+}
+
+// Commands returns the commands (main packages under a cmd/ folder) of
+// every released module, the modules marked NotBuilt included: a user
+// installs each with go install <import path>@<version>.
+func Commands(mods []Module) ([]Package, error) {
+	var cmds []Package
+	for _, m := range Released(mods) {
+		found, err := modulePackages(m)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range found {
+			if p.Command {
+				cmds = append(cmds, p)
+			}
+		}
+	}
+	return cmds, nil
+}
+
+// modulePackages returns the packages of module m in the order of their
+// folders: every folder with Go files for this platform, except internal
+// ones, nested modules, testdata, and main packages that are not under a
+// cmd/ folder.
+func modulePackages(m Module) ([]Package, error) {
+	var pkgs []Package
+	err := filepath.WalkDir(m.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if p != m.Dir {
+			if skipDir(d.Name()) || d.Name() == "internal" {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
+				return filepath.SkipDir // a nested module
+			}
+		}
+		pkg, ok, err := readPackage(m, p)
+		if err != nil {
+			return err
+		}
+		if ok {
+			pkgs = append(pkgs, pkg)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("packages of %s: %w", m.Path, err)
 	}
 	return pkgs, nil
 }

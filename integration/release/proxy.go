@@ -3,6 +3,7 @@ package release
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -27,6 +28,29 @@ import (
 // disk, replace lines included (the Go command ignores them outside the
 // main module).
 func WriteProxy(dir string, mods []Module, e Entry) error {
+	return writeProxy(dir, mods, e, func(w io.Writer, m Module, v module.Version) error {
+		return zip.CreateFromDir(w, v, m.Dir)
+	})
+}
+
+// WriteProxyAt is WriteProxy with each module's zip made from the git
+// commit revision of the repository at repoRoot (zip.CreateFromVCS), as
+// a public proxy makes it from the tag: the files committed, and none of
+// the ignored files a working tree may hold (caches, build output). The
+// go.mod served is the one on disk: the caller checks that nothing is
+// left uncommitted.
+func WriteProxyAt(dir string, mods []Module, e Entry, repoRoot, revision string) error {
+	return writeProxy(dir, mods, e, func(w io.Writer, m Module, v module.Version) error {
+		subdir := m.Rel
+		if subdir == "." {
+			subdir = ""
+		}
+		return zip.CreateFromVCS(w, v, repoRoot, revision, subdir)
+	})
+}
+
+// writeProxy writes the proxy with the module zips made by zipOf.
+func writeProxy(dir string, mods []Module, e Entry, zipOf func(io.Writer, Module, module.Version) error) error {
 	info, err := json.Marshal(struct {
 		Version string
 		Time    string
@@ -35,7 +59,7 @@ func WriteProxy(dir string, mods []Module, e Entry) error {
 		return fmt.Errorf("write the proxy: %w", err)
 	}
 	for _, m := range Released(mods) {
-		if err := writeModule(dir, m, e.Version, info); err != nil {
+		if err := writeModule(dir, m, e.Version, info, zipOf); err != nil {
 			return fmt.Errorf("write %s@%s to the proxy: %w", m.Path, e.Version, err)
 		}
 	}
@@ -43,7 +67,7 @@ func WriteProxy(dir string, mods []Module, e Entry) error {
 }
 
 // writeModule writes one module version's four files.
-func writeModule(dir string, m Module, version string, info []byte) error {
+func writeModule(dir string, m Module, version string, info []byte, zipOf func(io.Writer, Module, module.Version) error) error {
 	escaped, err := module.EscapePath(m.Path)
 	if err != nil {
 		return err
@@ -70,7 +94,7 @@ func writeModule(dir string, m Module, version string, info []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := zip.CreateFromDir(z, module.Version{Path: m.Path, Version: version}, m.Dir); err != nil {
+	if err := zipOf(z, m, module.Version{Path: m.Path, Version: version}); err != nil {
 		z.Close()
 		return err
 	}

@@ -32,7 +32,7 @@ func sample() map[string]string {
 		"r.go":                  "// Package r is a library.\npackage r\n\n// New returns one.\nfunc New() int { return 1 }\n\n// Limit is a limit.\ntype Limit struct{}\n",
 		"r_test.go":             "package r\n",
 		"internal/x/x.go":       "package x\n\n// X is internal.\nfunc X() {}\n",
-		"cmd/tool/main.go":      "package main\n\nfunc main() {}\n",
+		"cmd/tool/main.go":      "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"usage: tool\") }\n",
 		"examples/demo/main.go": "package main\n\nfunc main() {}\n",
 		"testdata/m/go.mod":     "module example.com/r/testdata/m\n",
 		"ad/go.mod":             "module example.com/r/ad\n\ngo 1.25\n\nreplace example.com/r => ../\n\nrequire example.com/r v0.1.0\n",

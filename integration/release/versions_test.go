@@ -21,7 +21,7 @@ func TestCheckVersionsNamesEachProblem(t *testing.T) {
 		{"no replace", "ad/go.mod", "module example.com/r/ad\n\nrequire example.com/r v0.1.0\n", "v0.1.0",
 			"ad/go.mod: requires example.com/r with no replace => .."},
 		{"replace elsewhere", "ad/go.mod", "module example.com/r/ad\n\nreplace example.com/r => ../tests\n\nrequire example.com/r v0.1.0\n", "v0.1.0",
-			"ad/go.mod: replaces example.com/r by ../tests , want .."},
+			"ad/go.mod: its go.mod replaces example.com/r by ../tests , want .."},
 		{"released requires unreleased", "ad/go.mod", "module example.com/r/ad\n\nreplace example.com/r/tests => ../tests\n\nrequire example.com/r/tests v0.1.0\n", "v0.1.0",
 			"ad/go.mod: a released module requires example.com/r/tests, which is not released"},
 		{"no such module", "ad/go.mod", "module example.com/r/ad\n\nrequire example.com/r/gone v0.1.0\n", "v0.1.0",

@@ -10,8 +10,8 @@ replace (
 
 require (
 	github.com/dunglas/httpsfv v1.1.2
-	github.com/ratelua/ratelua v0.1.0
-	github.com/ratelua/ratelua/testbench v0.1.0
+	github.com/ratelua/ratelua v0.2.0
+	github.com/ratelua/ratelua/testbench v0.2.0
 	github.com/redis/rueidis v1.0.79
 )
 
