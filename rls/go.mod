@@ -1,11 +1,11 @@
-// ratelua: not built by the consumer test (a service: make test-rls builds and runs its command from the tree; go get still fetches it and resolves every import)
+// ratelua: not built by the consumer test (a service: the consumer go-installs its command, ratelua-rls, and go get resolves every import; no program of a user imports its package)
 module github.com/ratelua/ratelua/rls
 
 go 1.25.0
 
 require (
-	github.com/envoyproxy/go-control-plane/envoy v1.32.2
-	github.com/ratelua/ratelua v0.1.0
+	github.com/envoyproxy/go-control-plane/envoy v1.32.3
+	github.com/ratelua/ratelua v0.2.0
 	github.com/redis/rueidis v1.0.79
 	go.opentelemetry.io/otel v1.20.0
 	go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp v0.42.0
@@ -21,6 +21,7 @@ require (
 	github.com/go-logr/logr v1.3.0 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.16.0 // indirect
+	github.com/rogpeppe/go-internal v1.12.0 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlpmetric v0.42.0 // indirect
 	go.opentelemetry.io/otel/sdk v1.20.0 // indirect
 	go.opentelemetry.io/otel/trace v1.20.0 // indirect
@@ -52,7 +53,7 @@ require (
 	github.com/ory/dockertest/v3 v3.12.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10 // indirect
-	github.com/ratelua/ratelua/testbench v0.1.0
+	github.com/ratelua/ratelua/testbench v0.2.0
 	github.com/sirupsen/logrus v1.9.3 // indirect
 	github.com/xeipuuv/gojsonpointer v0.0.0-20190905194746-02993c407bfb // indirect
 	github.com/xeipuuv/gojsonreference v0.0.0-20180127040603-bd5ef7bd5415 // indirect
@@ -63,7 +64,3 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20240814211410-ddb44dafa142 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 )
-
-replace github.com/ratelua/ratelua => ../
-
-replace github.com/ratelua/ratelua/testbench => ../testbench

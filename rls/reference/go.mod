@@ -5,7 +5,7 @@ go 1.25.6
 
 require (
 	github.com/envoyproxy/ratelimit v1.4.1-0.20260122083618-3fb702589d36
-	github.com/ratelua/ratelua/rls v0.1.0
+	github.com/ratelua/ratelua/rls v0.2.0
 )
 
 require (
@@ -73,8 +73,8 @@ require (
 	github.com/prometheus/common v0.48.0 // indirect
 	github.com/prometheus/procfs v0.12.0 // indirect
 	github.com/prometheus/statsd_exporter v0.26.1 // indirect
-	github.com/ratelua/ratelua v0.1.0 // indirect
-	github.com/ratelua/ratelua/testbench v0.1.0
+	github.com/ratelua/ratelua v0.2.0 // indirect
+	github.com/ratelua/ratelua/testbench v0.2.0
 	github.com/sirupsen/logrus v1.9.3 // indirect
 	github.com/tilinna/clock v1.0.2 // indirect
 	go.opentelemetry.io/auto/sdk v1.1.0 // indirect
@@ -90,7 +90,7 @@ require (
 	golang.org/x/net v0.57.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
-	google.golang.org/genproto/googleapis/api v0.0.0-20250528174236-200df99c418a // indirect
+	google.golang.org/genproto/googleapis/api v0.0.0-20250721164621-a45f3dfb1074 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20250728155136-f173205681a0 // indirect
 	google.golang.org/grpc v1.74.2
 	google.golang.org/protobuf v1.36.10
