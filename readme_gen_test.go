@@ -200,7 +200,9 @@ func readmeCosts(t *testing.T) string {
 // on the embedded engine and requires the reply they document: a script
 // named by SHA1 must be the newest version of a script in the manifest
 // (the default the docs describe), and each block starts from no state.
-// integration/core runs the same calls on the real servers.
+// (The embedded engine is checked against the real servers by the
+// differential tests; running these calls on redis-server and
+// valkey-server too is still to do.)
 func TestDocCalls(t *testing.T) {
 	bySHA := map[string]ratelua.Script{}
 	for _, s := range ratelua.Scripts() {
