@@ -141,11 +141,12 @@ release-sums:
 
 ## generate: rebuild lua/*.lua and lua/manifest.json from lua/src, then
 ## the copies of the newest scripts in python/ratelua/lua and node/lua and
-## the key vectors testdata/keyvectors.json the packages check, and the
+## the key vectors testdata/keyvectors.json the packages check, README.md's
+## generated blocks (costs from BENCHMARKS.md, raw calls), and the
 ## scripts table of lua/README.md
 generate:
 	$(GO) generate ./...
-	RATELUA_WRITE_GENERATED=1 $(GO) test -count=1 -run '^(TestGenerated(Packages|KeyVectors)|TestLuaReadme)$$' .
+	RATELUA_WRITE_GENERATED=1 $(GO) test -count=1 -run '^(TestGenerated(Packages|KeyVectors|Readme)|TestLuaReadme)$$' .
 
 ## check-generated: fail if lua/ is not what lua/src generates, or the
 ## packages' scripts or testdata/keyvectors.json are stale

@@ -19,8 +19,10 @@ type Decay struct {
 	Resolution time.Duration
 }
 
-// NewAR1 returns a limiter over decaying counts (script ar1): one small
-// string per event key, the least memory and work of all.
+// NewAR1 returns a limiter over decaying counts (script ar1): per event
+// key, one integer with one limit (from v6, the default; a short string
+// when the count has a fraction), one short string with several; the
+// least memory and work of all.
 func NewAR1(client Client, opts Options, decays ...Decay) (*Limiter, error) {
 	var durations []time.Duration
 	var quotas []quota

@@ -7,8 +7,8 @@ import (
 // Client sends a limiter's script calls to a Redis or Valkey server or
 // cluster. Rueidis adapts a rueidis.Client (the native path); the nested
 // modules github.com/ratelua/ratelua/goredis and .../valkeygo adapt
-// go-redis and valkey-go, and .../miniredis runs limiters on miniredis in
-// unit tests.
+// go-redis and valkey-go, .../ratemini runs limiters on miniredis in unit
+// tests, and .../embedded runs them with no server at all.
 //
 // Run is all a limiter needs. A Client may also offer, found by a type
 // assertion:

@@ -6,24 +6,15 @@ import (
 	"time"
 
 	"github.com/ratelua/ratelua"
-	"github.com/ratelua/ratelua/internal/limitertest"
+	"github.com/ratelua/ratelua/embedded"
 )
-
-// newClient returns the Client the examples run on. A service passes
-// ratelua.Rueidis(client) for its rueidis client (or an adapter's Client);
-// the examples run the same scripts in the embedded engine (package
-// luatest), so that they need no server. integration/core runs them on
-// redis-server.
-func newClient() ratelua.Client { return limitertest.NewEngineClient() }
-
-// fixedClock makes the examples' output reproducible; leave Options.Clock
-// nil to use the server's clock.
-func fixedClock() time.Time { return time.Unix(1_700_000_000, 0) }
 
 // Limit logins per source address to 1 per 5 seconds and 5 per hour.
 func ExampleNewSlidingWindow() {
-	client := newClient()
-	logins, err := ratelua.NewSlidingWindow(client, ratelua.Options{Prefix: "ex-login", Clock: fixedClock},
+	// No server: the embedded engine, its clock fixed for this output. A
+	// service passes ratelua.Rueidis(rueidisClient) or an adapter's Client.
+	client := embedded.New(embedded.Options{Clock: func() time.Time { return time.Unix(1_700_000_000, 0) }})
+	logins, err := ratelua.NewSlidingWindow(client, ratelua.Options{Prefix: "ex-login"},
 		ratelua.Window{Max: 1, Duration: 5 * time.Second, Resolution: time.Second},
 		ratelua.Window{Max: 5, Duration: time.Hour, Resolution: 10 * time.Minute})
 	if err != nil {
@@ -45,8 +36,10 @@ func ExampleNewSlidingWindow() {
 // An API quota of 10 requests per second with bursts of 20, and a cost per
 // request.
 func ExampleNewTokenBucket() {
-	client := newClient()
-	api, err := ratelua.NewTokenBucket(client, ratelua.Options{Prefix: "ex-api", Clock: fixedClock}, ratelua.PerSecond(10, 20))
+	// No server: the embedded engine, its clock fixed for this output. A
+	// service passes ratelua.Rueidis(rueidisClient) or an adapter's Client.
+	client := embedded.New(embedded.Options{Clock: func() time.Time { return time.Unix(1_700_000_000, 0) }})
+	api, err := ratelua.NewTokenBucket(client, ratelua.Options{Prefix: "ex-api"}, ratelua.PerSecond(10, 20))
 	if err != nil {
 		panic(err)
 	}
@@ -62,8 +55,10 @@ func ExampleNewTokenBucket() {
 
 // An exact sliding log: never more than 3 password resets in any 24 hours.
 func ExampleNewZSetLog() {
-	client := newClient()
-	resets, err := ratelua.NewZSetLog(client, ratelua.Options{Prefix: "ex-reset", Clock: fixedClock},
+	// No server: the embedded engine, its clock fixed for this output. A
+	// service passes ratelua.Rueidis(rueidisClient) or an adapter's Client.
+	client := embedded.New(embedded.Options{Clock: func() time.Time { return time.Unix(1_700_000_000, 0) }})
+	resets, err := ratelua.NewZSetLog(client, ratelua.Options{Prefix: "ex-reset"},
 		ratelua.Log{Max: 3, Window: 24 * time.Hour})
 	if err != nil {
 		panic(err)
@@ -87,8 +82,10 @@ func ExampleNewZSetLog() {
 // A decaying count: about 100 events, a tenth forgotten every second; the
 // least memory per key.
 func ExampleNewAR1() {
-	client := newClient()
-	crawler, err := ratelua.NewAR1(client, ratelua.Options{Prefix: "ex-crawl", Clock: fixedClock, CountDenied: true},
+	// No server: the embedded engine, its clock fixed for this output. A
+	// service passes ratelua.Rueidis(rueidisClient) or an adapter's Client.
+	client := embedded.New(embedded.Options{Clock: func() time.Time { return time.Unix(1_700_000_000, 0) }})
+	crawler, err := ratelua.NewAR1(client, ratelua.Options{Prefix: "ex-crawl", CountDenied: true},
 		ratelua.Decay{Max: 100, Factor: 1.1, Resolution: time.Second})
 	if err != nil {
 		panic(err)
@@ -101,8 +98,10 @@ func ExampleNewAR1() {
 
 // Decide many event keys in one round trip.
 func ExampleLimiter_AllowBatch() {
-	client := newClient()
-	l, _ := ratelua.NewTokenBucket(client, ratelua.Options{Prefix: "ex-batch", Clock: fixedClock}, ratelua.PerSecond(1, 2))
+	// No server: the embedded engine, its clock fixed for this output. A
+	// service passes ratelua.Rueidis(rueidisClient) or an adapter's Client.
+	client := embedded.New(embedded.Options{Clock: func() time.Time { return time.Unix(1_700_000_000, 0) }})
+	l, _ := ratelua.NewTokenBucket(client, ratelua.Options{Prefix: "ex-batch"}, ratelua.PerSecond(1, 2))
 	for _, o := range l.AllowBatch(context.Background(), []ratelua.Request{{Key: "a", N: 1}, {Key: "b", N: 2}, {Key: "c", N: 3}}) {
 		fmt.Println(o.Result.Allowed, o.Result.Remaining, o.Err)
 	}
@@ -115,8 +114,10 @@ func ExampleLimiter_AllowBatch() {
 // At most 2 concurrent logins per account, across every instance: a
 // holder that crashes frees its slot after the 30 s lease.
 func ExampleNewConcurrency() {
-	client := newClient()
-	logins, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "ex-logins", Clock: fixedClock},
+	// No server: the embedded engine, its clock fixed for this output. A
+	// service passes ratelua.Rueidis(rueidisClient) or an adapter's Client.
+	client := embedded.New(embedded.Options{Clock: func() time.Time { return time.Unix(1_700_000_000, 0) }})
+	logins, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "ex-logins"},
 		ratelua.Slots{Max: 2, Lease: 30 * time.Second})
 	if err != nil {
 		panic(err)

@@ -32,9 +32,11 @@ type Result struct {
 	RetryAfter time.Duration
 	// ResetAfter is the time until the limiter's state is fresh again.
 	ResetAfter time.Duration
-	// Limit is the index of the limit that decided: when allowed the one with
-	// the fewest remaining, when denied the one with the longest wait; -1
-	// after a reset.
+	// Limit is the index of the limit that decided, 0-based in the order
+	// the constructor was given the limits (the scripts' limit_index is
+	// 1-based: Limit is limit_index - 1): when allowed the one with the
+	// fewest remaining, when denied the one with the longest wait; -1 after
+	// a reset.
 	Limit int
 	// DryRunDenied is true under Options.DryRun when enforcement would have
 	// denied: Allowed is true, and Remaining, RetryAfter, ResetAfter and

@@ -20,8 +20,9 @@ func PerSecond(rate, burst int64) Bucket {
 	return Bucket{Capacity: burst, RefillAmount: rate, RefillInterval: time.Second}
 }
 
-// NewTokenBucket returns a token-bucket limiter (script token_bucket): one
-// small string per event key, whatever the number of buckets.
+// NewTokenBucket returns a token-bucket limiter (script token_bucket): per
+// event key, one integer with one bucket (from v6, the default), one short
+// string with several.
 func NewTokenBucket(client Client, opts Options, buckets ...Bucket) (*Limiter, error) {
 	var durations []time.Duration
 	var quotas []quota

@@ -22,10 +22,10 @@ answers the lease id as limit_index; mode renew or release takes the lease's
 slots as eventCount and its id after max and lease. The arguments go to the
 script as given; it rejects bad ones (exit 2). Exit status 1 when the
 decision is not allowed (for renew and release: the lease is not held).`,
-		`ratelua call sliding_window@1 --addr 127.0.0.1:6379 'login:{203.0.113.7}' 1 - 0 1 5000 1000 5 3600000 600000`,
-		`ratelua call token_bucket@v6 --addr 127.0.0.1:6379 --unit s 'api:{key42}' 1 "" 0 10 1 6`,
-		`ratelua call concurrency@v6 --addr 127.0.0.1:6379 'logins:{account:42}' 1 - 0 2 30000`,
-		`ratelua call concurrency@v6 --addr 127.0.0.1:6379 'logins:{account:42}' 1 - release 2 30000 7`)
+		`ratelua call `+newest("sliding_window")+` --addr 127.0.0.1:6379 'login:{203.0.113.7}' 1 - 0 1 5000 1000 5 3600000 600000`,
+		`ratelua call `+newest("token_bucket")+` --addr 127.0.0.1:6379 --unit s 'api:{key42}' 1 "" 0 10 1 6`,
+		`ratelua call `+newest("concurrency")+` --addr 127.0.0.1:6379 'logins:{account:42}' 1 - 0 2 30000`,
+		`ratelua call `+newest("concurrency")+` --addr 127.0.0.1:6379 'logins:{account:42}' 1 - release 2 30000 1`)
 	sf := addServerFlags(fs, true)
 	unit := fs.String("unit", "ms", "the `UNIT` of now, of the limits' durations and of the reply's times: s, ms or us")
 	pos, err := fs.parse(e, args)

@@ -367,7 +367,7 @@ func parseScript(cmd, s string) (ratelua.Script, error) {
 	name, version, ok := strings.Cut(s, "@")
 	n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimPrefix(version, "v"), "V"))
 	if !ok || name == "" || err != nil || n < 1 {
-		return ratelua.Script{}, usagef(cmd, "%s: want NAME@VERSION, e.g. sliding_window@1, got %s", cmd, quoted(s))
+		return ratelua.Script{}, usagef(cmd, "%s: want NAME@VERSION, e.g. %s, got %s", cmd, newest("sliding_window"), quoted(s))
 	}
 	script, err := ratelua.NewRegistry().Lookup(name, n)
 	if err != nil {
@@ -397,4 +397,17 @@ func quoted(s string) string {
 		return strconv.Quote(s)
 	}
 	return strconv.Quote(s[:most]) + fmt.Sprintf("...(%d bytes)", len(s))
+}
+
+// newest names the newest version of the script name, "name@vN", for the
+// help's examples: the version the Go API calls by default, so that an
+// example never names a version the manifest lacks.
+func newest(name string) string {
+	version := 0
+	for _, s := range ratelua.Scripts() {
+		if s.Name == name {
+			version = max(version, s.Version)
+		}
+	}
+	return fmt.Sprintf("%s@v%d", name, version)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"net"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -214,5 +215,34 @@ func TestProgressBar(t *testing.T) {
 		if line != "" && (!strings.HasPrefix(line, "x [") || strings.Count(line, "#") != 3 || !strings.Contains(line, "] ")) {
 			t.Errorf("progress line %q", line)
 		}
+	}
+}
+
+// TestHelpNamesNewestScripts: every NAME@VERSION that the help shows is a
+// script of the manifest at its newest version (an example naming a
+// version that is gone answers "unknown script").
+func TestHelpNamesNewestScripts(t *testing.T) {
+	at := regexp.MustCompile(`\b([a-z_0-9]+)@(v?[0-9]+)\b`)
+	found := 0
+	for _, c := range commands {
+		r := cli(t, "help", c.name)
+		for _, m := range at.FindAllStringSubmatch(r.stdout, -1) {
+			found++
+			s, err := parseScript(c.name, m[0])
+			if err != nil {
+				t.Errorf("%s --help names %s: %v", c.name, m[0], err)
+				continue
+			}
+			if want := newest(s.Name); m[0] != want {
+				t.Errorf("%s --help names %s, not the newest %s", c.name, m[0], want)
+			}
+		}
+	}
+	if found == 0 {
+		t.Fatal("no NAME@VERSION found in the help")
+	}
+	r := cli(t, "scripts", "--source", "sliding_window")
+	if !strings.Contains(r.stderr, newest("sliding_window")) {
+		t.Errorf("a script without its version: %q does not suggest %s", r.stderr, newest("sliding_window"))
 	}
 }

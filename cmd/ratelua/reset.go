@@ -20,7 +20,7 @@ Options.Prefix is exactly PREFIX (the keys PREFIX:{...}:<script>:v<N>:<hash>,
 no other key) on every master, by SCAN and UNLINK, never KEYS; with
 --dry-run it only counts them. Progress goes to stderr when it is a
 terminal, the count to stdout.`,
-		`ratelua reset --addr 127.0.0.1:6379 sliding_window@1 'login:{203.0.113.7}' 1 5000 1000 5 3600000 600000`,
+		`ratelua reset --addr 127.0.0.1:6379 `+newest("sliding_window")+` 'login:{203.0.113.7}' 1 5000 1000 5 3600000 600000`,
 		`ratelua reset --addr 127.0.0.1:7000 --prefix login --dry-run`,
 		`ratelua reset --addr 127.0.0.1:7000 --prefix login`)
 	sf := addServerFlags(fs, true)

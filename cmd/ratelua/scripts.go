@@ -17,7 +17,7 @@ lua/manifest.json exactly; --source prints a script's exact bytes (what
 SCRIPT LOAD hashes to the SHA1).`,
 		"ratelua scripts",
 		"ratelua scripts --json > manifest.json",
-		"ratelua scripts --source sliding_window@1 | redis-cli -x SCRIPT LOAD")
+		"ratelua scripts --source "+newest("sliding_window")+" | redis-cli -x SCRIPT LOAD")
 	asJSON := fs.Bool("json", false, "print the manifest, byte for byte lua/manifest.json")
 	source := fs.String("source", "", "print the exact source of the script `NAME@VERSION` (1 or v1)")
 	pos, err := fs.parse(e, args)
