@@ -196,6 +196,18 @@ func (g caseGen) hop(header string) string {
 
 // noise is what a client may write: pieces, addresses and random bytes.
 func (g caseGen) noise(header string) string {
+	if g.r.IntN(2) == 0 {
+		// Well-formed hops with one piece inserted: the smuggling attempts
+		// (an unbalanced quote, an escape, a stray separator) that a lax
+		// parser lets through.
+		s := g.hop(header)
+		for range g.r.IntN(3) {
+			s += g.pick([]string{", ", ";", ","}) + g.hop(header)
+		}
+		at := g.r.IntN(len(s) + 1)
+		piece := g.pick([]string{`;x="`, `"`, `\`, `;x="\"`, ",", ";", " ", "=", g.pick(genPieces)})
+		return s[:at] + piece + s[at:]
+	}
 	var b strings.Builder
 	for range g.r.IntN(8) {
 		switch g.r.IntN(4) {
