@@ -253,6 +253,21 @@ func (g caseGen) next() caseInput {
 		c.Peer = toLatin1(g.pick(genPeers))
 	}
 	header := c.Options.ProxyHeader
+	if g.r.IntN(8) == 0 {
+		// The attack of issue 30's H1 and its kin: a client's element
+		// with a smuggling piece, then what the trusted proxy appends, on
+		// the client's line or a line of its own.
+		c.Options.ProxyHeader = Forwarded
+		c.Peer = "10.0.0." + strconv.Itoa(1+g.r.IntN(254))
+		client := g.hop(Forwarded) + g.pick([]string{`;x="`, `;x="\"`, `\`, `;x="a`, ` "`, `;for=1.2.3.4`, `;x=`})
+		proxy := g.hop(Forwarded)
+		if g.r.IntN(2) == 0 {
+			c.Fields = []string{toLatin1(client + ", " + proxy)}
+		} else {
+			c.Fields = []string{toLatin1(client), toLatin1(proxy)}
+		}
+		return c
+	}
 	// What the client wrote, then what each proxy appended, on the last
 	// line or a line of its own.
 	var lines []string
