@@ -141,17 +141,21 @@ release-sums:
 
 ## generate: rebuild lua/*.lua and lua/manifest.json from lua/src, then
 ## the copies of the newest scripts in python/ratelua/lua and node/lua and
-## the key vectors testdata/keyvectors.json the packages check, README.md's
-## generated blocks (costs from BENCHMARKS.md, raw calls), and the
-## scripts table of lua/README.md
+## the key vectors testdata/keyvectors.json the packages check, the
+## client-address cases testdata/clientaddr.json (Go's clientaddr answers
+## them; the Python and Node resolvers must agree), README.md's generated
+## blocks (costs from BENCHMARKS.md, raw calls), and the scripts table of
+## lua/README.md
 generate:
 	$(GO) generate ./...
 	RATELUA_WRITE_GENERATED=1 $(GO) test -count=1 -run '^(TestGenerated(Packages|KeyVectors|Readme)|TestLuaReadme)$$' .
+	RATELUA_WRITE_GENERATED=1 $(GO) test -count=1 -run '^TestGeneratedClientAddrVectors$$' ./clientaddr
 
 ## check-generated: fail if lua/ is not what lua/src generates, or the
-## packages' scripts or testdata/keyvectors.json are stale
+## packages' scripts, testdata/keyvectors.json or testdata/clientaddr.json
+## are stale
 check-generated:
-	$(GO) test -count=1 -run 'TestGenerated' .
+	$(GO) test -count=1 -run 'TestGenerated' . ./clientaddr
 
 ## mutants: the planted bugs of mutants/, a test of the tests: each patch
 ## applied to a temporary copy of the tree, its test command run (it must
@@ -175,6 +179,17 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) . || exit 1; \
 	done
 	$(GO) test -run '^$$' -fuzz '^FuzzClientKey$$' -fuzztime $(FUZZTIME) ./clientaddr
+	$(MAKE) --no-print-directory fuzz-clientaddr FUZZTIME=$(FUZZTIME)
+
+## fuzz-clientaddr: the differential fuzz of client addresses, Go's
+## clientaddr against the Python and Node packages' resolvers (random
+## options, peers and field lines through one python3 and one node process,
+## every answer compared), for FUZZTIME; make test runs 3000 cases of it
+## (go test ./clientaddr). A difference prints the case as a line of
+## testdata/clientaddr.json and the seed that repeats the run.
+.PHONY: fuzz-clientaddr
+fuzz-clientaddr:
+	$(GO) test -count=1 -timeout 0 -run '^TestClientAddrDifferential$$' -v ./clientaddr -clientaddr.fuzztime=$(FUZZTIME)
 
 ## demo: the seed's login case (1 per 5 s and 5 per hour) as a timeline, on
 ## the embedded engine; ADDR=host:port runs it against a server or cluster

@@ -65,3 +65,60 @@ func TestNewNamesTheOption(t *testing.T) {
 		}
 	}
 }
+
+// TestMappedTrustedNetworks: a trusted network of IPv4-mapped IPv6
+// addresses is the IPv4 network it maps from /96 on (::ffff:0.0.0.0/96 is
+// every IPv4 address, /97 half of them); below /96 it is an IPv6 network,
+// which holds no IPv4 peer (issue 36, row 5: /96 left mapped made every
+// client behind such a proxy share the proxy's key).
+func TestMappedTrustedNetworks(t *testing.T) {
+	for _, tt := range []struct {
+		trusted, peer, want string
+	}{
+		{"::ffff:0.0.0.0/95", "10.0.0.1", "10.0.0.1"},
+		{"::ffff:0.0.0.0/95", "[::ffff:10.0.0.1]:80", "10.0.0.1"},
+		{"::ffff:0.0.0.0/96", "10.0.0.1", "203.0.113.9"},
+		{"::ffff:0.0.0.0/96", "[::ffff:10.0.0.1]:80", "203.0.113.9"},
+		{"::ffff:0.0.0.0/96", "192.0.2.1:443", "203.0.113.9"},
+		{"::ffff:0:0/96", "10.0.0.1", "203.0.113.9"},
+		{"::ffff:0.0.0.0/97", "10.0.0.1", "203.0.113.9"},
+		{"::ffff:0.0.0.0/97", "192.0.2.1", "192.0.2.1"},
+		{"::ffff:10.0.0.0/104", "10.255.0.1", "203.0.113.9"},
+		{"::ffff:10.0.0.0/104", "11.0.0.1", "11.0.0.1"},
+		{"::ffff:10.0.0.1/128", "10.0.0.1", "203.0.113.9"},
+		{"::ffff:10.0.0.1", "10.0.0.1", "203.0.113.9"},
+	} {
+		r, err := New(Options{TrustedProxies: []string{tt.trusted}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Key(tt.peer, []string{"203.0.113.9"}); got != tt.want {
+			t.Errorf("trusted %s, peer %s: key %s, want %s", tt.trusted, tt.peer, got, tt.want)
+		}
+	}
+}
+
+// TestGroupFormatsAsNetip: keys of IPv6 networks are written as netip
+// writes them: a single zero group stays "0" (issue 36, row 4: Node wrote
+// "::" for it), the first longest run of zeros is "::".
+func TestGroupFormatsAsNetip(t *testing.T) {
+	for _, tt := range []struct {
+		addr string
+		bits int
+		want string
+	}{
+		{"2001:db8:0:1:1:1:1:1", 128, "2001:db8:0:1:1:1:1:1"},
+		{"2001:db8:0:1:1:1:1:1", 80, "2001:db8:0:1:1::/80"},
+		{"2001:db8:1:1:1:1:1:1", 112, "2001:db8:1:1:1:1:1:0/112"},
+		{"2001:db8:0:0:1:0:0:1", 128, "2001:db8::1:0:0:1"},
+		{"1:0:1:0:1:0:1:0", 128, "1:0:1:0:1:0:1:0"},
+	} {
+		r, err := New(Options{IPv6Prefix: tt.bits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Key("["+tt.addr+"]:443", nil); got != tt.want {
+			t.Errorf("%s /%d: key %s, want %s", tt.addr, tt.bits, got, tt.want)
+		}
+	}
+}

@@ -18,7 +18,12 @@ export interface Limit {
 
 export interface Options {
   limits: Limit[];
+  /** The reverse proxies (addresses, networks) whose proxyHeader is read, by
+   * the rule of Go's ratehttp. Unset: the client is Express's req.ip (its
+   * "trust proxy" setting decides), or the connection's address outside
+   * Express; [] trusts no proxy whatever Express's setting. */
   trustedProxies?: string[];
+  /** The field trustedProxies write; refused without trustedProxies. */
   proxyHeader?: "X-Forwarded-For" | "Forwarded" | "X-Real-IP";
   ipv4Prefix?: number;
   ipv6Prefix?: number;

@@ -4,12 +4,13 @@
 // (draft-ietf-httpapi-ratelimit-headers), Retry-After, an RFC 9457
 // problem+json body on 429 and 503, and the same trusted-proxy rules.
 import { RateluaError } from "./errors.js";
-import { contains, forwardedFor, formatIP, mask, parseAddr, parsePrefix } from "./address.js";
+import { OptionError, Resolver, parseAddr } from "./address.js";
 
 const MAX_SF_INTEGER = 999_999_999_999_999;
 const QUOTA_EXCEEDED = "https://iana.org/assignments/http-problem-types#quota-exceeded";
 const HEADERS = ["ietf", "ietf+legacy", "none"];
-const PROXY_HEADERS = { "x-forwarded-for": "x-forwarded-for", forwarded: "forwarded", "x-real-ip": "x-real-ip" };
+const OPTION_NAMES = { TrustedProxies: "trustedProxies", ProxyHeader: "proxyHeader", IPv4Prefix: "ipv4Prefix", IPv6Prefix: "ipv6Prefix" };
+const OPTIONS = ["limits", "trustedProxies", "proxyHeader", "ipv4Prefix", "ipv6Prefix", "headers", "skip", "onError", "clock"];
 
 /** ConfigError is a mistake in the middleware's options or limits. */
 export class ConfigError extends RateluaError {
@@ -56,24 +57,39 @@ export function problemBody(p) {
  * address), cost(req) -> number, exempt: [keys]}]), trustedProxies,
  * proxyHeader ("X-Forwarded-For", "Forwarded", "X-Real-IP"), ipv4Prefix,
  * ipv6Prefix (0: 32 and 64), headers ("ietf", "ietf+legacy", "none"),
- * skip(req), onError(req, err), clock() (ms, for X-RateLimit-Reset). */
+ * skip(req), onError(req, err), clock() (ms, for X-RateLimit-Reset).
+ *
+ * The client's address: without trustedProxies the middleware follows
+ * Express's "trust proxy" setting: the address is req.ip, which Express
+ * reads from X-Forwarded-For through the proxies that setting trusts (the
+ * connection's address when the app trusts none, or outside Express); a
+ * req.ip that is no address (a client's text, when the app trusts every
+ * hop) counts as the connection's address. With trustedProxies (an empty
+ * array included) it ignores Express's setting and reads proxyHeader by the
+ * rule of Go's ratehttp (package clientaddr): the rightmost address that is
+ * not a trusted proxy, Forwarded parsed strictly. */
 export function rateLimit(options = {}) {
+  for (const name of Object.keys(options)) {
+    if (!OPTIONS.includes(name)) throw new ConfigError(`unknown option ${JSON.stringify(name)} (the options are ${OPTIONS.join(", ")})`);
+  }
   const {
-    limits = [], trustedProxies = [], proxyHeader = "X-Forwarded-For", ipv4Prefix = 0, ipv6Prefix = 0,
+    limits = [], trustedProxies, proxyHeader, ipv4Prefix = 0, ipv6Prefix = 0,
     headers = "ietf", skip = null, onError = null, clock = Date.now,
   } = options;
   if (limits.length === 0) throw new ConfigError("no limit");
   if (!HEADERS.includes(headers)) throw new ConfigError(`headers ${JSON.stringify(headers)} is not one of ${HEADERS.join(", ")}`);
-  const v4bits = ipv4Prefix || 32, v6bits = ipv6Prefix || 64;
-  if (v4bits < 1 || v4bits > 32) throw new ConfigError(`ipv4Prefix must be 1 to 32 (0 means 32), got ${ipv4Prefix}`);
-  if (v6bits < 1 || v6bits > 128) throw new ConfigError(`ipv6Prefix must be 1 to 128 (0 means 64), got ${ipv6Prefix}`);
-  const trusted = trustedProxies.map((s, i) => {
-    try { return parsePrefix(s); } catch (err) {
-      throw new ConfigError(`trustedProxies[${i}] ${JSON.stringify(s)} is neither an address nor a network: ${err.message}`);
-    }
-  });
-  const header = PROXY_HEADERS[String(proxyHeader).toLowerCase()];
-  if (!header) throw new ConfigError(`proxyHeader ${JSON.stringify(proxyHeader)} must be X-Forwarded-For, Forwarded or X-Real-IP`);
+  if (trustedProxies === undefined && proxyHeader !== undefined) {
+    throw new ConfigError(`proxyHeader ${JSON.stringify(proxyHeader)} needs trustedProxies: without them the middleware follows Express's "trust proxy" setting (req.ip), which reads X-Forwarded-For only`);
+  }
+  let resolver;
+  try {
+    resolver = new Resolver({ trustedProxies: trustedProxies ?? [], proxyHeader: proxyHeader ?? "X-Forwarded-For", ipv4Prefix, ipv6Prefix });
+  } catch (err) {
+    if (!(err instanceof OptionError)) throw err;
+    throw new ConfigError(`${OPTION_NAMES[err.option]}${err.index >= 0 ? `[${err.index}]` : ""} ${err.reason}`);
+  }
+  const header = resolver.header.toLowerCase();
+  const followExpress = trustedProxies === undefined;
 
   const seen = new Map(), items = [];
   const built = limits.map((l, i) => {
@@ -100,29 +116,17 @@ export function rateLimit(options = {}) {
   });
   const policy = items.join(", ");
 
-  const isTrusted = (b) => trusted.some((p) => contains(p, b));
-  function clientAddr(req) {
-    const peer = parseAddr(String(req.socket?.remoteAddress ?? ""));
-    if (!peer || !isTrusted(peer)) return peer;
-    let values = req.headersDistinct ? req.headersDistinct[header] : req.headers[header] && [req.headers[header]];
-    if (!values || values.length === 0) return peer;
-    const hops = header === "forwarded" ? forwardedFor(values) : values.flatMap((v) => v.split(","));
-    let client = peer;
-    for (let i = hops.length - 1; i >= 0; i--) {
-      const a = parseAddr(hops[i]);
-      if (!a) return client;
-      client = a;
-      if (!isTrusted(a)) return a;
-    }
-    return client;
-  }
   /** clientKey is the key of the request's client address. */
   function clientKey(req) {
-    const addr = clientAddr(req);
-    if (!addr) return String(req.socket?.remoteAddress ?? "");
-    const bits = addr.length === 4 ? v4bits : v6bits;
-    if (bits === addr.length * 8) return formatIP(addr);
-    return `${formatIP(mask(addr, bits))}/${bits}`;
+    const peer = String(req.socket?.remoteAddress ?? "");
+    if (followExpress) {
+      const ip = typeof req.ip === "string" ? parseAddr(req.ip) : null;
+      return ip ? resolver.group(ip) : resolver.key(peer, []);
+    }
+    let fields = req.headersDistinct ? req.headersDistinct[header] : req.headers?.[header];
+    if (fields === undefined) fields = [];
+    else if (!Array.isArray(fields)) fields = [String(fields)];
+    return resolver.key(peer, fields);
   }
 
   function setFields(res, rep, denied) {

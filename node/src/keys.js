@@ -9,9 +9,23 @@ export const MAX_EVENT_KEY = 128;
 /** The longest prefix, in bytes. */
 export const MAX_PREFIX = 128;
 
-/** eventKeyBytes returns an event key as bytes: a string as UTF-8. */
+const LONE_SURROGATE = /\p{Surrogate}/u; // in u mode a pair is one code point: only a lone half matches
+
+/** eventKeyBytes returns an event key as bytes: a string as UTF-8. A string
+ * with a lone surrogate has no UTF-8 form (Buffer.from would write U+FFFD
+ * for it, so "a\uD800" and "a\uFFFD" would share a state key) and is
+ * refused with a LimitError: distinct event keys never share a state key,
+ * as in Go (bytes) and Python (which refuses it too); a Buffer carries
+ * bytes that are not text. */
 export function eventKeyBytes(eventKey) {
-  if (typeof eventKey === "string") return Buffer.from(eventKey, "utf8");
+  if (typeof eventKey === "string") {
+    if (!(eventKey.isWellFormed ? eventKey.isWellFormed() : !LONE_SURROGATE.test(eventKey))) {
+      const at = eventKey.search(LONE_SURROGATE);
+      const code = eventKey.charCodeAt(at).toString(16).toUpperCase();
+      throw new LimitError(-1, "eventKey", `has a lone surrogate U+${code} at index ${at}, which has no UTF-8 form: pass a Buffer for bytes that are not text`);
+    }
+    return Buffer.from(eventKey, "utf8");
+  }
   if (eventKey instanceof Uint8Array) return Buffer.from(eventKey.buffer, eventKey.byteOffset, eventKey.byteLength);
   throw new TypeError(`ratelua: an event key is a string or a Buffer, got ${typeof eventKey}`);
 }

@@ -11,7 +11,6 @@ Use the limiters of ratelua.aio (a sync limiter would block the event loop).
 """
 
 import inspect
-import ipaddress
 import json
 import math
 import time
@@ -19,12 +18,13 @@ from datetime import timedelta
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional, Sequence
 
+from .clientaddr import OptionError, Resolver
 from .errors import RateluaError
 
 MAX_SF_INTEGER = 999_999_999_999_999
 QUOTA_EXCEEDED = "https://iana.org/assignments/http-problem-types#quota-exceeded"
 HEADERS = ("ietf", "ietf+legacy", "none")
-PROXY_HEADERS = {"x-forwarded-for": "x-forwarded-for", "forwarded": "forwarded", "x-real-ip": "x-real-ip"}
+_OPTION_NAMES = {"TrustedProxies": "trusted_proxies", "ProxyHeader": "proxy_header", "IPv4Prefix": "ipv4_prefix", "IPv6Prefix": "ipv6_prefix"}
 
 
 @dataclass
@@ -123,92 +123,6 @@ def problem_body(p: dict) -> bytes:
     return text.encode() + b"\n"
 
 
-# Client addresses, as ratehttp reads them.
-
-def parse_addr(s: str):
-    """An address as proxies write it: 192.0.2.1, 192.0.2.1:8080,
-    2001:db8::1, [2001:db8::1]:8080; IPv4-mapped as IPv4; no zone."""
-    s = s.strip()
-    try:
-        if s.startswith("["):
-            end = s.find("]")
-            if end < 0 or not _is_port(s[end + 1:]):
-                return None
-            addr = ipaddress.ip_address(s[1:end].split("%")[0])
-            if addr.version == 4:
-                return None
-        elif s.count(":") == 1:
-            host, port = s.split(":")
-            if not port.isdigit() or len(port) > 5 or int(port) > 65535:
-                return None
-            addr = ipaddress.IPv4Address(host)
-        else:
-            addr = ipaddress.ip_address(s.split("%")[0])
-    except ValueError:
-        return None
-    if addr.version == 6 and addr.ipv4_mapped is not None:
-        addr = addr.ipv4_mapped
-    return addr
-
-
-def _is_port(s: str) -> bool:
-    return s == "" or (2 <= len(s) <= 6 and s[0] == ":" and s[1:].isdigit())
-
-
-def _parse_prefix(s: str):
-    s = s.strip()
-    if "/" in s:
-        net = ipaddress.ip_network(s, strict=False)
-        if net.version == 6 and net.network_address.ipv4_mapped is not None and net.prefixlen >= 96:
-            net = ipaddress.ip_network(f"{net.network_address.ipv4_mapped}/{net.prefixlen - 96}", strict=False)
-        return net
-    addr = ipaddress.ip_address(s.split("%")[0])
-    if addr.version == 6 and addr.ipv4_mapped is not None:
-        addr = addr.ipv4_mapped
-    return ipaddress.ip_network(addr)
-
-
-def _split_quoted(s: str, sep: str) -> List[str]:
-    parts, quoted, escaped, start = [], False, False, 0
-    for i, c in enumerate(s):
-        if escaped:
-            escaped = False
-        elif quoted and c == "\\":
-            escaped = True
-        elif c == '"':
-            quoted = not quoted
-        elif not quoted and c == sep:
-            parts.append(s[start:i])
-            start = i + 1
-    parts.append(s[start:])
-    return parts
-
-
-def _unquote(s: str) -> str:
-    if len(s) < 2 or s[0] != '"' or s[-1] != '"':
-        return s
-    out, i = [], 1
-    while i < len(s) - 1:
-        if s[i] == "\\" and i + 1 < len(s) - 1:
-            i += 1
-        out.append(s[i])
-        i += 1
-    return "".join(out)
-
-
-def _forwarded_for(values: List[str]) -> List[str]:
-    out = []
-    for v in values:
-        for element in _split_quoted(v, ","):
-            hop = ""
-            for pair in _split_quoted(element, ";"):
-                name, _, value = pair.partition("=")
-                if name.strip().lower() == "for":
-                    hop = _unquote(value.strip())
-            out.append(hop)
-    return out
-
-
 class RateLimitMiddleware:
     """Limits the HTTP requests of an ASGI app; see the module's doc. The
     limits come as arguments or as limits=[...] (Starlette's add_middleware
@@ -232,21 +146,12 @@ class RateLimitMiddleware:
         if headers not in HEADERS:
             raise ConfigError(f"ratelua.asgi: invalid configuration: headers {headers!r} is not one of {', '.join(HEADERS)}")
         self.app, self.skip, self.on_error, self.clock, self.headers = app, skip, on_error, clock, headers
-        self.v4bits = ipv4_prefix or 32
-        self.v6bits = ipv6_prefix or 64
-        if not 1 <= self.v4bits <= 32:
-            raise ConfigError(f"ratelua.asgi: invalid configuration: ipv4_prefix must be 1 to 32 (0 means 32), got {ipv4_prefix}")
-        if not 1 <= self.v6bits <= 128:
-            raise ConfigError(f"ratelua.asgi: invalid configuration: ipv6_prefix must be 1 to 128 (0 means 64), got {ipv6_prefix}")
-        self.trusted = []
-        for i, s in enumerate(trusted_proxies):
-            try:
-                self.trusted.append(_parse_prefix(s))
-            except ValueError as err:
-                raise ConfigError(f"ratelua.asgi: invalid configuration: trusted_proxies[{i}] {s!r} is neither an address nor a network: {err}") from err
-        self.proxy_header = PROXY_HEADERS.get(proxy_header.lower())
-        if self.proxy_header is None:
-            raise ConfigError(f"ratelua.asgi: invalid configuration: proxy_header {proxy_header!r} must be X-Forwarded-For, Forwarded or X-Real-IP")
+        try:
+            self.clients = Resolver(trusted_proxies, proxy_header, ipv4_prefix, ipv6_prefix)
+        except OptionError as err:
+            where = _OPTION_NAMES[err.option] + (f"[{err.index}]" if err.index >= 0 else "")
+            raise ConfigError(f"ratelua.asgi: invalid configuration: {where} {err.reason}") from err
+        self.proxy_header = self.clients.header.lower().encode()
         seen, items = {}, []
         self.limits = list(limits)
         for i, l in enumerate(self.limits):
@@ -285,40 +190,12 @@ class RateLimitMiddleware:
     def client_key(self, scope: dict) -> str:
         """The key of the request's client address: the peer, or the
         rightmost untrusted hop of proxy_header when the peer is a trusted
-        proxy, grouped by the prefix lengths: 192.0.2.1, 2001:db8:1:2::/64."""
+        proxy, grouped by the prefix lengths: 192.0.2.1, 2001:db8:1:2::/64.
+        The rule is Go's clientaddr's (ratelua.clientaddr), so Go, Python
+        and Node services key a client alike."""
         peer = (scope.get("client") or ("", 0))[0]
-        addr = self._client_addr(scope, peer)
-        if addr is None:
-            return peer
-        bits = self.v4bits if addr.version == 4 else self.v6bits
-        if bits == addr.max_prefixlen:
-            return str(addr)
-        return str(ipaddress.ip_network(f"{addr}/{bits}", strict=False))
-
-    def _trusted(self, addr) -> bool:
-        return any(addr.version == p.version and addr in p for p in self.trusted)
-
-    def _client_addr(self, scope: dict, peer: str):
-        addr = parse_addr(peer) if peer else None
-        if addr is None or not self._trusted(addr):
-            return addr
-        name = self.proxy_header.encode()
-        values = [v.decode("latin-1") for k, v in scope.get("headers", []) if k.lower() == name]
-        if not values:
-            return addr
-        if self.proxy_header == "forwarded":
-            hops = _forwarded_for(values)
-        else:
-            hops = [h for v in values for h in v.split(",")]
-        client = addr
-        for hop in reversed(hops):
-            a = parse_addr(hop)
-            if a is None:
-                return client
-            client = a
-            if not self._trusted(a):
-                return a
-        return client
+        fields = [v.decode("latin-1") for k, v in scope.get("headers", []) if k.lower() == self.proxy_header]
+        return self.clients.key(peer or "", fields)
 
     # The request.
 

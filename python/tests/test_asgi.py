@@ -83,3 +83,52 @@ def test_login_with_starlette(target):
                                  "title": "Quota Exceeded", "status": 429,
                                  "detail": 'policy "login-5s" allows this request in 5 s',
                                  "violated-policies": ["login-5s"]}
+
+
+def behind_proxy(app, peer="10.0.0.1"):
+    """The connection comes from a reverse proxy at peer (Starlette's
+    TestClient says "testclient")."""
+    async def wrapped(scope, receive, send):
+        await app(dict(scope, client=(peer, 4711)), receive, send)
+    return wrapped
+
+
+def test_forwarded_smuggling_is_limited(target):
+    """Issue 30, H1: at 1 request a minute, a client behind a trusted proxy
+    that writes Forwarded: for=198.51.100.N;x=" (the proxy appending
+    , for=<real>) is limited as an honest one: 200 429 429 429 429, not its
+    own choice of key each time."""
+    clock_now = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    for kind in ("honest", "smuggling"):
+        client = async_client(target)  # one per TestClient: each runs its own event loop
+        prefix = "h1" + uuid.uuid4().hex[:8]
+        limiter = ratelua.aio.SlidingWindow(client, ratelua.Window(1, 60, 1), prefix=prefix, clock=lambda: clock_now)
+        app = Starlette(routes=[Route("/", ok)])
+        app.add_middleware(RateLimitMiddleware, limits=[Limit(limiter, name="api")],
+                           trusted_proxies=["10.0.0.0/8"], proxy_header="Forwarded")
+        statuses = []
+        with TestClient(behind_proxy(app)) as http:
+            for n in range(1, 6):
+                sent = f'for=198.51.100.{n};x="' if kind == "smuggling" else f"for=198.51.100.{n}"
+                # What the trusted proxy forwards: the client's value and its own element.
+                statuses.append(http.get("/", headers={"forwarded": sent + ", for=203.0.113.9"}).status_code)
+        assert statuses == [200, 429, 429, 429, 429], (kind, statuses)
+
+
+@pytest.mark.parametrize("server_rewrote,options,want", [
+    # The server's own proxy handling (uvicorn --proxy-headers with
+    # --forwarded-allow-ips, hypercorn's ProxyFixMiddleware) already put the
+    # client in scope["client"]: the middleware keys it as it is.
+    (True, {}, "203.0.113.7"),
+    # The server left the proxy's address: trusted_proxies reads the field
+    # by the rule shared with Go and Node.
+    (False, {"trusted_proxies": ["10.0.0.0/8"]}, "203.0.113.7"),
+    (False, {}, "10.0.0.1"),
+])
+def test_the_servers_proxy_handling(server_rewrote, options, want):
+    """python/README.md's "Client addresses behind proxies": ASGI frameworks
+    have no trust-proxy setting; the peer is scope["client"] as the server
+    wrote it."""
+    peer = "203.0.113.7" if server_rewrote else "10.0.0.1"
+    scope = {"client": (peer, 4711), "headers": [(b"x-forwarded-for", b"203.0.113.7")]}
+    assert mw(**options).client_key(scope) == want
