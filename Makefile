@@ -122,15 +122,16 @@ release: check-generated
 	cd integration && $(GO) run ./cmd/release -root .. $(RELEASEFLAGS)
 
 ## generate: rebuild lua/*.lua and lua/manifest.json from lua/src, then
-## the copies of the newest scripts in python/ratelua/lua and node/lua and
-## the key vectors testdata/keyvectors.json the packages check, and the
-## scripts table of lua/README.md
+## the copies of every script version in python/ratelua/lua and node/lua,
+## the copies of LICENSE in python/ and node/, the key vectors
+## testdata/keyvectors.json the packages check, and the scripts table of
+## lua/README.md
 generate:
 	$(GO) generate ./...
 	RATELUA_WRITE_GENERATED=1 $(GO) test -count=1 -run '^(TestGenerated(Packages|KeyVectors)|TestLuaReadme)$$' .
 
 ## check-generated: fail if lua/ is not what lua/src generates, or the
-## packages' scripts or testdata/keyvectors.json are stale
+## packages' scripts, their LICENSE or testdata/keyvectors.json are stale
 check-generated:
 	$(GO) test -count=1 -run 'TestGenerated' .
 

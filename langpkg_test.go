@@ -84,8 +84,21 @@ func packageFiles(t *testing.T) map[string][]byte {
 	return files
 }
 
-// TestGeneratedPackages checks the scripts the packages carry.
+// langPackageRoots are the packages' folders, which carry a copy of the
+// repository's LICENSE: the wheel and the npm tarball include it, and
+// neither build can reach a file outside its folder.
+var langPackageRoots = []string{"python", "node"}
+
+// TestGeneratedPackages checks the scripts and the licence the packages
+// carry.
 func TestGeneratedPackages(t *testing.T) {
+	license, err := os.ReadFile("LICENSE")
+	if err != nil {
+		t.Fatalf("the packages carry the repository's LICENSE: %v", err)
+	}
+	for _, dir := range langPackageRoots {
+		compareOrWrite(t, filepath.Join(dir, "LICENSE"), license)
+	}
 	files := packageFiles(t)
 	for _, dir := range langPackageDirs {
 		for name, want := range files {
