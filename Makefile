@@ -140,11 +140,12 @@ release-sums:
 	cd integration && $(GO) run ./cmd/release -root .. -sums
 
 ## generate: rebuild lua/*.lua and lua/manifest.json from lua/src, then
-## the copies of the newest scripts in python/ratelua/lua and node/lua and
-## the key vectors testdata/keyvectors.json the packages check, the
-## client-address cases testdata/clientaddr.json (Go's clientaddr answers
-## them; the Python and Node resolvers must agree), README.md's generated
-## blocks (costs from BENCHMARKS.md, raw calls), and the scripts table of
+## the copies of every script version in python/ratelua/lua and node/lua,
+## the copies of LICENSE in python/ and node/, the key vectors
+## testdata/keyvectors.json the packages check, the client-address cases
+## testdata/clientaddr.json (Go's clientaddr answers them; the Python and
+## Node resolvers must agree), README.md's generated blocks (costs from
+## BENCHMARKS.md, raw calls), and the scripts table of
 ## lua/README.md
 generate:
 	$(GO) generate ./...
@@ -152,8 +153,8 @@ generate:
 	RATELUA_WRITE_GENERATED=1 $(GO) test -count=1 -run '^TestGeneratedClientAddrVectors$$' ./clientaddr
 
 ## check-generated: fail if lua/ is not what lua/src generates, or the
-## packages' scripts, testdata/keyvectors.json or testdata/clientaddr.json
-## are stale
+## packages' scripts, their LICENSE, testdata/keyvectors.json or
+## testdata/clientaddr.json are stale
 check-generated:
 	$(GO) test -count=1 -run 'TestGenerated' . ./clientaddr
 

@@ -15,8 +15,8 @@ import (
 	"time"
 )
 
-// The Python and Node packages (python/, node/) carry copies of the newest
-// scripts, their Functions library and a manifest of them, and check their
+// The Python and Node packages (python/, node/) carry copies of every
+// script version, the Functions libraries and the manifest, and check their
 // key scheme against testdata/keyvectors.json, which the Go API writes.
 // make generate writes both (RATELUA_WRITE_GENERATED=1); make
 // check-generated fails when either is stale.
@@ -51,8 +51,11 @@ func compareOrWrite(t *testing.T, path string, want []byte) {
 	}
 }
 
-// packageFiles returns the files each package carries: the newest version
-// of every script, its library and a manifest listing just those.
+// packageFiles returns the files each package carries: every script
+// version of lua/manifest.json (the newest is the packages' default, the
+// older ones can be pinned with their version option, as Go's
+// Options.Version), the Functions libraries and the manifest itself, byte
+// for byte.
 func packageFiles(t *testing.T) map[string][]byte {
 	t.Helper()
 	raw, err := luaFiles.ReadFile("lua/manifest.json")
@@ -60,35 +63,16 @@ func packageFiles(t *testing.T) map[string][]byte {
 		t.Fatal(err)
 	}
 	var manifest struct {
-		Comment string            `json:"comment"`
-		Scripts []json.RawMessage `json:"scripts"`
+		Scripts []struct {
+			File    string `json:"file"`
+			Library string `json:"library"`
+		} `json:"scripts"`
 	}
 	if err := json.Unmarshal(raw, &manifest); err != nil {
 		t.Fatal(err)
 	}
-	type entry struct {
-		Name    string `json:"name"`
-		Version int    `json:"version"`
-		File    string `json:"file"`
-		Library string `json:"library"`
-	}
-	newest := map[string]int{}
-	var entries []entry
-	for _, m := range manifest.Scripts {
-		var e entry
-		if err := json.Unmarshal(m, &e); err != nil {
-			t.Fatal(err)
-		}
-		entries = append(entries, e)
-		newest[e.Name] = max(newest[e.Name], e.Version)
-	}
-	files := map[string][]byte{}
-	var kept []json.RawMessage
-	for i, e := range entries {
-		if e.Version != newest[e.Name] {
-			continue
-		}
-		kept = append(kept, manifest.Scripts[i])
+	files := map[string][]byte{"manifest.json": raw}
+	for _, e := range manifest.Scripts {
 		for _, f := range []string{e.File, e.Library} {
 			if files[f] == nil {
 				if files[f], err = luaFiles.ReadFile("lua/" + f); err != nil {
@@ -97,17 +81,24 @@ func packageFiles(t *testing.T) map[string][]byte {
 			}
 		}
 	}
-	manifest.Scripts = kept
-	out, err := json.MarshalIndent(manifest, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files["manifest.json"] = append(out, '\n')
 	return files
 }
 
-// TestGeneratedPackages checks the scripts the packages carry.
+// langPackageRoots are the packages' folders, which carry a copy of the
+// repository's LICENSE: the wheel and the npm tarball include it, and
+// neither build can reach a file outside its folder.
+var langPackageRoots = []string{"python", "node"}
+
+// TestGeneratedPackages checks the scripts and the licence the packages
+// carry.
 func TestGeneratedPackages(t *testing.T) {
+	license, err := os.ReadFile("LICENSE")
+	if err != nil {
+		t.Fatalf("the packages carry the repository's LICENSE: %v", err)
+	}
+	for _, dir := range langPackageRoots {
+		compareOrWrite(t, filepath.Join(dir, "LICENSE"), license)
+	}
 	files := packageFiles(t)
 	for _, dir := range langPackageDirs {
 		for name, want := range files {
@@ -138,8 +129,11 @@ type keyVector struct {
 	EventKeyHex string           `json:"event_key_hex"`
 	NowUS       int64            `json:"now_us"`
 	N           int64            `json:"n"`
-	KeyHex      string           `json:"key_hex,omitempty"`
-	Args        []string         `json:"args,omitempty"`
+	// Version is Options.Version: 0 (left out) is the newest, the
+	// default of every language.
+	Version int      `json:"version,omitempty"`
+	KeyHex  string   `json:"key_hex,omitempty"`
+	Args    []string `json:"args,omitempty"`
 	// Error, when the Go API refuses the limits: which limit (-1 for
 	// none) and which field.
 	Error *vectorError `json:"error,omitempty"`
@@ -252,6 +246,80 @@ func concurrencyVectors(t *testing.T, eventKeys, prefixes []string) []keyVector 
 	return out
 }
 
+// versionVectors are limiters pinned to every released script version
+// (Options.Version), with their own random source so that the other
+// vectors stay as they were. Each configuration is also built at the
+// default version, which must be the newest.
+func versionVectors(t *testing.T, eventKeys, prefixes []string) []keyVector {
+	t.Helper()
+	r := rand.New(rand.NewPCG(23, 29))
+	versions := map[string][]int{}
+	for _, s := range NewRegistry().All() {
+		versions[s.Name] = append(versions[s.Name], s.Version)
+	}
+	var out []keyVector
+	for _, script := range []string{"sliding_window", "token_bucket", "zset_log", "ar1", "concurrency"} {
+		if len(versions[script]) < 2 {
+			t.Fatalf("%s: versions %v: the vectors pin each of several versions", script, versions[script])
+		}
+		for _, version := range versions[script] {
+			for i := range 4 {
+				eventKey := eventKeys[r.IntN(len(eventKeys))]
+				prefix := prefixes[r.IntN(len(prefixes))]
+				n := []int64{1, 0, -1, 3}[i]
+				now := time.UnixMicro(1_700_000_000_000_000 + r.Int64N(1e12))
+				opts := Options{Prefix: prefix, Clock: func() time.Time { return now }, Version: version}
+				v := keyVector{Script: script, Prefix: prefix, EventKeyHex: hex.EncodeToString([]byte(eventKey)), NowUS: now.UnixMicro(), N: n, Version: version}
+				var key, defaultKey string
+				if script == "concurrency" {
+					slots := Slots{Max: 1 + r.Int64N(1000), Lease: time.Duration(1+r.IntN(600)) * 100 * time.Millisecond}
+					v.Limits = []map[string]any{{"max": slots.Max, "lease_us": slots.Lease.Microseconds()}}
+					s, err := NewConcurrency(noClient{}, opts, slots)
+					if err != nil {
+						t.Fatal(err)
+					}
+					d, err := NewConcurrency(noClient{}, Options{Prefix: prefix}, slots)
+					if err != nil {
+						t.Fatal(err)
+					}
+					key, defaultKey, v.Args = s.Key(eventKey), d.Key(eventKey), s.Args(n)
+				} else {
+					limits, newLimiter := vectorLimits(r, script, 1+r.IntN(3), r.IntN(2) == 0)
+					v.Limits = limits
+					v.CountDenied = r.IntN(3) == 0
+					opts.CountDenied = v.CountDenied
+					l, err := newLimiter(opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					d, err := newLimiter(Options{Prefix: prefix})
+					if err != nil {
+						t.Fatal(err)
+					}
+					key, defaultKey, v.Args = l.Key(eventKey), d.Key(eventKey), l.Args(n)
+				}
+				newest := version == slices.Max(versions[script])
+				if (key == defaultKey) != newest && stateVersionOf(t, script, version) != stateVersionOf(t, script, slices.Max(versions[script])) {
+					t.Fatalf("%s v%d: key %q, default key %q: the default must be the newest version", script, version, key, defaultKey)
+				}
+				v.KeyHex = hex.EncodeToString([]byte(key))
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// stateVersionOf is the state version of script@version.
+func stateVersionOf(t *testing.T, script string, version int) int {
+	t.Helper()
+	s, err := NewRegistry().Lookup(script, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stateVersion(s)
+}
+
 // invalidVectors are limits the Go API refuses, with the field it names.
 func invalidVectors() []keyVector {
 	v := func(script string, limits ...map[string]any) keyVector {
@@ -358,6 +426,7 @@ func keyVectors(t *testing.T) []keyVector {
 		}
 	}
 	out = append(out, concurrencyVectors(t, eventKeys, prefixes)...)
+	out = append(out, versionVectors(t, eventKeys, prefixes)...)
 	for _, v := range invalidVectors() {
 		_, err := v.build(Options{Prefix: v.Prefix})
 		var le *LimitError

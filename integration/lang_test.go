@@ -1,7 +1,10 @@
 package integration
 
 import (
+	"archive/tar"
+	"archive/zip"
 	"bufio"
+	"compress/gzip"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -601,10 +604,12 @@ func TestLangMiddlewares(t *testing.T) {
 	t.Logf("login case: %d requests, statuses %v, fields equal in ratehttp, ASGI and Express", len(requests), statuses)
 }
 
-// TestLangInstalled builds the wheel and the npm tarball, installs each as
-// a user would (a fresh virtualenv, an empty folder, both outside the
-// repository) and runs the login case from there against a real server;
-// the Go API then sees the state they wrote.
+// TestLangInstalled builds the wheel and the npm tarball and installs each
+// from the repository as the packages' READMEs say (offline: no package
+// index), into a fresh virtualenv and a fresh project outside the
+// repository, and runs the login case from there against a real server;
+// the Go API then sees the state they wrote. The builds leave nothing in
+// python/ or node/.
 func TestLangInstalled(t *testing.T) {
 	needTools(t, pythonTools, nodeTools, []string{"npm", "--version"})
 	addr := singles[testbench.Redis].Addr
@@ -652,33 +657,47 @@ func TestLangInstalled(t *testing.T) {
 		}
 	}
 
-	t.Run("python", func(t *testing.T) {
-		dist, venv, home := filepath.Join(tmp, "dist"), filepath.Join(tmp, "venv"), filepath.Join(tmp, "pyuser")
-		// The build writes its work folders next to pyproject.toml: build a copy.
-		src := filepath.Join(tmp, "pysrc")
-		copyTree(t, filepath.Join(repo, "python"), src, "build", "dist", "__pycache__", ".egg-info", "tests")
-		run(t, src, os.Environ(), python, "-m", "build", "--no-isolation", "--wheel", "--outdir", dist)
-		wheels, _ := filepath.Glob(filepath.Join(dist, "ratelua-*.whl"))
-		if len(wheels) != 1 {
-			t.Fatalf("want one wheel in %s, got %v", dist, wheels)
+	// Nothing the builds and installs do may stay in the tree: compare the
+	// packages' folders, ignored files included (build/ and *.egg-info
+	// are in .gitignore), before and after.
+	before := packageTreeState(t)
+	defer func() {
+		if after := packageTreeState(t); after != before {
+			t.Errorf("building and installing the packages changed python/ or node/:\nbefore:\n%s\nafter:\n%s", before, after)
 		}
+	}()
+
+	t.Run("python", func(t *testing.T) {
+		// As python/README.md says: python3 -m build (offline: the
+		// package's backend needs nothing from PyPI) and pip install
+		// ./python into a fresh virtualenv, with no index at all.
+		dist, venv, home := filepath.Join(tmp, "dist"), filepath.Join(tmp, "venv"), filepath.Join(tmp, "pyuser")
+		run(t, tmp, os.Environ(), python, "-m", "build", "--outdir", dist, filepath.Join(repo, "python"))
+		wheels, _ := filepath.Glob(filepath.Join(dist, "ratelua-0.2.0-*.whl"))
+		if len(wheels) != 1 {
+			t.Fatalf("want one 0.2.0 wheel in %s, got %v", dist, wheels)
+		}
+		checkWheel(t, wheels[0])
 		run(t, tmp, os.Environ(), python, "-m", "venv", "--system-site-packages", venv)
-		run(t, tmp, os.Environ(), filepath.Join(venv, "bin", "pip"), "install", "--no-index", "--no-deps", "--quiet", wheels[0])
+		run(t, tmp, os.Environ(), filepath.Join(venv, "bin", "pip"), "install", "--no-index", "--quiet", filepath.Join(repo, "python"))
 		copyFile(t, filepath.Join(repo, "integration", "lang", "login.py"), filepath.Join(home, "login.py"))
 		env := append(os.Environ(), "PYTHONPATH=")
 		out := run(t, home, env, filepath.Join(venv, "bin", "python"), "login.py", addr, "installed"+id, "py-"+id)
 		check(t, out, "py-"+id, venv)
 	})
 	t.Run("node", func(t *testing.T) {
+		// As node/README.md says: npm pack the folder, npm install the
+		// tarball in a fresh project.
 		packed, home := filepath.Join(tmp, "packed"), filepath.Join(tmp, "nodeuser")
 		if err := os.MkdirAll(packed, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		run(t, filepath.Join(repo, "node"), os.Environ(), "npm", "pack", "--silent", "--pack-destination", packed)
+		run(t, tmp, os.Environ(), "npm", "pack", "--silent", filepath.Join(repo, "node"), "--pack-destination", packed)
 		tarballs, _ := filepath.Glob(filepath.Join(packed, "ratelua-*.tgz"))
-		if len(tarballs) != 1 {
-			t.Fatalf("want one tarball in %s, got %v", packed, tarballs)
+		if len(tarballs) != 1 || filepath.Base(tarballs[0]) != "ratelua-0.2.0.tgz" {
+			t.Fatalf("want ratelua-0.2.0.tgz in %s, got %v", packed, tarballs)
 		}
+		checkTarball(t, tarballs[0])
 		copyFile(t, filepath.Join(repo, "integration", "lang", "login.mjs"), filepath.Join(home, "login.mjs"))
 		if err := os.WriteFile(filepath.Join(home, "package.json"), []byte(`{"name": "user", "private": true, "type": "module"}`+"\n"), 0o644); err != nil {
 			t.Fatal(err)
@@ -687,6 +706,103 @@ func TestLangInstalled(t *testing.T) {
 		out := run(t, home, os.Environ(), "node", "login.mjs", addr, "installed"+id, "js-"+id)
 		check(t, out, "js-"+id, home)
 	})
+}
+
+// packageTreeState is git status of python/ and node/, ignored files
+// included, but for what the tests and make lang-deps put there
+// (node_modules, __pycache__).
+func packageTreeState(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command("git", "status", "--porcelain", "--ignored", "--untracked-files=all", "--", "python", "node")
+	cmd.Dir = repo
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git status: %v", err)
+	}
+	var kept []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if line != "" && !strings.Contains(line, "node/node_modules/") && !strings.Contains(line, "__pycache__/") {
+			kept = append(kept, line)
+		}
+	}
+	return strings.Join(kept, "\n")
+}
+
+// checkWheel checks that the wheel carries every script version, the
+// licence and its metadata.
+func checkWheel(t *testing.T, path string) {
+	t.Helper()
+	z, err := zip.OpenReader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	files := map[string]string{}
+	for _, f := range z.File {
+		r, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(r)
+		r.Close()
+		files[f.Name] = string(data)
+	}
+	license, _ := os.ReadFile(filepath.Join(repo, "LICENSE"))
+	if files["ratelua-0.2.0.dist-info/licenses/LICENSE"] != string(license) || len(license) == 0 {
+		t.Errorf("the wheel does not carry the repository's LICENSE")
+	}
+	meta := files["ratelua-0.2.0.dist-info/METADATA"]
+	for _, want := range []string{"Version: 0.2.0\n", "License-Expression: Apache-2.0\n", "License-File: LICENSE\n"} {
+		if !strings.Contains(meta, want) {
+			t.Errorf("the wheel's METADATA lacks %q:\n%s", want, lastLines([]byte(meta), 400))
+		}
+	}
+	for _, want := range []string{"ratelua/lua/sliding_window.v5.lua", "ratelua/lua/sliding_window.v6.lua", "ratelua/lua/ratelua_v5.library.lua", "ratelua/lua/manifest.json", "ratelua/py.typed"} {
+		if _, ok := files[want]; !ok {
+			t.Errorf("the wheel lacks %s", want)
+		}
+	}
+}
+
+// checkTarball checks that the npm tarball carries the licence, every
+// script version and the licence field.
+func checkTarball(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(tr)
+		files[h.Name] = string(data)
+	}
+	license, _ := os.ReadFile(filepath.Join(repo, "LICENSE"))
+	if files["package/LICENSE"] != string(license) || len(license) == 0 {
+		t.Errorf("the tarball does not carry the repository's LICENSE")
+	}
+	var pkg struct{ Version, License string }
+	if err := json.Unmarshal([]byte(files["package/package.json"]), &pkg); err != nil || pkg.Version != "0.2.0" || pkg.License != "Apache-2.0" {
+		t.Errorf("the tarball's package.json: %+v, %v; want version 0.2.0, license Apache-2.0", pkg, err)
+	}
+	for _, want := range []string{"package/lua/sliding_window.v5.lua", "package/lua/sliding_window.v6.lua", "package/lua/manifest.json"} {
+		if _, ok := files[want]; !ok {
+			t.Errorf("the tarball lacks %s", want)
+		}
+	}
 }
 
 // copyFile copies one file, making the folders it needs.
@@ -704,30 +820,99 @@ func copyFile(t *testing.T, from, to string) {
 	}
 }
 
-// copyTree copies a folder, leaving out the entries whose name ends with
-// one of skip.
-func copyTree(t *testing.T, from, to string, skip ...string) {
-	t.Helper()
-	err := filepath.WalkDir(from, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		for _, s := range skip {
-			if path != from && strings.HasSuffix(d.Name(), s) {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
+// TestLangPinnedVersions has Go, Python and Node record the same call on
+// one limiter of every script, each under its own prefix, at the default
+// script version and pinned to v5, on single nodes of both families: each
+// language writes exactly the key Go's Key names for that version (the
+// default v6, Options.Version 5 the same keys as the packages' version
+// option), and the state it writes is byte for byte Go's (DUMP), so the
+// same script version decided. A v5 state differs from v6's where the
+// layout does: the comparison can tell the versions apart.
+func TestLangPinnedVersions(t *testing.T) {
+	needTools(t, pythonTools, nodeTools)
+	for _, kind := range families {
+		t.Run(string(kind), func(t *testing.T) {
+			addr := singles[kind].Addr
+			client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		rel, _ := filepath.Rel(from, path)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(to, rel), 0o755)
-		}
-		copyFile(t, path, filepath.Join(to, rel))
-		return nil
-	})
+			defer client.Close()
+			ctx := context.Background()
+			py, js := startWorkers(t, kind, "single", []string{addr})
+			run := fmt.Sprintf("%x", rand.Uint64())
+			eventKey := "user{" + run + "}%é"
+			at := time.UnixMicro(1_800_000_000_123_456)
+			dump := func(key string) string {
+				t.Helper()
+				out, err := client.Do(ctx, client.B().Dump().Key(key).Build()).ToString()
+				if err != nil {
+					t.Fatalf("DUMP %q: %v (the state is not under the key Go names)", key, err)
+				}
+				return out
+			}
+			stateOf := map[string]map[int]string{}
+			for _, s := range sharedLimits {
+				stateOf[s.script] = map[int]string{}
+				for _, version := range []int{0, 5} {
+					var states []string
+					for _, who := range []string{"go", "python", "node"} {
+						prefix := fmt.Sprintf("pin%d-%s-%s", version, who, run)
+						l, err := s.build(ratelua.Rueidis(client), ratelua.Options{Prefix: prefix, Version: version, Clock: func() time.Time { return at }})
+						if err != nil {
+							t.Fatal(err)
+						}
+						if want := 6; version == 0 && l.Script().Version != want {
+							t.Fatalf("Go's default version of %s is %d, want %d", s.script, l.Script().Version, want)
+						}
+						var rep reply
+						switch who {
+						case "go":
+							res, err := l.AllowN(ctx, eventKey, 2)
+							if err != nil {
+								t.Fatal(err)
+							}
+							rep = replyOf(res)
+						default:
+							w := map[string]*worker{"python": py, "node": js}[who]
+							cmd := map[string]any{"op": "call", "script": s.script, "limits": s.limits, "prefix": prefix,
+								"key_hex": hex.EncodeToString([]byte(eventKey)), "n": 2, "now_us": at.UnixMicro()}
+							if version != 0 {
+								cmd["version"] = version
+							}
+							w.do(t, cmd, &rep)
+						}
+						if !rep.Allowed {
+							t.Fatalf("%s v%d by %s: the first call was denied: %+v", s.script, version, who, rep)
+						}
+						key := l.Key(eventKey)
+						if !strings.Contains(key, fmt.Sprintf(":v%d:", stateVersionOf(t, s.script, l.Script().Version))) {
+							t.Fatalf("%s: Go's key %q does not name the state version of v%d", s.script, key, l.Script().Version)
+						}
+						states = append(states, dump(key))
+					}
+					if states[1] != states[0] || states[2] != states[0] {
+						t.Errorf("%s v%d: the state Python or Node wrote is not Go's", s.script, version)
+					}
+					stateOf[s.script][version] = states[0]
+				}
+			}
+			if stateOf["token_bucket"][0] == stateOf["token_bucket"][5] {
+				t.Errorf("token_bucket: v5 and v6 wrote the same state: the comparison cannot tell the versions apart")
+			}
+		})
+	}
+}
+
+// stateVersionOf is the state version of script@version in the manifest.
+func stateVersionOf(t *testing.T, script string, version int) int {
+	t.Helper()
+	s, err := ratelua.NewRegistry().Lookup(script, version)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if s.StateVersion > 0 {
+		return s.StateVersion
+	}
+	return s.Version
 }

@@ -5,14 +5,24 @@ export type Client = object;
 /** An event key: a string (as UTF-8) or bytes. */
 export type EventKey = string | Uint8Array;
 
-/** At most max events in any duration (ms), counted in buckets of resolution (ms; default duration / 10). */
-export interface Window { max: number; duration: number; resolution?: number }
-/** Up to capacity tokens, refilled by refillAmount every refillInterval (ms). */
-export interface Bucket { capacity: number; refillAmount: number; refillInterval: number }
-/** At most max events in any window (ms), exactly. */
-export interface Log { max: number; window: number }
-/** A count divided by factor (> 1, three decimals at most) every resolution (ms). */
-export interface Decay { max: number; factor: number; resolution: number }
+/** A duration with units: "10s", "1.5s", "250ms", "1h30m", "100us" (units us, µs, ms, s, m, h). */
+export type DurationText = string;
+/** Duration field F, given with its unit: FMs (milliseconds, exact to the
+ * microsecond) or F (a DurationText). A bare number in F is refused: it
+ * could be seconds or milliseconds. */
+type Duration<F extends string> =
+  | ({ [K in `${F}Ms`]: number } & { [K in F]?: never })
+  | ({ [K in F]: DurationText } & { [K in `${F}Ms`]?: never });
+type OptionalDuration<F extends string> = Duration<F> | ({ [K in F]?: never } & { [K in `${F}Ms`]?: never });
+
+/** At most max events in any duration, counted in buckets of resolution (default duration / 10). */
+export type Window = { max: number } & Duration<"duration"> & OptionalDuration<"resolution">;
+/** Up to capacity tokens, refilled by refillAmount every refillInterval. */
+export type Bucket = { capacity: number; refillAmount: number } & Duration<"refillInterval">;
+/** At most max events in any window, exactly. */
+export type Log = { max: number } & Duration<"window">;
+/** A count divided by factor (> 1, three decimals at most) every resolution. */
+export type Decay = { max: number; factor: number } & Duration<"resolution">;
 
 export interface Options {
   /** Starts every state key; no '{' or '}'. Default "ratelua". */
@@ -25,6 +35,8 @@ export interface Options {
   failOpen?: boolean;
   /** FCALL the release's Functions library instead of EVALSHA. */
   functions?: boolean;
+  /** The script version: default (undefined) the newest, 6; 5 pins release 0.1.0's scripts (the same keys as Go's Options.Version). */
+  version?: number;
 }
 
 /** One decision. */
@@ -49,6 +61,8 @@ export class Limiter {
   readonly limits: number;
   readonly unit: "ms" | "us";
   readonly prefix: string;
+  /** The script version the limiter calls. */
+  readonly version: number;
   quota(i: number): { max: number; window: number };
   key(eventKey: EventKey): Buffer;
   args(n: number, now?: string): string[];
@@ -63,8 +77,8 @@ export class TokenBucket extends Limiter { constructor(client: Client, buckets: 
 export class ZSetLog extends Limiter { constructor(client: Client, logs: Log[], options?: Options) }
 export class AR1 extends Limiter { constructor(client: Client, decays: Decay[], options?: Options) }
 
-/** At most max slots held at once, each by a lease of lease ms unless renewed. */
-export interface Slots { max: number; lease: number }
+/** At most max slots held at once, each by a lease unless renewed. */
+export type Slots = { max: number } & Duration<"lease">;
 /** A Semaphore's options: countDenied does not apply (a denied acquire holds nothing). */
 export type SemaphoreOptions = Omit<Options, "countDenied">;
 
@@ -94,9 +108,11 @@ export interface Acquired { lease: Lease | null; result: Result }
 /** At most slots.max slots held at once per event key (script concurrency). */
 export class Semaphore {
   constructor(client: Client, slots: Slots, options?: SemaphoreOptions);
-  readonly slots: Slots;
+  readonly slots: { max: number; leaseMs: number };
   readonly unit: "ms" | "us";
   readonly prefix: string;
+  /** The script version the semaphore calls. */
+  readonly version: number;
   key(eventKey: EventKey): Buffer;
   args(n: number, now?: string): string[];
   acquire(eventKey: EventKey): Promise<Acquired>;

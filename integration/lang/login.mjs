@@ -12,8 +12,8 @@ const [addr, prefix, who] = process.argv.slice(2);
 const [host, port] = [addr.slice(0, addr.lastIndexOf(":")), Number(addr.slice(addr.lastIndexOf(":") + 1))];
 const client = new Redis({ host, port });
 const logins = new SlidingWindow(client, [
-  { max: 1, duration: 5_000, resolution: 1_000 }, // 1 per 5 s, in 1 s buckets
-  { max: 5, duration: 3_600_000, resolution: 600_000 }, // 5 per hour, in 10 min buckets
+  { max: 1, durationMs: 5_000, resolutionMs: 1_000 }, // 1 per 5 s, in 1 s buckets
+  { max: 5, durationMs: 3_600_000, resolutionMs: 600_000 }, // 5 per hour, in 10 min buckets
 ], { prefix });
 for (let i = 0; i < 2; i++) {
   const r = await logins.allow(who);

@@ -31,20 +31,21 @@ if (lib === "ioredis") {
 
 const ms = (us) => us / 1000;
 const KINDS = {
-  sliding_window: ["SlidingWindow", (m) => ({ max: m.max, duration: ms(m.duration_us), resolution: ms(m.resolution_us) })],
-  token_bucket: ["TokenBucket", (m) => ({ capacity: m.capacity, refillAmount: m.refill_amount, refillInterval: ms(m.refill_interval_us) })],
-  zset_log: ["ZSetLog", (m) => ({ max: m.max, window: ms(m.window_us) })],
-  ar1: ["AR1", (m) => ({ max: m.max, factor: m.factor, resolution: ms(m.resolution_us) })],
+  sliding_window: ["SlidingWindow", (m) => ({ max: m.max, durationMs: ms(m.duration_us), resolutionMs: ms(m.resolution_us) })],
+  token_bucket: ["TokenBucket", (m) => ({ capacity: m.capacity, refillAmount: m.refill_amount, refillIntervalMs: ms(m.refill_interval_us) })],
+  zset_log: ["ZSetLog", (m) => ({ max: m.max, windowMs: ms(m.window_us) })],
+  ar1: ["AR1", (m) => ({ max: m.max, factor: m.factor, resolutionMs: ms(m.resolution_us) })],
 };
 
 let nowUs = null;
 const limiters = new Map();
 function limiter(cmd, clocked) {
-  const cache = JSON.stringify([cmd.script, cmd.limits, cmd.prefix, cmd.count_denied ?? false, clocked]);
+  const cache = JSON.stringify([cmd.script, cmd.limits, cmd.prefix, cmd.count_denied ?? false, cmd.version ?? null, clocked]);
   if (!limiters.has(cache)) {
     const [name, limit] = KINDS[cmd.script];
     limiters.set(cache, new ratelua[name](client, cmd.limits.map(limit), {
       prefix: cmd.prefix, countDenied: cmd.count_denied ?? false, clock: clocked ? () => nowUs / 1000 : null,
+      version: cmd.version ?? null,
     }));
   }
   return limiters.get(cache);
@@ -98,7 +99,7 @@ async function handle(cmd) {
     case "hold": {
       // As worker.py's hold: acquires on a semaphore, each lease held
       // counted in counter_hex.
-      const sem = new ratelua.Semaphore(client, { max: cmd.slots.max, lease: ms(cmd.slots.lease_us) }, { prefix: cmd.prefix });
+      const sem = new ratelua.Semaphore(client, { max: cmd.slots.max, leaseMs: ms(cmd.slots.lease_us) }, { prefix: cmd.prefix });
       const key = Buffer.from(cmd.key_hex, "hex");
       const counter = Buffer.from(cmd.counter_hex, "hex");
       const sleep = (t) => new Promise((resolve) => setTimeout(resolve, t));

@@ -66,11 +66,12 @@ def main():
 
     def limiter(cmd, clocked):
         name, limit = KINDS[cmd["script"]]
-        cache = (json.dumps([cmd["script"], cmd["limits"], cmd["prefix"], cmd.get("count_denied", False)]), clocked)
+        cache = (json.dumps([cmd["script"], cmd["limits"], cmd["prefix"], cmd.get("count_denied", False),
+                             cmd.get("version")]), clocked)
         if cache not in limiters:
             limiters[cache] = getattr(ratelua, name)(client, *[limit(m) for m in cmd["limits"]], prefix=cmd["prefix"],
                                                       count_denied=cmd.get("count_denied", False),
-                                                      clock=clock if clocked else None)
+                                                      clock=clock if clocked else None, version=cmd.get("version"))
         return limiters[cache]
 
     for line in sys.stdin:

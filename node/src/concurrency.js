@@ -6,7 +6,7 @@
 // lease calls lease.renew() itself, more often than the lease time.
 import { createHash } from "node:crypto";
 import { LeaseLostError, LimitError, classify } from "./errors.js";
-import { Limiter } from "./limiter.js";
+import { Limiter, OPTIONS, checkOptions, readingMs } from "./limiter.js";
 import { MAX_SCRIPT_INT, UNIT_US } from "./limits.js";
 import { openResult, resultOf } from "./result.js";
 
@@ -14,21 +14,25 @@ import { openResult, resultOf } from "./result.js";
  * leases of slots.lease ms (script concurrency). */
 export class Semaphore {
   constructor(client, slots, options = {}) {
-    if (options.countDenied) {
+    if (options && options.countDenied !== undefined) {
       throw new LimitError(-1, "CountDenied", "does not apply to concurrency: a denied acquire holds nothing");
     }
+    checkOptions(options, OPTIONS.filter((o) => o !== "countDenied"));
     const l = new Limiter("concurrency", client, [slots], options);
     // One key per event key whatever max and the lease time: the hash names
     // only the script's state version and the unit (as in Go).
     l._hash = createHash("sha1").update(`${l.script.name}@v${l.script.stateVersion} ${l.unit}`).digest("hex").slice(0, 8);
     this._l = l;
-    this.slots = { max: slots.max, lease: slots.lease };
+    this.slots = { max: slots.max, leaseMs: l._quotas[0][1] / 1000 };
     this.unit = l.unit;
     this.prefix = l.prefix;
     this.script = l.script;
     this._leaseMs = l._quotas[0][1] / 1000;
     this._slackMs = UNIT_US[l.unit] / 1000;
   }
+
+  /** version is the script version the semaphore calls. */
+  get version() { return this._l.version; }
 
   /** key returns the state key of eventKey (a Buffer), the Go API's byte for byte. */
   key(eventKey) { return this._l.key(eventKey); }
@@ -77,13 +81,12 @@ export class Semaphore {
     const l = this._l;
     if (!l.clock) return [Date.now(), ""];
     const t = l.clock();
-    return [t instanceof Date ? t.getTime() : Number(t), l.nowOf(t)];
+    return [readingMs(t), l.nowOf(t)];
   }
 
   _nowMs() {
     if (!this._l.clock) return Date.now();
-    const t = this._l.clock();
-    return t instanceof Date ? t.getTime() : Number(t);
+    return readingMs(this._l.clock());
   }
 
   _decode(reply) {

@@ -4,18 +4,57 @@ import { adapt } from "./client.js";
 import { checkPrefix, limitsHash, stateKey } from "./keys.js";
 import { MAX_SCRIPT_INT, UNIT_US, render } from "./limits.js";
 import { openResult, resultOf } from "./result.js";
-import { SCRIPTS } from "./scripts.js";
+import { lookup } from "./scripts.js";
+
+/** The options of a limiter (a Semaphore takes them but countDenied). */
+export const OPTIONS = ["prefix", "countDenied", "clock", "failOpen", "functions", "version"];
+
+/** The earliest reading of a caller's clock taken as right (2000-01-01, in
+ * ms): an earlier one is a clock in seconds read as milliseconds. */
+export const CLOCK_FLOOR_MS = Date.UTC(2000, 0, 1);
+
+/** checkOptions refuses options that are not an object, an option no
+ * limiter knows (a typo, or another library's name: {keyPrefix: "x"}
+ * would silently use the default prefix) and a clock that is not a
+ * function. */
+export function checkOptions(options, known = OPTIONS) {
+  if (options === null || typeof options !== "object" || Array.isArray(options)) {
+    throw new LimitError(-1, "options", `must be an object, got ${options === null ? "null" : typeof options}`);
+  }
+  for (const name of Object.keys(options)) {
+    if (!known.includes(name)) throw new LimitError(-1, name, `is not an option; the options are ${known.join(", ")}`);
+  }
+  const { clock } = options;
+  if (clock !== undefined && clock !== null && typeof clock !== "function") {
+    throw new LimitError(-1, "Clock", `must be a function returning a Date or milliseconds since the epoch, got ${typeof clock}`);
+  }
+}
+
+/** readingMs is a reading t of a caller's clock (a Date or milliseconds
+ * since the epoch) in milliseconds; a LimitError for anything else or for
+ * a reading before 2000 (a clock in seconds). */
+export function readingMs(t) {
+  const ms = t instanceof Date ? t.getTime() : t;
+  if (typeof ms !== "number" || !Number.isFinite(ms)) {
+    throw new LimitError(-1, "Clock", `must return a Date or milliseconds since the epoch, got ${t instanceof Date ? "an invalid Date" : `${typeof t} ${String(t)}`}`);
+  }
+  if (ms < CLOCK_FLOOR_MS) {
+    throw new LimitError(-1, "Clock", `must read after 2000-01-01, got ${ms} ms (${new Date(ms).toISOString()}): a clock in seconds? return Date.now() or a Date`);
+  }
+  return ms;
+}
 
 /** Limiter decides events against a set of limits with one script; use
  * SlidingWindow, TokenBucket, ZSetLog or AR1. */
 export class Limiter {
   constructor(scriptName, client, limits, options = {}) {
     if (client == null) throw new LimitError(-1, "client", "is missing");
-    const { prefix = "ratelua", countDenied = false, clock = null, failOpen = false, functions = false } = options;
+    checkOptions(options);
+    const { prefix = "ratelua", countDenied = false, clock = null, failOpen = false, functions = false, version } = options;
     const { unit, args, quotas } = render(scriptName, limits);
     checkPrefix(prefix);
     this.client = client;
-    this.script = SCRIPTS.get(scriptName);
+    this.script = lookup(scriptName, version);
     Object.assign(this, { unit, prefix, clock, failOpen, functions });
     this._args = args;
     this._quotas = quotas;
@@ -23,6 +62,9 @@ export class Limiter {
     this._hash = limitsHash(this.script.name, this.script.stateVersion, unit, args);
     this._client = adapt(client);
   }
+
+  /** version is the script version the limiter calls. */
+  get version() { return this.script.version; }
 
   /** limits is how many limits the limiter checks. */
   get limits() { return this._quotas.length; }
@@ -46,10 +88,10 @@ export class Limiter {
 
   /** nowOf is a reading t of the caller's clock (a Date or ms) in the unit. */
   nowOf(t) {
-    const ms = t instanceof Date ? t.getTime() : Number(t);
+    const ms = readingMs(t);
     const n = this.unit === "ms" ? Math.floor(ms) : Math.floor(ms * 1000);
-    if (!Number.isFinite(n) || n < 0 || n > MAX_SCRIPT_INT) {
-      throw new LimitError(-1, "Clock", `must read between 1970 and 2^52 ${this.unit} after it, got ${String(t)}`);
+    if (n > MAX_SCRIPT_INT) {
+      throw new LimitError(-1, "Clock", `must read at most 2^52 ${this.unit} after 1970, got ${String(t)}`);
     }
     return String(n);
   }

@@ -1,6 +1,9 @@
 // The limits of each script, their checks and their arguments, exactly as
 // the Go API renders them (so that both build the same state keys).
-// Durations are milliseconds (numbers, exact to the microsecond).
+// A duration names its unit: <field>Ms, a number of milliseconds (exact to
+// the microsecond), or <field> as a string with units, "10s", "1.5s",
+// "250ms", "1h30m", "100us". A bare number in <field> is refused: 60 could
+// be seconds or milliseconds.
 import { LimitError } from "./errors.js";
 
 /** Bound of now, durations and replies in the scripts: 2^52. */
@@ -9,14 +12,58 @@ export const MAX_SCRIPT_INT = 2 ** 52;
 export const MAX_LIMITS = 16;
 export const UNIT_US = { ms: 1000, us: 1 };
 
-/** micros converts a duration in milliseconds to whole microseconds. */
-export function micros(ms, field) {
-  if (typeof ms !== "number" || !Number.isFinite(ms)) {
-    throw new LimitError(-1, "durations", `${field} must be a number of milliseconds, got ${String(ms)}`);
+const UNIT_OF_TEXT = { us: 1, "µs": 1, ms: 1000, s: 1e6, m: 60e6, h: 3600e6 };
+const DURATION_TEXT = /^(\d+(?:\.\d*)?|\.\d+)(us|µs|ms|s|m|h)/;
+
+/** parseDuration reads a duration with units ("10s", "1.5s", "250ms",
+ * "1h30m", "100us") as microseconds; null when it is not one. */
+export function parseDuration(text) {
+  let rest = text.trim(), us = 0;
+  if (rest === "") return null;
+  while (rest !== "") {
+    const m = DURATION_TEXT.exec(rest);
+    if (!m) return null;
+    us += Number(m[1]) * UNIT_OF_TEXT[m[2]];
+    rest = rest.slice(m[0].length);
   }
-  const us = Math.round(ms * 1000);
-  if (Math.abs(ms * 1000 - us) > 1e-6) throw new LimitError(-1, "durations", "durations must be whole microseconds");
   return us;
+}
+
+const shown = (v) => (typeof v === "string" ? JSON.stringify(v) : String(v));
+
+/** micros reads the duration field name of limit l (index i; its Go name
+ * goField) as whole microseconds: from <name>Ms (milliseconds) or <name>
+ * (a string with units). undefined when it is absent and optional. */
+export function micros(l, i, name, goField, optional = false) {
+  const msName = `${name}Ms`;
+  const hasMs = l[msName] !== undefined, hasText = l[name] !== undefined;
+  const how = `write ${msName}: <milliseconds> or ${name}: "<duration>" such as "10s", "250ms", "1h"`;
+  if (hasMs && hasText) throw new LimitError(i, goField, `is given twice, as ${name} and ${msName}: keep one`);
+  if (!hasMs && !hasText) {
+    if (optional) return undefined;
+    throw new LimitError(i, goField, `is missing: ${how}`);
+  }
+  let us;
+  if (hasMs) {
+    const ms = l[msName];
+    if (typeof ms !== "number" || !Number.isFinite(ms)) {
+      throw new LimitError(i, goField, `${msName} must be a finite number of milliseconds, got ${shown(ms)}`);
+    }
+    us = ms * 1000;
+  } else {
+    const v = l[name];
+    if (typeof v === "number") {
+      throw new LimitError(i, goField, `${name}: ${v} names no unit (seconds or milliseconds?): write ${msName}: ${v} for ${v} ms, or ${name}: "${v}s" for ${v} seconds`);
+    }
+    us = typeof v === "string" ? parseDuration(v) : null;
+    if (us === null) throw new LimitError(i, goField, `${name} must be a duration with units, such as "10s", "250ms", "1h30m" or "100us", got ${shown(v)}`);
+  }
+  const whole = Math.round(us);
+  if (us > 0 && whole === 0) throw new LimitError(i, goField, `is below the resolution floor of 1 µs, got ${us} µs`);
+  if (Math.abs(us - whole) > 1e-6 * Math.max(1, Math.abs(us) / 1e6)) {
+    throw new LimitError(i, goField, `must be a whole number of microseconds, got ${us} µs`);
+  }
+  return whole;
 }
 
 const show = (us) => `${us / 1e6}s`;
@@ -40,7 +87,12 @@ class Check {
 // window in µs, as the Go API's Limiter.Quota).
 const KINDS = {
   sliding_window: {
-    durations: (w) => { const d = micros(w.duration, "duration"); return [d, w.resolution === undefined ? Math.trunc(d / 10) : micros(w.resolution, "resolution")]; },
+    fields: ["max", "duration", "resolution"],
+    durations: (w, i) => {
+      const d = micros(w, i, "duration", "Duration");
+      const r = micros(w, i, "resolution", "Resolution", true);
+      return [d, r === undefined ? Math.trunc(d / 10) : r];
+    },
     args(c, w, [d, r]) {
       const args = [c.count("Max", w.max, 1, 1e9), c.duration("Duration", d), c.duration("Resolution", r)];
       if (!c.error && r > d) c.fail("Resolution", `must be at most Duration, got ${show(r)} > ${show(d)}`);
@@ -50,7 +102,8 @@ const KINDS = {
     quota: (w, [d]) => [w.max, d],
   },
   token_bucket: {
-    durations: (b) => [micros(b.refillInterval, "refillInterval")],
+    fields: ["capacity", "refillAmount", "refillInterval"],
+    durations: (b, i) => [micros(b, i, "refillInterval", "RefillInterval")],
     args(c, b, [i]) {
       const args = [c.count("Capacity", b.capacity, 1, 1e9), c.count("RefillAmount", b.refillAmount, 1, 1e9), c.duration("RefillInterval", i)];
       if (!c.error && b.capacity * Math.trunc(i / UNIT_US[c.unit]) > 2 ** 50) {
@@ -61,28 +114,35 @@ const KINDS = {
     quota: (b, [i]) => [b.capacity, Math.ceil(i * b.capacity / Math.max(b.refillAmount, 1))],
   },
   zset_log: {
-    durations: (g) => [micros(g.window, "window")],
+    fields: ["max", "window"],
+    durations: (g, i) => [micros(g, i, "window", "Window")],
     args: (c, g, [w]) => [c.count("Max", g.max, 1, 1e6), c.duration("Window", w)],
     quota: (g, [w]) => [g.max, w],
   },
   concurrency: {
-    durations: (s) => [micros(s.lease, "lease")],
+    fields: ["max", "lease"],
+    durations: (s, i) => [micros(s, i, "lease", "Lease")],
     args: (c, s, [l]) => [c.count("Max", s.max, 1, 1e6), c.duration("Lease", l)],
     quota: (s, [l]) => [s.max, l],
   },
   ar1: {
-    durations: (d) => [micros(d.resolution, "resolution")],
+    fields: ["max", "factor", "resolution"],
+    durations: (d, i) => [micros(d, i, "resolution", "Resolution")],
     args(c, d, [r]) {
-      const f = Number(d.factor);
-      const permille = Math.floor(f * 1000 + 0.5);
-      if (Number.isNaN(f) || permille < 1001 || permille > 1e9 || Math.abs(f * 1000 - permille) > 1e-6) {
-        c.fail("Factor", `must be in [1.001, 10^6] with at most 3 decimals, got ${String(d.factor)}`);
+      const f = d.factor;
+      if (typeof f !== "number") c.fail("Factor", `must be a number, got ${shown(f)}`);
+      const permille = Number.isFinite(f) ? Math.floor(f * 1000 + 0.5) : 0;
+      if (!Number.isFinite(f) || permille < 1001 || permille > 1e9 || Math.abs(f * 1000 - permille) > 1e-6) {
+        c.fail("Factor", `must be in [1.001, 10^6] with at most 3 decimals, got ${shown(f)}`);
       }
-      return [c.count("Max", d.max, 1, 1e9), String(Number.isNaN(permille) ? 0 : permille), c.duration("Resolution", r)];
+      return [c.count("Max", d.max, 1, 1e9), String(c.error ? 0 : permille), c.duration("Resolution", r)];
     },
     quota: (d, [r]) => [d.max, Math.ceil(r * d.factor / (d.factor - 1))],
   },
 };
+
+// The fields that are durations (given as <field>Ms or <field> with units).
+const DURATION_FIELDS = new Set(["duration", "resolution", "refillInterval", "window", "lease"]);
 
 /** render returns the unit, the limit arguments and the quotas of limits
  * for script; throws LimitError like the Go API. */
@@ -91,9 +151,13 @@ export function render(script, limits) {
     throw new LimitError(-1, "limits", `must be 1 to ${MAX_LIMITS}, got ${Array.isArray(limits) ? limits.length : typeof limits}`);
   }
   const kind = KINDS[script];
+  const known = kind.fields.flatMap((f) => (DURATION_FIELDS.has(f) ? [f, `${f}Ms`] : [f]));
   const durations = limits.map((l, i) => {
     if (l === null || typeof l !== "object") throw new LimitError(i, "limit", `must be an object, got ${String(l)}`);
-    return kind.durations(l);
+    for (const name of Object.keys(l)) {
+      if (!known.includes(name)) throw new LimitError(i, name, `is not a field of a ${script} limit; the fields are ${known.join(", ")}`);
+    }
+    return kind.durations(l, i);
   });
   const unit = durations.flat().every((d) => d % 1000 === 0) ? "ms" : "us";
   const args = [];

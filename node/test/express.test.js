@@ -37,7 +37,7 @@ test("configuration errors", () => {
 
 test("the login case behind Express", (t) => eachTarget(t, async (t, client) => {
   const now = Date.UTC(2025, 0, 1);
-  const logins = new SlidingWindow(client, [{ max: 1, duration: 5000, resolution: 1000 }, { max: 5, duration: 3600e3, resolution: 600e3 }],
+  const logins = new SlidingWindow(client, [{ max: 1, durationMs: 5000, resolutionMs: 1000 }, { max: 5, durationMs: 3600e3, resolutionMs: 600e3 }],
     { prefix: `express${randomUUID().slice(0, 8)}`, clock: () => now });
   const app = express();
   app.post("/login", rateLimit({ limits: [{ limiter: logins, name: "login" }] }), (req, res) => res.send("ok"));

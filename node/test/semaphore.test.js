@@ -13,7 +13,7 @@ const fresh = () => `job-${randomUUID()}-{é}%`;
 test("acquire up to max, deny with retryAfter, release frees a slot", (t) => eachTarget(t, async (t, client) => {
   let now = T0;
   const who = fresh();
-  const sem = new Semaphore(client, { max: 3, lease: 30e3 }, { prefix: "node-sem", clock: () => now });
+  const sem = new Semaphore(client, { max: 3, leaseMs: 30e3 }, { prefix: "node-sem", clock: () => now });
   assert.ok((await sem.peek(who)).allowed);
   assert.equal(Number(await client.exists(sem.key(who))), 0, "peek holds nothing");
   const leases = [];
@@ -41,7 +41,7 @@ test("acquire up to max, deny with retryAfter, release frees a slot", (t) => eac
 test("renew, loss at the deadline, reset", (t) => eachTarget(t, async (t, client) => {
   let now = T0;
   const who = fresh();
-  const sem = new Semaphore(client, { max: 1, lease: 10e3 }, { clock: () => now });
+  const sem = new Semaphore(client, { max: 1, leaseMs: 10e3 }, { clock: () => now });
   const { lease } = await sem.acquire(who);
   const first = lease.deadline;
   now += 8e3;
@@ -62,8 +62,8 @@ test("renew, loss at the deadline, reset", (t) => eachTarget(t, async (t, client
 
 test("the server's clock and FCALL share one semaphore", (t) => eachTarget(t, async (t, client) => {
   const who = fresh();
-  const sem = new Semaphore(client, { max: 1, lease: 5000 });
-  const byFcall = new Semaphore(client, { max: 1, lease: 5000 }, { functions: true });
+  const sem = new Semaphore(client, { max: 1, leaseMs: 5000 });
+  const byFcall = new Semaphore(client, { max: 1, leaseMs: 5000 }, { functions: true });
   const { lease, result } = await sem.acquire(who);
   assert.ok(result.allowed && result.resetAfter > 4000 && result.resetAfter <= 5000);
   assert.ok(!(await byFcall.acquire(who)).result.allowed);
@@ -76,17 +76,17 @@ test("the server's clock and FCALL share one semaphore", (t) => eachTarget(t, as
 
 test("fail-open, refusals, an answer is never admitted", (t) => eachTarget(t, async (t, client) => {
   const down = new Redis({ port: 1, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
-  await assert.rejects(new Semaphore(down, { max: 1, lease: 5000 }).acquire("x"), UnavailableError);
-  const open = await new Semaphore(down, { max: 1, lease: 5000 }, { failOpen: true }).acquire("x");
+  await assert.rejects(new Semaphore(down, { max: 1, leaseMs: 5000 }).acquire("x"), UnavailableError);
+  const open = await new Semaphore(down, { max: 1, leaseMs: 5000 }, { failOpen: true }).acquire("x");
   assert.ok(open.result.allowed && open.result.error instanceof UnavailableError && open.lease.local);
   await open.lease.renew();
   await open.lease.release();
   down.disconnect();
-  assert.throws(() => new Semaphore(client, { max: 0, lease: 5000 }), (e) => e instanceof LimitError && e.field === "Max");
-  assert.throws(() => new Semaphore(client, { max: 1, lease: 0 }), (e) => e instanceof LimitError && e.field === "Lease");
-  assert.throws(() => new Semaphore(client, { max: 1, lease: 5000 }, { countDenied: true }), (e) => e.field === "CountDenied");
+  assert.throws(() => new Semaphore(client, { max: 0, leaseMs: 5000 }), (e) => e instanceof LimitError && e.field === "Max");
+  assert.throws(() => new Semaphore(client, { max: 1, leaseMs: 0 }), (e) => e instanceof LimitError && e.field === "Lease");
+  assert.throws(() => new Semaphore(client, { max: 1, leaseMs: 5000 }, { countDenied: true }), (e) => e.field === "CountDenied");
   const who = fresh();
-  const sem = new Semaphore(client, { max: 1, lease: 5000 }, { failOpen: true });
+  const sem = new Semaphore(client, { max: 1, leaseMs: 5000 }, { failOpen: true });
   await client.set(sem.key(who), "not a sorted set");
   await assert.rejects(sem.acquire(who), (e) => e instanceof ScriptError && /WRONGTYPE/.test(e.message));
 }));

@@ -10,7 +10,7 @@ import { eachTarget } from "./servers.js";
 const T0 = Date.UTC(2025, 0, 1);
 const fresh = () => `user-${randomUUID()}-{é}%`;
 const login = (client, options) =>
-  new SlidingWindow(client, [{ max: 1, duration: 5000, resolution: 1000 }, { max: 5, duration: 3600e3, resolution: 600e3 }], { prefix: "login", ...options });
+  new SlidingWindow(client, [{ max: 1, durationMs: 5000, resolutionMs: 1000 }, { max: 5, durationMs: 3600e3, resolutionMs: 600e3 }], { prefix: "login", ...options });
 
 // exists asks either client whether key exists.
 const exists = (client, key) => (typeof client.evalSha === "function" ? client.exists(key) : client.exists(key));
@@ -37,16 +37,18 @@ test("the login case", (t) => eachTarget(t, async (t, client) => {
 }));
 
 const makers = {
-  sliding_window: (c, o) => new SlidingWindow(c, [{ max: 3, duration: 60e3, resolution: 1000 }], o),
-  token_bucket: (c, o) => new TokenBucket(c, [{ capacity: 3, refillAmount: 1, refillInterval: 60e3 }], o),
-  zset_log: (c, o) => new ZSetLog(c, [{ max: 3, window: 60e3 }], o),
-  ar1: (c, o) => new AR1(c, [{ max: 3, factor: 2, resolution: 60e3 }], o),
+  sliding_window: (c, o) => new SlidingWindow(c, [{ max: 3, durationMs: 60e3, resolutionMs: 1000 }], o),
+  token_bucket: (c, o) => new TokenBucket(c, [{ capacity: 3, refillAmount: 1, refillIntervalMs: 60e3 }], o),
+  zset_log: (c, o) => new ZSetLog(c, [{ max: 3, windowMs: 60e3 }], o),
+  ar1: (c, o) => new AR1(c, [{ max: 3, factor: 2, resolutionMs: 60e3 }], o),
 };
 
-test("every script", (t) => eachTarget(t, async (t, client) => {
-  for (const [name, make] of Object.entries(makers)) {
+test("every script, at the default version and pinned to v5", (t) => eachTarget(t, async (t, client) => {
+  for (const [name, make] of Object.entries(makers).flatMap(([n, m]) => [[n, m, undefined], [`${n}@v5`, m, 5]].map(([a, b, v]) => [a, (c, o) => b(c, { ...o, version: v })]))) {
     const who = fresh();
     const limiter = make(client, { clock: () => T0, prefix: "node" });
+    assert.equal(limiter.version, name.endsWith("@v5") ? 5 : 6);
+    assert.ok(limiter.key(who).includes(`:v${limiter.script.stateVersion}:`));
     assert.ok((await limiter.peek(who)).allowed, name);
     assert.equal(Number(await exists(client, limiter.key(who))), 0, `${name}: peek records nothing`);
     assert.equal((await limiter.allowN(who, 2)).remaining, 1, name);
@@ -79,6 +81,13 @@ test("NOSCRIPT and FCALL", (t) => eachTarget(t, async (t, client, { name, lib })
   await flush("FUNCTION", "DELETE", login(client).script.library.replace(/\.library\.lua$/, ""));
   const r = await login(client, { functions: true }).allow(who);
   assert.ok(!r.allowed && r.limit === 0, "FCALL loads the library and shares the state of EVALSHA");
+  // Pinned to v5: FCALL names v5's function, from v5's library.
+  await flush("FUNCTION", "DELETE", login(client, { version: 5 }).script.library.replace(/\.library\.lua$/, ""));
+  const byFcallV5 = login(client, { functions: true, version: 5 });
+  assert.ok(byFcallV5.script.function.endsWith("_v5") && !byFcallV5.key(who).equals(login(client).key(who)));
+  assert.ok((await byFcallV5.allow(who)).allowed, "v5 has its own state");
+  const v5 = await login(client, { version: 5 }).allow(who);
+  assert.ok(!v5.allowed && v5.limit === 0, "EVALSHA of v5 shares the state of v5's FCALL");
 }));
 
 test("fail open and closed; an answer is never admitted", (t) => eachTarget(t, async (t, client) => {

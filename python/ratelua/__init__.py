@@ -20,7 +20,7 @@ from .limiter import AR1, Limiter, SlidingWindow, TokenBucket, ZSetLog
 from .limits import Bucket, Decay, Log, Slots, Window
 from .result import NEVER, Result
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "AR1", "Bucket", "Concurrency", "Decay", "Lease", "LeaseLostError", "LimitError", "Limiter", "Log", "NEVER",

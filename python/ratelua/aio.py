@@ -15,6 +15,8 @@ from .scripts import library_source
 class Limiter(Spec):
     """ratelua.Limiter with coroutine methods; see its documentation."""
 
+    is_async = True
+
     async def allow(self, event_key: EventKey) -> Result:
         """Record one event for event_key and decide it."""
         return await self.allow_n(event_key, 1)
@@ -94,6 +96,8 @@ class Lease(LeaseState):
 
 class Semaphore(SemaphoreSpec):
     """ratelua.Semaphore with coroutine methods; see its documentation."""
+
+    is_async = True
 
     _run = Limiter._run
     load_functions = Limiter.load_functions

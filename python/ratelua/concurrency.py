@@ -29,10 +29,11 @@ class SemaphoreSpec(Spec):
     script_name = "concurrency"
 
     def __init__(self, client, slots: Slots, prefix: str = "ratelua", clock: Optional[Clock] = None,
-                 fail_open: bool = False, functions: bool = False):
+                 fail_open: bool = False, functions: bool = False, version: Optional[int] = None):
         if not isinstance(slots, Slots):
             raise LimitError(0, "Slots", f"expected a ratelua.Slots, got {type(slots).__name__}")
-        super().__init__(client, [slots], prefix=prefix, clock=clock, fail_open=fail_open, functions=functions)
+        super().__init__(client, [slots], prefix=prefix, clock=clock, fail_open=fail_open, functions=functions,
+                         version=version)
         # One key per event key whatever max and the lease time: the hash
         # names only the script's state version and the unit (as in Go).
         text = f"{self.script.name}@v{self.script.state_version} {self.unit}"
@@ -45,9 +46,7 @@ class SemaphoreSpec(Spec):
         """The time of a call and its now argument ('' for the server's clock)."""
         if self.clock is None:
             return datetime.now(timezone.utc), ""
-        t = self.clock()
-        if t.tzinfo is None:
-            t = t.replace(tzinfo=timezone.utc)
+        t = self.reading_of(self.clock())
         return t, self.now_of(t)
 
     def op_args(self, n: int, now: str, mode: str = "0", lease_id: int = 0):
@@ -190,8 +189,8 @@ class Semaphore(SemaphoreSpec):
         if lease is None: ...  # r.retry_after seconds until a lease expires
         with lease: ...        # renew() within 30 s if the work lasts longer
 
-    Options (keywords): prefix, clock, fail_open and functions, as for
-    ratelua.Limiter (counting denied acquires does not apply)."""
+    Options (keywords): prefix, clock, fail_open, functions and version, as
+    for ratelua.Limiter (counting denied acquires does not apply)."""
 
     _run = Limiter._run
     load_functions = Limiter.load_functions

@@ -1,6 +1,7 @@
 """What the sync and asyncio limiters share: the key, the arguments, the
 clock, the error classification and the reply decoding."""
 
+import inspect
 from datetime import datetime, timedelta, timezone
 from typing import Callable, List, Optional, Sequence, Tuple
 
@@ -10,9 +11,12 @@ from . import keys as _keys
 from .errors import LimitError, RateluaError, ScriptError, UnavailableError
 from .limits import MAX_SCRIPT_INT, micros, render
 from .result import Result, open_result, result_of
-from .scripts import SCRIPTS, Script
+from .scripts import Script, lookup
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+#: The earliest reading of a caller's clock taken as right: an earlier one
+#: is a clock in another unit or epoch (seconds read as milliseconds...).
+CLOCK_FLOOR = datetime(2000, 1, 1, tzinfo=timezone.utc)
 _UNIT_US = {"ms": 1_000, "us": 1}
 
 Clock = Callable[[], datetime]
@@ -23,21 +27,48 @@ class Spec:
 
     kind: type = object
     script_name: str = ""
+    #: Whether the class calls an asyncio client (ratelua.aio) or a
+    #: synchronous one.
+    is_async: bool = False
 
     def __init__(self, client, limits: Sequence, prefix: str = "ratelua", count_denied: bool = False,
-                 clock: Optional[Clock] = None, fail_open: bool = False, functions: bool = False):
+                 clock: Optional[Clock] = None, fail_open: bool = False, functions: bool = False,
+                 version: Optional[int] = None):
         if client is None:
             raise LimitError(-1, "client", "is None")
+        self._check_client(client)
         self.client = client
         self.unit, self._limit_args, self._quotas = render(list(limits), self.kind)
         _keys.check_prefix(prefix)
         self.prefix = prefix
-        self.script: Script = SCRIPTS[self.script_name]
+        if clock is not None and not callable(clock):
+            raise LimitError(-1, "Clock", f"must be a callable returning a datetime, or None, got {clock!r}")
+        self.script: Script = lookup(self.script_name, version)
         self.hash = _keys.limits_hash(self.script.name, self.script.state_version, self.unit, self._limit_args)
         self.mode = "1" if count_denied else "0"
         self.clock = clock
         self.fail_open = fail_open
         self.functions = functions
+
+    def _check_client(self, client) -> None:
+        """Refuse a redis-py client of the other kind (sync vs asyncio): its
+        calls would answer coroutines where replies are expected, or the
+        reverse."""
+        is_async = _is_async_client(client)
+        if is_async is None or is_async == self.is_async:
+            return
+        cls = f"{type(client).__module__}.{type(client).__qualname__}"
+        name = type(self).__name__
+        if is_async:
+            raise LimitError(-1, "client", f"is an asyncio client ({cls}): use ratelua.aio.{name}, whose methods are "
+                             f"coroutines, or pass a redis.Redis or redis.cluster.RedisCluster to ratelua.{name}")
+        raise LimitError(-1, "client", f"is a synchronous client ({cls}): use ratelua.{name}, or pass a "
+                         f"redis.asyncio.Redis or redis.asyncio.cluster.RedisCluster to ratelua.aio.{name}")
+
+    @property
+    def version(self) -> int:
+        """The script version the limiter calls."""
+        return self.script.version
 
     @property
     def limits(self) -> int:
@@ -62,13 +93,28 @@ class Spec:
             return ""
         return self.now_of(self.clock())
 
-    def now_of(self, t: datetime) -> str:
-        """A reading t of the caller's clock in the unit."""
+    @staticmethod
+    def reading_of(t) -> datetime:
+        """A reading t of the caller's clock as an aware datetime (a naive
+        one is UTC); LimitError for anything but a datetime after 2000."""
+        if not isinstance(t, datetime):
+            hint = ""
+            if isinstance(t, (int, float)) and not isinstance(t, bool):
+                hint = " (for a Unix time in seconds, return datetime.fromtimestamp(t, timezone.utc))"
+            raise LimitError(-1, "Clock", f"must return a datetime.datetime, got {type(t).__name__} {t!r}{hint}")
         if t.tzinfo is None:
             t = t.replace(tzinfo=timezone.utc)
+        if t < CLOCK_FLOOR:
+            raise LimitError(-1, "Clock", f"must read after 2000-01-01, got {t.isoformat()} (a clock in another unit "
+                             "or epoch?)")
+        return t
+
+    def now_of(self, t: datetime) -> str:
+        """A reading t of the caller's clock in the unit."""
+        t = self.reading_of(t)
         n = ((t - _EPOCH) // timedelta(microseconds=1)) // _UNIT_US[self.unit]
-        if n < 0 or n > MAX_SCRIPT_INT:
-            raise LimitError(-1, "Clock", f"must read between 1970 and 2^52 {self.unit} after it, got {t.isoformat()}")
+        if n > MAX_SCRIPT_INT:
+            raise LimitError(-1, "Clock", f"must read at most 2^52 {self.unit} after 1970, got {t.isoformat()}")
         return str(n)
 
     def args(self, n: int, now: Optional[str] = None) -> List[str]:
@@ -106,6 +152,29 @@ class Spec:
     @staticmethod
     def missing_function(err: BaseException) -> bool:
         return isinstance(err, rex.ResponseError) and "function not found" in str(err).lower()
+
+
+def _is_async_client(client) -> Optional[bool]:
+    """True for a redis-py asyncio client, False for a synchronous one,
+    None when the client is neither (left to the first call)."""
+    async_classes: tuple = ()
+    try:
+        import redis.asyncio as aredis
+        async_classes = (aredis.Redis,)
+        import redis.asyncio.cluster as acluster
+        async_classes += (acluster.RedisCluster,)
+    except ImportError:  # an old redis-py: what it has
+        pass
+    import redis
+    import redis.cluster
+    if isinstance(client, async_classes):
+        return True
+    if isinstance(client, (redis.Redis, redis.cluster.RedisCluster)):
+        return False
+    execute = getattr(client, "execute_command", None)
+    if execute is None:
+        return None
+    return inspect.iscoroutinefunction(execute)
 
 
 def limiter_classes(base):

@@ -17,7 +17,13 @@ class Limiter(Spec):
     clock; None: the server's), fail_open (admit a call that got no answer,
     with the error in Result.error; any answer of the server, an error reply
     included, is never admitted), functions (FCALL the release's library
-    instead of EVALSHA)."""
+    instead of EVALSHA), version (the script version: None is the newest,
+    5 pins the one of release 0.1.0; the same state keys as Go's
+    Options.Version).
+
+    Durations are datetime.timedelta or seconds (int or float, rounded to
+    the microsecond). The client is a synchronous redis-py client; an
+    asyncio one is refused (use ratelua.aio)."""
 
     def allow(self, event_key: EventKey) -> Result:
         """Record one event for event_key and decide it."""

@@ -18,13 +18,31 @@ MAX_LIMITS = 16
 _UNITS = {"ms": 1_000, "us": 1}
 
 
-def micros(d: Duration) -> int:
-    """d in whole microseconds: a timedelta, or seconds as a number."""
+#: The longest duration in seconds a limit may name: 2^52 ms (the bound in
+#: milliseconds, the coarsest unit the limiters send).
+MAX_SECONDS = MAX_SCRIPT_INT // 1000
+
+
+def micros(d: Duration, field: str = "duration") -> int:
+    """d in whole microseconds: a timedelta, or seconds as an int or float
+    (rounded to the microsecond). Anything else, NaN, an infinity, a
+    duration past 2^52 ms or below the 1 µs resolution floor is a
+    LimitError naming field."""
     if isinstance(d, timedelta):
-        return d // timedelta(microseconds=1)
-    if isinstance(d, bool) or not isinstance(d, (int, float)):
-        raise TypeError(f"ratelua: a duration is a timedelta or seconds, got {d!r}")
-    return timedelta(seconds=d) // timedelta(microseconds=1)
+        us = d // timedelta(microseconds=1)
+        shown = str(d)
+    elif isinstance(d, bool) or not isinstance(d, (int, float)):
+        raise LimitError(-1, field, f"must be a datetime.timedelta or a number of seconds, got {type(d).__name__} {d!r}")
+    elif isinstance(d, float) and not math.isfinite(d):
+        raise LimitError(-1, field, f"must be a finite number of seconds, got {d!r}")
+    elif abs(d) > MAX_SECONDS:
+        raise LimitError(-1, field, f"must be at most 2^52 ms ({MAX_SECONDS} s), got {d!r} s")
+    else:
+        us = timedelta(seconds=d) // timedelta(microseconds=1)
+        shown = f"{d!r} s"
+    if us == 0 and d:
+        raise LimitError(-1, field, f"is below the resolution floor of 1 µs, got {shown}")
+    return us
 
 
 def pick_unit(durations_us: Sequence[int]) -> str:
@@ -72,8 +90,8 @@ class Window:
     resolution: Optional[Duration] = None
 
     def _durations(self) -> List[int]:
-        d = micros(self.duration)
-        r = d // 10 if self.resolution is None else micros(self.resolution)
+        d = micros(self.duration, "Duration")
+        r = d // 10 if self.resolution is None else micros(self.resolution, "Resolution")
         return [d, r]
 
     def _args(self, c: _Check) -> List[str]:
@@ -99,7 +117,7 @@ class Bucket:
     refill_interval: Duration
 
     def _durations(self) -> List[int]:
-        return [micros(self.refill_interval)]
+        return [micros(self.refill_interval, "RefillInterval")]
 
     def _args(self, c: _Check) -> List[str]:
         (i,) = self._durations()
@@ -123,7 +141,7 @@ class Log:
     window: Duration
 
     def _durations(self) -> List[int]:
-        return [micros(self.window)]
+        return [micros(self.window, "Window")]
 
     def _args(self, c: _Check) -> List[str]:
         return [c.count("Max", self.max, 1, 10**6), c.duration("Window", self._durations()[0])]
@@ -142,13 +160,16 @@ class Decay:
     resolution: Duration
 
     def _durations(self) -> List[int]:
-        return [micros(self.resolution)]
+        return [micros(self.resolution, "Resolution")]
 
     def _args(self, c: _Check) -> List[str]:
-        f = float(self.factor)
-        permille = math.floor(f * 1000 + 0.5) if not math.isnan(f) else float("nan")
-        if math.isnan(f) or permille < 1001 or permille > 1e9 or abs(f * 1000 - permille) > 1e-6:
-            c.fail("Factor", f"must be in [1.001, 10^6] with at most 3 decimals, got {self.factor}")
+        f = self.factor
+        if isinstance(f, bool) or not isinstance(f, (int, float)):
+            c.fail("Factor", f"must be a number, got {type(f).__name__} {f!r}")
+            f = float("nan")
+        permille = math.floor(f * 1000 + 0.5) if math.isfinite(f) else 0
+        if not math.isfinite(f) or permille < 1001 or permille > 1e9 or abs(f * 1000 - permille) > 1e-6:
+            c.fail("Factor", f"must be in [1.001, 10^6] with at most 3 decimals, got {self.factor!r}")
             permille = 0
         return [c.count("Max", self.max, 1, 10**9), str(int(permille)), c.duration("Resolution", self._durations()[0])]
 
@@ -166,7 +187,7 @@ class Slots:
     lease: Duration
 
     def _durations(self) -> List[int]:
-        return [micros(self.lease)]
+        return [micros(self.lease, "Lease")]
 
     def _args(self, c: _Check) -> List[str]:
         return [c.count("Max", self.max, 1, 10**6), c.duration("Lease", self._durations()[0])]
@@ -183,7 +204,13 @@ def render(limits: Sequence, kind: type) -> Tuple[str, List[str], List[Tuple[int
     for i, l in enumerate(limits):
         if not isinstance(l, kind):
             raise LimitError(i, kind.__name__, f"expected a ratelua.{kind.__name__}, got {type(l).__name__}")
-    unit = pick_unit([d for l in limits for d in l._durations()])
+    durations = []
+    for i, l in enumerate(limits):
+        try:
+            durations.extend(l._durations())
+        except LimitError as e:  # micros names the field, not the limit
+            raise LimitError(i, e.field, e.reason) from None
+    unit = pick_unit(durations)
     args: List[str] = []
     for i, l in enumerate(limits):
         c = _Check(i, unit)

@@ -41,9 +41,10 @@ def build(v):
     now = datetime(1970, 1, 1, tzinfo=timezone.utc) + us(v["now_us"])
     if cls is ratelua.Semaphore:
         assert not v["count_denied"], "a semaphore does not count denied acquires"
-        return cls(NoClient(), *[limit(m) for m in v["limits"]], prefix=v["prefix"], clock=lambda: now)
+        return cls(NoClient(), *[limit(m) for m in v["limits"]], prefix=v["prefix"], clock=lambda: now,
+                   version=v.get("version"))
     return cls(NoClient(), *[limit(m) for m in v["limits"]], prefix=v["prefix"],
-               count_denied=v["count_denied"], clock=lambda: now)
+               count_denied=v["count_denied"], clock=lambda: now, version=v.get("version"))
 
 
 def test_vectors_cover_every_script():
@@ -51,6 +52,27 @@ def test_vectors_cover_every_script():
     assert {v["script"] for v in vectors} == set(KINDS)
     assert max(len(v["limits"]) for v in vectors) == 16
     assert max(len(v["event_key_hex"]) // 2 for v in vectors) >= 400
+    pinned = {(v["script"], v["version"]) for v in vectors if v.get("version")}
+    assert pinned == {(s, n) for s in KINDS for n in (5, 6)}, "every script pinned at v5 and at v6"
+
+
+def test_default_is_the_newest_version():
+    """A limiter without a version calls the newest script and names the
+    same key as one pinned to it (Go's default too: the vectors without a
+    version are the Go API's defaults)."""
+    for v in load():
+        if not v.get("version") or v.get("error"):
+            continue
+        pinned = build(v)
+        default = build({**v, "version": None})
+        event_key = bytes.fromhex(v["event_key_hex"])
+        newest = max(n for (s, n) in ratelua.scripts.SCRIPTS if s == v["script"])
+        assert default.version == newest
+        if v["version"] == newest:
+            assert default.key(event_key) == pinned.key(event_key)
+        elif pinned.script.state_version != default.script.state_version:
+            assert default.key(event_key) != pinned.key(event_key)
+            assert f":v{pinned.script.state_version}:".encode() in pinned.key(event_key)
 
 
 @pytest.mark.parametrize("i", range(len(load())))

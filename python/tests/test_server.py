@@ -59,11 +59,15 @@ def test_login_case(client):
     lambda c, **o: ratelua.ZSetLog(c, ratelua.Log(3, 60), **o),
     lambda c, **o: ratelua.AR1(c, ratelua.Decay(3, 2, 60), **o),
 ], ids=["sliding_window", "token_bucket", "zset_log", "ar1"])
-def test_every_script(client, make):
+@pytest.mark.parametrize("version", [None, 5], ids=["default", "v5"])
+def test_every_script(client, make, version):
     clock, who = Clock(), fresh()
-    limiter = make(client, clock=clock, prefix="py")
+    limiter = make(client, clock=clock, prefix="py", version=version)
+    assert limiter.version == (version or 6)
     assert limiter.peek(who).allowed and client.exists(limiter.key(who)) == 0, "peek records nothing"
     assert limiter.allow_n(who, 2).remaining == 1
+    assert client.exists(limiter.key(who)) == 1
+    assert f":v{limiter.script.state_version}:".encode() in limiter.key(who)
     assert limiter.allow(who).remaining == 0
     r = limiter.allow(who)
     assert not r.allowed and r.retry_after > 0
@@ -87,6 +91,12 @@ def test_noscript_and_functions(client):
         pass  # not loaded
     r = by_fcall.allow(who)
     assert not r.allowed and r.limit == 0, "FCALL loads the library and shares the state of EVALSHA"
+    # Pinned to v5: FCALL names v5's function, from v5's library.
+    v5, by_fcall_v5 = login(client, version=5), login(client, functions=True, version=5)
+    assert by_fcall_v5.script.function.endswith("_v5") and v5.key(who) != limiter.key(who)
+    assert by_fcall_v5.allow(who).allowed, "v5 has its own state"
+    r = v5.allow(who)
+    assert not r.allowed and r.limit == 0, "EVALSHA of v5 shares the state of v5's FCALL"
 
 
 def test_fail_open_and_closed(client):

@@ -3,13 +3,19 @@ import { SlidingWindow, Semaphore, LeaseLostError, LimitError, type Result } fro
 import { rateLimit } from "ratelua/express";
 import { Redis } from "ioredis";
 
-const logins = new SlidingWindow(new Redis(), [{ max: 1, duration: 5000, resolution: 1000 }, { max: 5, duration: 3_600_000 }], { prefix: "login" });
+const logins = new SlidingWindow(new Redis(), [{ max: 1, durationMs: 5000, resolutionMs: 1000 }, { max: 5, duration: "1h", resolution: "10m" }], { prefix: "login" });
+// @ts-expect-error a bare number names no unit
+new SlidingWindow(new Redis(), [{ max: 10, duration: 60 }]);
+// @ts-expect-error one of duration and durationMs
+new SlidingWindow(new Redis(), [{ max: 10, duration: "60s", durationMs: 60_000 }]);
+const pinned = new SlidingWindow(new Redis(), [{ max: 10, durationMs: 60_000 }], { version: 5 });
+const v: number = pinned.version;
 async function decide(who: string): Promise<number> {
   const r: Result = await logins.allow(who);
   return r.allowed ? 0 : r.retryAfter;
 }
 const mw = rateLimit({ limits: [{ limiter: logins, name: "login" }], trustedProxies: ["10.0.0.0/8"] });
-const exports = new Semaphore(new Redis(), { max: 10, lease: 30_000 }, { prefix: "export" });
+const exports = new Semaphore(new Redis(), { max: 10, lease: "30s" }, { prefix: "export" });
 async function exportFor(tenant: string): Promise<number> {
   const { lease, result } = await exports.acquire(tenant);
   if (lease === null) return result.retryAfter;
@@ -23,4 +29,4 @@ async function exportFor(tenant: string): Promise<number> {
   const deadline: number | null = lease.deadline;
   return deadline ?? 0;
 }
-export { decide, exportFor, mw, LimitError };
+export { decide, exportFor, mw, LimitError, v };

@@ -1,0 +1,394 @@
+-- ratelua concurrency v5: at most max slots held at once per key, each by
+-- a lease that expires unless it is renewed, so that the slots of a holder
+-- that died come back after the lease time.
+--
+-- KEYS[1]  the state key (the only key read or written)
+-- ARGV[1]  eventCount. In mode '0': > 0 acquire that many slots as one
+--          lease and decide; 0 decide whether one more slot is free
+--          (writes nothing); < 0 drop every lease. In modes 'renew' and
+--          'release': the slots of the lease, as acquired, 1..10^6
+-- ARGV[2]  unit of now, of the lease time and of the replies: 's', 'ms'
+--          or 'us'
+-- ARGV[3]  now in that unit, or '' for the server clock (TIME)
+-- ARGV[4]  mode: '0' acquire (a denied acquire writes nothing); 'renew'
+--          extend lease ARGV[7] to now + lease (never shorten it);
+--          'release' give lease ARGV[7] back
+-- ARGV[5]  max: slots held at once, 1..10^6 (one limit per call: a key
+--          holds one set of leases)
+-- ARGV[6]  lease: the lease time, in the unit, 1..2^52
+-- ARGV[7]  in modes 'renew' and 'release' only: the lease id, 1..2^52
+-- reply    {allowed, remaining, retry_after, reset_after, limit_index}:
+--          allowed      1 when the slots were acquired (for 0: one slot
+--                       is free), or the lease renewed or released
+--          remaining    free slots after the call, max - held, >= 0
+--          retry_after  0 when allowed; a denied acquire: the wait until
+--                       enough leases expire, -1 if eventCount > max; a
+--                       lease not held (expired, released, dropped by a
+--                       reset, or of other slots): -1
+--          reset_after  the time until no lease is held
+--          limit_index  the lease id of an acquired, renewed or released
+--                       lease; 1 for a denied acquire and for 0; 0 after
+--                       a reset and for a lease not held
+--
+-- Every integer is canonical decimal text: '0', or an optional '-' then a
+-- digit 1-9 then digits ('-0', '+1', '007', ' 1', '1e3' are refused). Bad
+-- input is an error reply 'ERR ratelua: ...' naming the argument, and
+-- writes nothing.
+--
+-- A lease is held at now while its expiry > now. An acquire of n slots is
+-- allowed when held + n <= max; it first drops the expired leases, then
+-- takes the next lease id. The executable specification is
+-- internal/model/concurrency.go.
+--
+-- State: a sorted set. The member '#' counts the lease ids handed out
+-- (score -<last id>, below every expiry). A lease of n slots is the
+-- members '<id>' and '<id>.2' .. '<id>.<n>', each scored by the lease's
+-- expiry in the unit, so that the live slots are ZCOUNT (now +inf. TTL: a
+-- write sets it to the latest expiry (ms, rounded up), and on a key that
+-- existed never shortens it (PEXPIRE GT), so the counter outlives every
+-- lease it numbered: while a holder may think it holds an id, that id is
+-- not handed out again (a reset or a release keeps '#' and the TTL). The
+-- unit must not change for a key; max and the lease time may.
+
+-- ratelua v5 prelude, shared by every v5 script (generated into each
+-- released file; do not edit there). In the Functions library ratelua_v5 it
+-- runs once per FUNCTION LOAD, and every function uses what it defines (the
+-- standard library cannot be read while a library loads, so it is read
+-- inside the functions). As a script (EVALSHA) every local function here
+-- is built again on every call, so the prelude holds only what most calls
+-- of most scripts use; the rest lives with the script that needs it.
+--
+-- Integers are canonical decimal text: '0', or an optional '-' then a digit
+-- 1-9 then digits. '-0', leading zeros, '+', spaces, exponents, hex and
+-- fractions are refused (such text is not what '%d' writes). Numbers written to a state or passed to
+-- redis.call are turned into text by string.format ('%d'), never by '..'
+-- or tostring.
+local MAX_TIME = 4503599627370496 -- 2^52: bound of now, durations and replies
+local MAX_LIMITS = 16
+
+-- integer returns text as a number when it is a canonical integer in
+-- [lo, hi] (|lo|, |hi| <= 2^52), else nil. The text must be '0' or match
+-- '-'? [1-9] digits*, which is what '%d' writes back (a find makes no
+-- string; a NaN fails the pattern).
+local function integer(text, lo, hi)
+  local number = tonumber(text)
+  if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
+    return nil
+  end
+  return number
+end
+
+-- server_now is the server's TIME in the unit.
+local function server_now(unit)
+  local time = redis.call('TIME')
+  local seconds = tonumber(time[1])
+  if unit == 's' then
+    return seconds
+  elseif unit == 'ms' then
+    return seconds * 1000 + math.floor(tonumber(time[2]) / 1000)
+  end
+  return seconds * 1000000 + tonumber(time[2])
+end
+
+-- ttl_ms is the PEXPIRE of a state fresh after `duration` in the unit:
+-- whole milliseconds, rounded up, within [1, 2^52], as text.
+local function ttl_ms(unit, duration)
+  local ms = duration
+  if unit == 'us' then
+    -- ceil(duration / 1000), exactly: the float quotient is floor or
+    -- floor + 1.
+    ms = math.floor(duration / 1000)
+    if ms * 1000 > duration then
+      ms = ms - 1
+    end
+    if ms * 1000 < duration then
+      ms = ms + 1
+    end
+  elseif unit == 's' then
+    ms = duration * 1000
+  end
+  if ms > MAX_TIME then
+    ms = MAX_TIME
+  elseif ms < 1 then
+    ms = 1
+  end
+  return string.format('%d', ms)
+end
+
+-- rare returns the helpers of the uncommon paths, a refused call and a
+-- reset: helpers.refuse and helpers.fresh below. A script (EVALSHA) builds
+-- every local function of its text again on each call, and building these
+-- two was a measurable part of a common call's cost; built by rare() when
+-- one is needed, they cost the common call one function.
+local function rare()
+  local helpers = {}
+
+  -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
+  -- of limit arguments are wrong, naming its first wrong argument; or,
+  -- given i, for the bad limit argument ARGV[i]: the limit's field `name`
+  -- must be an integer in `range` (in words).
+  function helpers.refuse(KEYS, ARGV, group, i, name, range)
+    -- quote shows an argument: at most 40 bytes, control and non-ASCII
+    -- bytes escaped.
+    local function quote(value)
+      if type(value) ~= 'string' then
+        return 'nothing'
+      end
+      local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+        return string.format('\\x%02x', string.byte(byte))
+      end)
+      if #value > 40 then
+        shown = shown .. '...'
+      end
+      return "'" .. shown .. "'"
+    end
+    local message
+    if i then
+      message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
+        .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
+    elseif #KEYS ~= 1 then
+      message = 'expected exactly 1 key (the state key), got ' .. #KEYS
+    elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
+      message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
+    elseif ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us' then
+      message = "ARGV[2] unit must be 's', 'ms' or 'us', got " .. quote(ARGV[2])
+    elseif ARGV[3] ~= '' and integer(ARGV[3], 0, MAX_TIME) == nil then
+      message = 'ARGV[3] now must be empty (server clock) or a canonical integer in [0, 2^52], got ' .. quote(ARGV[3])
+    elseif ARGV[4] ~= '0' and ARGV[4] ~= '1' then
+      message = "ARGV[4] mode must be '0' (count allowed events) or '1' (count every attempt), got " .. quote(ARGV[4])
+    else
+      message = 'expected 1 to ' .. MAX_LIMITS .. ' limits of ' .. group .. ' integers after ARGV[4], got '
+        .. math.max(#ARGV - 4, 0) .. ' arguments'
+    end
+    return redis.error_reply('ERR ratelua: ' .. message)
+  end
+
+  -- fresh deletes the state and replies as for a fresh key: every limit
+  -- admits, and remaining is the smallest limit maximum, the first integer
+  -- of each limit's group in ARGV.
+  function helpers.fresh(KEYS, ARGV, group)
+    redis.call('DEL', KEYS[1])
+    local remaining = tonumber(ARGV[5])
+    for i = 5 + group, #ARGV, group do
+      local maximum = tonumber(ARGV[i])
+      if maximum < remaining then
+        remaining = maximum
+      end
+    end
+    return { 1, remaining, 0, 0, 0 }
+  end
+
+  return helpers
+end
+
+-- refused is the error reply for ARGV[i], which must be `what`: the value
+-- is quoted (at most 40 bytes, control and non-ASCII bytes escaped).
+local function refused(ARGV, i, what)
+  local value, shown = ARGV[i], 'nothing'
+  if value then
+    shown = "'" .. (string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+      return string.format('\\x%02x', string.byte(byte))
+    end))
+    if #value > 40 then
+      shown = shown .. '...'
+    end
+    shown = shown .. "'"
+  end
+  return redis.error_reply('ERR ratelua: ARGV[' .. i .. '] ' .. what .. ', got ' .. shown)
+end
+
+-- until_last is the time from now until the latest expiry in the set of
+-- key, 0 when no lease is held (the highest score is then an expired
+-- lease or '#'), at most 2^52.
+local function until_last(key, now)
+  local last = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')[2]
+  if last == nil then
+    return 0
+  end
+  local wait = tonumber(last) - now
+  if wait < 0 then
+    return 0
+  elseif wait > MAX_TIME then
+    return MAX_TIME
+  end
+  return wait
+end
+
+-- each_member sends the command head (a table: the command, the key and
+-- its options) for every member of lease `name` of `slots` slots, each
+-- member preceded by `score` when set, at most 2000 arguments at a time.
+local function each_member(head, name, slots, score)
+  local batch, b = {}, #head
+  for i = 1, b do
+    batch[i] = head[i]
+  end
+  for k = 1, slots do
+    if score then
+      batch[b + 1] = score
+      b = b + 1
+    end
+    if k == 1 then
+      batch[b + 1] = name
+    else
+      batch[b + 1] = string.format('%s.%d', name, k)
+    end
+    b = b + 1
+    if b >= 2000 or k == slots then
+      redis.call(unpack(batch, 1, b))
+      b = #head
+    end
+  end
+end
+
+-- #call: what follows runs on every call (in ratelua_v5, the function body)
+local tonumber, format = tonumber, string.format
+local unit, mode, now = ARGV[2], ARGV[4], false
+local count = 1
+if ARGV[1] ~= '1' then
+  count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
+end
+if ARGV[3] ~= '' then
+  -- Canonical: what '%d' writes back.
+  now = tonumber(ARGV[3])
+  if not (now and now >= 0 and now <= MAX_TIME and format('%d', now) == ARGV[3]) then
+    now = nil
+  end
+end
+if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us') then
+  return rare().refuse(KEYS, ARGV, 2)
+end
+local acquire = mode == '0'
+if not acquire and mode ~= 'renew' and mode ~= 'release' then
+  return refused(ARGV, 4, "mode must be '0' (acquire), 'renew' or 'release'")
+end
+if not acquire and (count < 1 or count > 1000000) then
+  return refused(ARGV, 1, 'eventCount must be the slots of the lease, an integer in [1, 10^6], in mode ' .. mode)
+end
+if acquire and #ARGV ~= 6 then
+  return redis.error_reply("ERR ratelua: expected 2 arguments after ARGV[4] in mode '0' (max, lease), got " .. math.max(#ARGV - 4, 0))
+elseif not acquire and #ARGV ~= 7 then
+  return redis.error_reply("ERR ratelua: expected 3 arguments after ARGV[4] in mode '" .. mode .. "' (max, lease, lease id), got " .. math.max(#ARGV - 4, 0))
+end
+local max, lease = tonumber(ARGV[5]), tonumber(ARGV[6])
+if not (max and max >= 1 and max <= 1000000 and format('%d', max) == ARGV[5]) then
+  return refused(ARGV, 5, 'max must be a canonical integer in [1, 10^6]')
+end
+if not (lease and lease >= 1 and lease <= MAX_TIME and format('%d', lease) == ARGV[6]) then
+  return refused(ARGV, 6, 'lease must be a canonical integer in [1, 2^52]')
+end
+local key = KEYS[1]
+
+-- A reset drops every lease and keeps the counter, with its TTL.
+if acquire and count < 0 then
+  redis.call('ZREMRANGEBYSCORE', key, '0', '+inf')
+  return { 1, max, 0, 0, 0 }
+end
+
+local id
+if not acquire then
+  id = tonumber(ARGV[7])
+  if not (id and id >= 1 and id <= MAX_TIME and format('%d', id) == ARGV[7]) then
+    return refused(ARGV, 7, 'the lease id must be a canonical integer in [1, 2^52]')
+  end
+end
+now = now or server_now(unit)
+local live = format('(%d', now)
+
+if acquire then
+  local held = redis.call('ZCOUNT', key, live, '+inf')
+  local asked = count
+  if asked < 1 then
+    asked = 1
+  end
+  local remaining = max - held
+  if remaining < 0 then
+    remaining = 0
+  end
+  if held + asked <= max then
+    if count == 0 then
+      local reset_after = 0
+      if held > 0 then
+        reset_after = until_last(key, now)
+      end
+      return { 1, remaining, 0, reset_after, 1 }
+    end
+    redis.call('ZREMRANGEBYSCORE', key, '0', format('%d', now))
+    id = -tonumber(redis.call('ZINCRBY', key, '-1', '#'))
+    local expiry = format('%d', now + lease)
+    local name = format('%d', id)
+    if count == 1 then
+      redis.call('ZADD', key, expiry, name)
+    else
+      each_member({ 'ZADD', key }, name, count, expiry)
+    end
+    local reset_after = until_last(key, now)
+    -- A fresh key (id 1) has no TTL yet: GT would treat it as infinite.
+    if id == 1 then
+      redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
+    else
+      redis.call('PEXPIRE', key, ttl_ms(unit, reset_after), 'GT')
+    end
+    return { 1, remaining - count, 0, reset_after, id }
+  end
+  -- Denied. Wait until the need-th earliest live slot expires.
+  local retry, reset_after = -1, 0
+  if held > 0 then
+    reset_after = until_last(key, now)
+  end
+  if asked <= max then
+    local need = held + asked - max
+    if need == held then
+      retry = reset_after
+    else
+      local expiry = redis.call('ZRANGE', key, live, '+inf', 'BYSCORE', 'LIMIT', format('%d', need - 1), '1', 'WITHSCORES')[2]
+      retry = tonumber(expiry) - now
+      if retry > MAX_TIME then
+        retry = MAX_TIME
+      end
+    end
+  end
+  return { 0, remaining, retry, reset_after, 1 }
+end
+
+-- Renew or release lease ARGV[7] of count slots: it is held when '<id>'
+-- (and '<id>.<count>') expire after now and '<id>.<count + 1>' does not
+-- exist; the slots of one lease always share one score.
+local name = ARGV[7]
+local scores
+if count == 1 then
+  scores = redis.call('ZMSCORE', key, name, name .. '.2')
+else
+  scores = redis.call('ZMSCORE', key, name, format('%s.%d', name, count), format('%s.%d', name, count + 1))
+end
+local held = scores[1] and tonumber(scores[1]) > now and scores[#scores - 1] and not scores[#scores]
+if held then
+  if mode == 'renew' then
+    local expiry = format('%d', now + lease)
+    if count == 1 then
+      redis.call('ZADD', key, 'XX', 'GT', expiry, name)
+    else
+      each_member({ 'ZADD', key, 'XX', 'GT' }, name, count, expiry)
+    end
+  else
+    if count == 1 then
+      redis.call('ZREM', key, name)
+    else
+      each_member({ 'ZREM', key }, name, count, nil)
+    end
+  end
+end
+local holding = redis.call('ZCOUNT', key, live, '+inf')
+local remaining, reset_after = max - holding, 0
+if remaining < 0 then
+  remaining = 0
+end
+if holding > 0 then
+  reset_after = until_last(key, now)
+end
+if not held then
+  return { 0, remaining, -1, reset_after, 0 }
+end
+if mode == 'renew' then
+  redis.call('PEXPIRE', key, ttl_ms(unit, reset_after), 'GT')
+end
+return { 1, remaining, 0, reset_after, id }

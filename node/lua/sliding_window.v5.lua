@@ -1,0 +1,987 @@
+-- ratelua sliding_window v5: several <max, duration, resolution> limits over
+-- time buckets, all in one hash.
+--
+-- KEYS[1]  the state key (the only key read or written)
+-- ARGV[1]  eventCount: > 0 record that many events and decide; 0 decide
+--          whether one more event would pass (records nothing, but may save
+--          the dropping of expired buckets); < 0 delete the state and reply
+--          as for a fresh key
+-- ARGV[2]  unit of now and of every duration: 's', 'ms' or 'us'
+-- ARGV[3]  now in that unit, or '' for the server clock (TIME)
+-- ARGV[4]  mode: '0' a denied call records nothing in any limit;
+--          '1' every call records its events, allowed or not
+-- ARGV[5..] 1 to 16 limits of three integers:
+--          max         events allowed in the window, 1..10^9
+--          duration    the window in the unit, 1..2^52
+--          resolution  bucket width in the unit, 1..duration;
+--                      ceil(duration / resolution) <= 10000 buckets
+-- reply    {allowed, remaining, retry_after, reset_after, limit_index}
+--
+-- Every integer is canonical decimal text: '0', or an optional '-' then a
+-- digit 1-9 then digits ('-0', '+1', '007', ' 1', '1e3' are refused). Bad
+-- input is an error reply 'ERR ratelua: ...' naming the argument, and
+-- writes nothing.
+--
+-- Bucket b holds the events at times t with floor(t / resolution) = b. At
+-- time now a limit counts the buckets b > floor((now - duration) /
+-- resolution). Events are allowed when count + eventCount <= max for every
+-- limit. Fresh means every count is 0; reset_after is the time until then.
+-- The executable specification is internal/model/sliding_window.go.
+--
+-- State: a hash. Per limit i, a ring of N = ceil(duration / resolution)
+-- buckets ends at the bucket of the last write, w = floor(time /
+-- resolution); its non-empty buckets form a chain, oldest first.
+-- Field "l" is ARGV[2] and ARGV[5..] joined by spaces, exactly as the call
+-- that created the state sent them (a call with other limits or another
+-- unit starts fresh; a call with the same ones need not check them again).
+-- Field "m" is "<time>" then " <total> <span> <lag> <newest>" per limit:
+-- time the last write in the unit, and per limit the events in its ring, w
+-- minus the oldest non-empty bucket, the ring's end minus w, and the count
+-- of bucket w ("0 0 0 0" for an empty ring). Bucket w lives in "m" only.
+-- Field "<i>.<b mod N>" is "<b>:<count>:<step>" for a non-empty bucket b < w
+-- of limit i, step being the distance to the next non-empty bucket (which
+-- may be w); it is written once, when a write moves the limit's
+-- newest bucket past b (the spill), and a field whose bucket has left the
+-- ring, or is w's slot, is stale and ignored until reused. Two short fields
+-- "l" and "m" keep a small hash in the server's compact encoding, where one
+-- field holding both would not. A bucket's count is capped at max + 1 (mode
+-- 1), which changes no reply. TTL: reset_after. A now earlier than the last
+-- write is treated as the time of the last write. A call that drops more
+-- than 16 expired buckets without recording saves the advanced rings (HSET
+-- of "m" alone), so each bucket is read about once. The key must be written
+-- by this script only.
+--
+-- What v5 does apart from v4: v4 kept bucket w in its own field, so a
+-- decision read it (a second HMGET) and wrote it back with "m" (HSET of
+-- 1 + n fields, 1 + 2n when the head moved). v5 keeps each limit's newest
+-- count in "m": a decision in the bucket of the last write reads "l" and
+-- "m" only and writes "m" only, whatever the number of limits; a limit
+-- whose head moves spills its previous newest bucket to its field (one more
+-- field in the same HSET). Buckets leaving the ring and the partly covered
+-- oldest bucket are still read (one HMGET), a ring whose newest bucket has
+-- left is dropped without reading, and a denied reply still walks the chain
+-- as v4. Lua work: a call whose every limit needs no bucket field read and
+-- no retry walk (allowed; denied by a limit whose max is below the events
+-- asked; or denied, recording nothing, with bucket w alone in every ring
+-- over its max) takes a fast path, with locals only for one limit and two
+-- passes over a small table for several; the other calls run v4's general
+-- code, adapted to the layout. Floor divisions use % with an exact
+-- correction and numbers of canonical text are text + 0, so the hot paths
+-- call no function per number. The state layout is new (state version 5):
+-- v5 neither reads nor shares v4's state (a v4 "m" on the key starts fresh).
+
+-- ratelua v5 prelude, shared by every v5 script (generated into each
+-- released file; do not edit there). In the Functions library ratelua_v5 it
+-- runs once per FUNCTION LOAD, and every function uses what it defines (the
+-- standard library cannot be read while a library loads, so it is read
+-- inside the functions). As a script (EVALSHA) every local function here
+-- is built again on every call, so the prelude holds only what most calls
+-- of most scripts use; the rest lives with the script that needs it.
+--
+-- Integers are canonical decimal text: '0', or an optional '-' then a digit
+-- 1-9 then digits. '-0', leading zeros, '+', spaces, exponents, hex and
+-- fractions are refused (such text is not what '%d' writes). Numbers written to a state or passed to
+-- redis.call are turned into text by string.format ('%d'), never by '..'
+-- or tostring.
+local MAX_TIME = 4503599627370496 -- 2^52: bound of now, durations and replies
+local MAX_LIMITS = 16
+
+-- integer returns text as a number when it is a canonical integer in
+-- [lo, hi] (|lo|, |hi| <= 2^52), else nil. The text must be '0' or match
+-- '-'? [1-9] digits*, which is what '%d' writes back (a find makes no
+-- string; a NaN fails the pattern).
+local function integer(text, lo, hi)
+  local number = tonumber(text)
+  if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
+    return nil
+  end
+  return number
+end
+
+-- server_now is the server's TIME in the unit.
+local function server_now(unit)
+  local time = redis.call('TIME')
+  local seconds = tonumber(time[1])
+  if unit == 's' then
+    return seconds
+  elseif unit == 'ms' then
+    return seconds * 1000 + math.floor(tonumber(time[2]) / 1000)
+  end
+  return seconds * 1000000 + tonumber(time[2])
+end
+
+-- ttl_ms is the PEXPIRE of a state fresh after `duration` in the unit:
+-- whole milliseconds, rounded up, within [1, 2^52], as text.
+local function ttl_ms(unit, duration)
+  local ms = duration
+  if unit == 'us' then
+    -- ceil(duration / 1000), exactly: the float quotient is floor or
+    -- floor + 1.
+    ms = math.floor(duration / 1000)
+    if ms * 1000 > duration then
+      ms = ms - 1
+    end
+    if ms * 1000 < duration then
+      ms = ms + 1
+    end
+  elseif unit == 's' then
+    ms = duration * 1000
+  end
+  if ms > MAX_TIME then
+    ms = MAX_TIME
+  elseif ms < 1 then
+    ms = 1
+  end
+  return string.format('%d', ms)
+end
+
+-- rare returns the helpers of the uncommon paths, a refused call and a
+-- reset: helpers.refuse and helpers.fresh below. A script (EVALSHA) builds
+-- every local function of its text again on each call, and building these
+-- two was a measurable part of a common call's cost; built by rare() when
+-- one is needed, they cost the common call one function.
+local function rare()
+  local helpers = {}
+
+  -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
+  -- of limit arguments are wrong, naming its first wrong argument; or,
+  -- given i, for the bad limit argument ARGV[i]: the limit's field `name`
+  -- must be an integer in `range` (in words).
+  function helpers.refuse(KEYS, ARGV, group, i, name, range)
+    -- quote shows an argument: at most 40 bytes, control and non-ASCII
+    -- bytes escaped.
+    local function quote(value)
+      if type(value) ~= 'string' then
+        return 'nothing'
+      end
+      local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+        return string.format('\\x%02x', string.byte(byte))
+      end)
+      if #value > 40 then
+        shown = shown .. '...'
+      end
+      return "'" .. shown .. "'"
+    end
+    local message
+    if i then
+      message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
+        .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
+    elseif #KEYS ~= 1 then
+      message = 'expected exactly 1 key (the state key), got ' .. #KEYS
+    elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
+      message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
+    elseif ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us' then
+      message = "ARGV[2] unit must be 's', 'ms' or 'us', got " .. quote(ARGV[2])
+    elseif ARGV[3] ~= '' and integer(ARGV[3], 0, MAX_TIME) == nil then
+      message = 'ARGV[3] now must be empty (server clock) or a canonical integer in [0, 2^52], got ' .. quote(ARGV[3])
+    elseif ARGV[4] ~= '0' and ARGV[4] ~= '1' then
+      message = "ARGV[4] mode must be '0' (count allowed events) or '1' (count every attempt), got " .. quote(ARGV[4])
+    else
+      message = 'expected 1 to ' .. MAX_LIMITS .. ' limits of ' .. group .. ' integers after ARGV[4], got '
+        .. math.max(#ARGV - 4, 0) .. ' arguments'
+    end
+    return redis.error_reply('ERR ratelua: ' .. message)
+  end
+
+  -- fresh deletes the state and replies as for a fresh key: every limit
+  -- admits, and remaining is the smallest limit maximum, the first integer
+  -- of each limit's group in ARGV.
+  function helpers.fresh(KEYS, ARGV, group)
+    redis.call('DEL', KEYS[1])
+    local remaining = tonumber(ARGV[5])
+    for i = 5 + group, #ARGV, group do
+      local maximum = tonumber(ARGV[i])
+      if maximum < remaining then
+        remaining = maximum
+      end
+    end
+    return { 1, remaining, 0, 0, 0 }
+  end
+
+  return helpers
+end
+
+-- read_call checks KEYS and ARGV[1..4] and counts the limits of `group`
+-- integers after them: it returns eventCount, now (false for the server
+-- clock) and the number of limits, or nil when anything is wrong (refuse
+-- then says what).
+local function read_call(KEYS, ARGV, group)
+  local count = 1
+  if ARGV[1] ~= '1' then
+    count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
+  end
+  local unit, now, mode = ARGV[2], false, ARGV[4]
+  if ARGV[3] ~= '' then
+    now = integer(ARGV[3], 0, MAX_TIME)
+  end
+  local arguments = #ARGV - 4
+  if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
+    or (mode ~= '0' and mode ~= '1') or arguments < group or arguments % group ~= 0
+    or arguments > group * MAX_LIMITS then
+    return nil
+  end
+  return count, now, arguments / group
+end
+
+-- Floor division without a function call: for integers 0 <= a and
+-- 0 < b with a + b <= 2^53, r = a % b (Lua: a - floor(a / b) * b, each step
+-- exact) is the remainder give or take b, as the float quotient is floor or
+-- floor + 1; after "if r < 0 then r = r + b elseif r >= b then r = r - b
+-- end", r = a mod b and (a - r) / b = floor(a / b), exactly.
+
+-- bound limits a reported duration to [0, 2^52].
+local function bound(duration)
+  if duration > MAX_TIME then
+    return MAX_TIME
+  elseif duration < 0 then
+    return 0
+  end
+  return duration
+end
+
+-- limits_error checks the n limits in ARGV: the error reply for the first
+-- bad one, or nil when every limit is valid.
+local function limits_error(KEYS, ARGV, n)
+  for i = 5, 2 + 3 * n, 3 do
+    if integer(ARGV[i], 1, 1000000000) == nil then
+      return rare().refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
+    elseif integer(ARGV[i + 1], 1, MAX_TIME) == nil then
+      return rare().refuse(KEYS, ARGV, 3, i + 1, 'duration', '[1, 2^52]')
+    elseif integer(ARGV[i + 2], 1, MAX_TIME) == nil then
+      return rare().refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
+    end
+  end
+  for i = 5, 2 + 3 * n, 3 do
+    local duration, resolution = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+    if resolution > duration then
+      return redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3 .. ': resolution must be at most duration, got '
+        .. string.format('%d > %d', resolution, duration))
+    end
+    local r = duration % resolution
+    if r < 0 then
+      r = r + resolution
+    elseif r >= resolution then
+      r = r - resolution
+    end
+    local buckets = (duration - r) / resolution
+    if r > 0 then
+      buckets = buckets + 1
+    end
+    if buckets > 10000 then
+      return redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3
+        .. ': duration / resolution must be at most 10000 buckets, got ' .. string.format('%d', buckets))
+    end
+  end
+  return nil
+end
+
+-- #call: what follows runs on every call (in ratelua_v5, the function body)
+local tonumber, format, match = tonumber, string.format, string.match
+local count, now, n = read_call(KEYS, ARGV, 3)
+if count == nil then
+  return rare().refuse(KEYS, ARGV, 3)
+end
+local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
+if count < 0 then
+  return limits_error(KEYS, ARGV, n) or rare().fresh(KEYS, ARGV, 3)
+end
+
+-- The last write: its time, and per limit the ring's total, span, lag and
+-- newest count, if it was written for these limits (checked then).
+local limits
+if n == 1 then
+  limits = unit .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7]
+else
+  limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
+end
+local stored = redis.call('HMGET', key, 'l', 'm')
+local meta = stored[2]
+
+-- One limit, the common case: the state was written for this limit, its
+-- ring has not left, no bucket leaves it now, the window needs no bucket
+-- but the newest (all in "m"), and no retry has to be found on the chain.
+-- Any other call goes on to the general code below (which reads "m" again).
+if n == 1 and meta and stored[1] == limits then
+  local time, total, span, lag, top = match(meta, '^(%d+) (%d+) (%d+) (%d+) (%d+)$')
+  if time and total ~= '0' then
+    -- (text + 0 is the number of a canonical integer without a call)
+    local max, duration, resolution = ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
+    local last = time + 0
+    now = now or server_now(unit)
+    local stamp = now
+    if last > now then
+      stamp = last
+    end
+    local part = duration % resolution
+    if part < 0 then
+      part = part + resolution
+    elseif part >= resolution then
+      part = part - resolution
+    end
+    local q = (duration - part) / resolution
+    local buckets = q
+    if part > 0 then
+      buckets = q + 1
+    end
+    local into = stamp % resolution
+    if into < 0 then
+      into = into + resolution
+    elseif into >= resolution then
+      into = into - resolution
+    end
+    local head = (stamp - into) / resolution
+    local w = last % resolution
+    if w < 0 then
+      w = w + resolution
+    elseif w >= resolution then
+      w = w - resolution
+    end
+    w = (last - w) / resolution
+    local edge = head - buckets
+    local first = w - span
+    local lo = w + lag + 1 - buckets
+    if lo < first then
+      lo = first
+    end
+    local low = head - q
+    if into < part then
+      low = low - 1
+    end
+    local partial = edge + 1
+    local asked = count
+    if asked < 1 then
+      asked = 1
+    end
+    if w > edge and edge < lo and not (low == partial and partial < w and partial >= first) then
+      total = total + 0
+      local wc = top + 0
+      local window = total
+      if low == partial and first == partial then
+        window = total - wc -- partial == w: the ring holds bucket w alone
+      end
+      local allowed = window + asked <= max
+      local record = count > 0 and (allowed or mode == '1')
+      -- A denied call that records nothing and whose ring holds bucket w
+      -- alone retries when w leaves the window (no walk).
+      if allowed or asked > max or (first == w and not record) then
+        if record then
+          local current = 0
+          local spilled = nil
+          if w == head then
+            current = wc
+          else
+            -- Spill bucket w to its field, linked to head.
+            spilled = format('%d:%d:%d', w, wc, head - w)
+          end
+          local updated = current + count
+          if updated > max + 1 then
+            updated = max + 1
+          end
+          total = total + updated - current
+          window = window + updated - current
+          meta = format('%d %d %d 0 %d', stamp, total, head - first, updated)
+          if spilled then
+            redis.call('HSET', key, 'm', meta, format('1.%d', w % buckets), spilled)
+          else
+            redis.call('HSET', key, 'm', meta)
+          end
+          w = head
+        end
+        local reset_after = 0
+        if window > 0 then
+          reset_after = w * resolution + duration - now
+          if reset_after > MAX_TIME then
+            reset_after = MAX_TIME
+          elseif reset_after < 0 then
+            reset_after = 0
+          end
+        end
+        if record then
+          redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
+        end
+        local left = max - window
+        if left < 0 then
+          left = 0
+        end
+        if allowed then
+          return { 1, left, 0, reset_after, 1 }
+        end
+        if asked > max then
+          return { 0, left, -1, reset_after, 1 }
+        end
+        local retry = w * resolution + duration - now
+        if retry > MAX_TIME then
+          retry = MAX_TIME
+        elseif retry < 0 then
+          retry = 0
+        end
+        return { 0, left, retry, reset_after, 1 }
+      end
+    end
+  end
+end
+
+-- Several limits, the same common case for every limit, in two passes over
+-- the limits with the values of limit i in f[10 * (i - 1) + 1 .. + 10]:
+-- max, duration, resolution, N, head, w, oldest, total, count of w, window.
+-- Any limit outside the common case sends the call to the general code.
+if n > 1 and meta and stored[1] == limits then
+  local time, at = match(meta, '^(%d+)()')
+  local simple = time ~= nil
+  local last = 0
+  if simple then
+    last = time + 0
+    now = now or server_now(unit)
+  end
+  local stamp = now
+  if last > now then
+    stamp = last
+  end
+  local asked = count
+  if asked < 1 then
+    asked = 1
+  end
+  local allowed, never, walk = true, false, false
+  local f = {
+    nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+    nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+    nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+  }
+  local j = 0
+  for arg = 5, 2 + 3 * n, 3 do
+    if not simple then
+      break
+    end
+    local total, span, lag, top
+    total, span, lag, top, at = match(meta, '^ (%d+) (%d+) (%d+) (%d+)()', at)
+    if total == nil or total == '0' then
+      simple = false
+      break
+    end
+    local max, duration, resolution = ARGV[arg] + 0, ARGV[arg + 1] + 0, ARGV[arg + 2] + 0
+    local part = duration % resolution
+    if part < 0 then
+      part = part + resolution
+    elseif part >= resolution then
+      part = part - resolution
+    end
+    local q = (duration - part) / resolution
+    local buckets = q
+    if part > 0 then
+      buckets = q + 1
+    end
+    local into = stamp % resolution
+    if into < 0 then
+      into = into + resolution
+    elseif into >= resolution then
+      into = into - resolution
+    end
+    local head = (stamp - into) / resolution
+    local w = last % resolution
+    if w < 0 then
+      w = w + resolution
+    elseif w >= resolution then
+      w = w - resolution
+    end
+    w = (last - w) / resolution
+    local edge = head - buckets
+    local first = w - span
+    local lo = w + lag + 1 - buckets
+    if lo < first then
+      lo = first
+    end
+    local low = head - q
+    if into < part then
+      low = low - 1
+    end
+    local partial = edge + 1
+    if w <= edge or edge >= lo or (low == partial and partial < w and partial >= first) then
+      simple = false
+      break
+    end
+    total = total + 0
+    local wc = top + 0
+    local window = total
+    if low == partial and first == partial then
+      window = total - wc -- partial == w: the ring holds bucket w alone
+    end
+    if window + asked > max then
+      allowed = false
+    end
+    if asked > max then
+      never = true
+    elseif window + asked > max and first ~= w then
+      walk = true -- its retry needs the chain
+    end
+    f[j + 1], f[j + 2], f[j + 3], f[j + 4], f[j + 5] = max, duration, resolution, buckets, head
+    f[j + 6], f[j + 7], f[j + 8], f[j + 9], f[j + 10] = w, first, total, wc, window
+    j = j + 10
+  end
+  -- A denied call needs no retry walk when some limit can never admit
+  -- `asked` events (retry_after is -1 and that limit decides), or when it
+  -- records nothing and every limit over its max holds bucket w alone (it
+  -- retries when w leaves the window).
+  local record = count > 0 and (allowed or mode == '1')
+  if simple and at == #meta + 1 and (allowed or never or not (walk or record)) then
+    local written = { 'm', false } -- HSET's arguments
+    local h = 2
+    local mb = 10 * n -- f[mb + 1 .. mb + 4 * n]: the meta words
+    local remaining, retry, reset_after, index = nil, 0, 0, 1
+    for i = 1, n do
+      local o = 10 * (i - 1)
+      local max, duration, resolution, buckets, head = f[o + 1], f[o + 2], f[o + 3], f[o + 4], f[o + 5]
+      local w, first, total, wc, window = f[o + 6], f[o + 7], f[o + 8], f[o + 9], f[o + 10]
+      if record then
+        local current = 0
+        if w == head then
+          current = wc
+        else
+          -- Spill bucket w to its field, linked to head.
+          written[h + 1] = format(format('%d.%%d', i), w % buckets)
+          written[h + 2] = format('%d:%d:%d', w, wc, head - w)
+          h = h + 2
+        end
+        wc = current + count
+        if wc > max + 1 then
+          wc = max + 1
+        end
+        total = total + wc - current
+        window = window + wc - current
+        w = head
+      end
+      if window > 0 then
+        local reset = w * resolution + duration - now
+        if reset > MAX_TIME then
+          reset = MAX_TIME
+        end
+        if reset > reset_after then
+          reset_after = reset
+        end
+      end
+      local left = max - window
+      if left < 0 then
+        left = 0
+      end
+      if remaining == nil or left < remaining then
+        remaining = left
+        if allowed then
+          index = i
+        end
+      end
+      if not allowed and retry ~= -1 then
+        if asked > max then
+          retry, index = -1, i
+        elseif window + asked > max then
+          local r = w * resolution + duration - now
+          if r > MAX_TIME then
+            r = MAX_TIME
+          end
+          if r > retry then
+            retry, index = r, i
+          end
+        end
+      end
+      local a = mb + 4 * i
+      f[a - 3], f[a - 2], f[a - 1], f[a] = total, w - first, head - w, wc
+    end
+    if record then
+      written[2] = format('%d' .. string.rep(' %d %d %d %d', n), stamp, unpack(f, mb + 1, mb + 4 * n))
+      redis.call('HSET', key, unpack(written, 1, h))
+      redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
+    end
+    if allowed then
+      return { 1, remaining, 0, reset_after, index }
+    end
+    return { 0, remaining, retry, reset_after, index }
+  end
+end
+
+-- Offsets of a limit's values in the table t (see below).
+local MAX, DURATION, RESOLUTION, BUCKETS, WHOLE, PART, TOTAL, SPAN, LAG, HEAD = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+local LOW, NEWEST, OLDEST, LEAVING, LEAVING_AT, WINDOW, NEWEST_COUNT = 11, 12, 13, 14, 15, 16, 17
+local PARTIAL_VALUE, FIELD_FORMAT = 18, 19
+
+-- One flat table t. Limit i owns t[o + MAX .. o + FIELD_FORMAT],
+-- o = 20 * (i - 1): MAX, DURATION, RESOLUTION; BUCKETS, N; WHOLE and PART,
+-- floor(duration / resolution) and duration mod resolution; TOTAL, SPAN,
+-- LAG and NEWEST_COUNT, the ring's meta words; HEAD, the bucket of the
+-- decision's time; LOW, the newest bucket out of the window; NEWEST, the
+-- newest non-empty bucket w (false: empty ring); OLDEST, the oldest
+-- non-empty bucket (false: empty ring); LEAVING, the first bucket leaving
+-- the ring, and LEAVING_AT the index of its field in the read; WINDOW, the
+-- window count; PARTIAL_VALUE, the read value of the partly covered oldest
+-- bucket when it is not w (false: not read); FIELD_FORMAT, the format of the
+-- limit's field names, '<i>.%d' (nil until needed; string.format is cheaper
+-- than concatenating numbers).
+-- After them (base = 20 * n): the fields read, then the fields written, the
+-- meta words and the fields read ahead on a chain. The constructor sizes the
+-- array part for one limit at once (growing a table rehashes it).
+local t = {
+  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+}
+
+local last, at = nil, nil
+if meta and stored[1] == limits then
+  last, at = match(meta, '^(%d+)()')
+end
+if last == nil then
+  local bad = limits_error(KEYS, ARGV, n)
+  if bad then
+    return bad
+  end
+end
+local last_o = 20 * (n - 1)
+for o = 0, last_o, 20 do
+  local arg = 5 + o / 20 * 3
+  local duration, resolution = ARGV[arg + 1] + 0, ARGV[arg + 2] + 0
+  local r = duration % resolution
+  if r < 0 then
+    r = r + resolution
+  elseif r >= resolution then
+    r = r - resolution
+  end
+  local q = (duration - r) / resolution
+  local buckets = q
+  if r > 0 then
+    buckets = q + 1
+  end
+  t[o + MAX], t[o + DURATION], t[o + RESOLUTION] = ARGV[arg] + 0, duration, resolution
+  t[o + BUCKETS], t[o + WHOLE], t[o + PART] = buckets, q, r
+  if last then
+    local total, span, lag, newest
+    total, span, lag, newest, at = match(meta, '^ (%d+) (%d+) (%d+) (%d+)()', at)
+    if total == nil then
+      last = nil
+    else
+      t[o + TOTAL], t[o + SPAN], t[o + LAG], t[o + NEWEST_COUNT] = total + 0, span + 0, lag + 0, newest + 0
+    end
+  end
+end
+if last and at == #meta + 1 then
+  last = tonumber(last)
+else
+  last = nil
+end
+if (meta or stored[1]) and last == nil then
+  redis.call('DEL', key) -- written for other limits
+end
+now = now or server_now(unit)
+local stamp = now
+if last ~= nil and last > now then
+  stamp = last
+end
+
+-- Advance every ring to stamp: name the buckets leaving it and the partly
+-- covered oldest bucket (the newest bucket is in the meta), to read them at
+-- once.
+local base = 20 * n
+local m = 0
+local leaving = 0
+for o = 0, last_o, 20 do
+  local resolution, buckets = t[o + RESOLUTION], t[o + BUCKETS]
+  local into = stamp % resolution
+  if into < 0 then
+    into = into + resolution
+  elseif into >= resolution then
+    into = into - resolution
+  end
+  local head = (stamp - into) / resolution
+  local low = head - t[o + WHOLE]
+  if into < t[o + PART] then
+    low = low - 1
+  end
+  local edge = head - buckets
+  local written, first = false, false
+  if last ~= nil and t[o + TOTAL] > 0 then
+    local w = last % resolution
+    if w < 0 then
+      w = w + resolution
+    elseif w >= resolution then
+      w = w - resolution
+    end
+    w = (last - w) / resolution
+    -- The whole ring, up to w, has left when w <= edge.
+    if w > edge then
+      written, first = w, w - t[o + SPAN]
+      local lo = w + t[o + LAG] + 1 - buckets
+      if lo < first then
+        lo = first
+      end
+      t[o + LEAVING], t[o + LEAVING_AT] = lo, m + 1
+      local partial = edge + 1
+      local partly = low == partial and partial < w and partial >= first
+      if edge >= lo or partly then
+        local name = format('%d.%%d', o / 20 + 1)
+        t[o + FIELD_FORMAT] = name
+        if edge >= lo then
+          leaving = leaving + edge - lo + 1
+          for b = lo, edge do
+            m = m + 1
+            t[base + m] = format(name, b % buckets)
+          end
+        end
+        if partly then
+          m = m + 1
+          t[base + m] = format(name, partial % buckets)
+        end
+      end
+    end
+  end
+  if not written then
+    t[o + TOTAL] = 0
+  end
+  t[o + HEAD], t[o + LOW], t[o + NEWEST], t[o + OLDEST] = head, low, written, first
+end
+-- vals[vb + j] is the value of the j-th field named.
+local vals, vb = t, base
+if m > 0 then
+  if m <= 1000 then
+    vals, vb = redis.call('HMGET', key, unpack(t, base + 1, base + m)), 0
+  else
+    for f = 1, m, 1000 do
+      local e = f + 999
+      if e > m then
+        e = m
+      end
+      local read = redis.call('HMGET', key, unpack(t, base + f, base + e))
+      for j = f, e do
+        t[base + j] = read[j - f + 1]
+      end
+    end
+  end
+end
+
+-- Drop the leaving buckets (all older than w), walking the chain from its
+-- oldest bucket; count each window and decide.
+local asked = count
+if asked < 1 then
+  asked = 1
+end
+local allowed = true
+for o = 0, last_o, 20 do
+  local total, written, first = t[o + TOTAL], t[o + NEWEST], t[o + OLDEST]
+  if written then
+    local low, edge, lo, at = t[o + LOW], t[o + HEAD] - t[o + BUCKETS], t[o + LEAVING], t[o + LEAVING_AT]
+    local ahead = edge - lo + 1
+    if ahead < 0 then
+      ahead = 0
+    end
+    local pv = false
+    local partial = edge + 1
+    if low == partial and partial < written and partial >= first then
+      pv = vals[vb + at + ahead] or ''
+    end
+    t[o + PARTIAL_VALUE] = pv
+    while first and first <= edge do
+      local v = vals[vb + at + first - lo]
+      local c, s = 0, 0
+      if v then
+        local b, vc, vs = match(v, '^(%d+):(%d+):(%d+)$')
+        if b ~= nil and tonumber(b) == first then
+          c, s = tonumber(vc), tonumber(vs)
+        end
+      end
+      total = total - c
+      if s == 0 then
+        first, written = false, false
+      else
+        first = first + s
+      end
+    end
+    t[o + TOTAL], t[o + NEWEST], t[o + OLDEST] = total, written, first
+    if low == partial and first == partial then
+      if partial == written then
+        total = total - t[o + NEWEST_COUNT]
+      else
+        local b, vc = match(pv, '^(%d+):(%d+):%d+$')
+        if b ~= nil and tonumber(b) == partial then
+          total = total - tonumber(vc)
+        end
+      end
+    end
+  end
+  t[o + WINDOW] = total
+  if total + asked > t[o + MAX] then
+    allowed = false
+  end
+end
+local record = count > 0 and (allowed or mode == '1')
+local save = record or leaving > 16
+
+-- Record, and reply from the state after this call: when allowed, the limit
+-- with the fewest remaining decides; when denied, the one with the longest
+-- retry (never first); ties go to the lower index.
+local k = base -- t[base + 1 .. k]: the fields written (the spilled buckets)
+local mb = base + 2 * n -- t[mb + 1 .. mb + 4 * n]: the meta words
+local rb = base + 6 * n -- t[rb + 1 ..]: the fields read ahead
+local remaining, retry, reset_after, index = nil, 0, 0, 1
+for o = 0, last_o, 20 do
+  local max, duration, resolution, buckets = t[o + MAX], t[o + DURATION], t[o + RESOLUTION], t[o + BUCKETS]
+  local total, head, low, written, first, window = t[o + TOTAL], t[o + HEAD], t[o + LOW], t[o + NEWEST], t[o + OLDEST], t[o + WINDOW]
+  local i = o / 20 + 1
+  -- The newest bucket before this call, its count and its step (to head
+  -- when this call records in a later bucket).
+  local newest, wc, ws = written, t[o + NEWEST_COUNT], 0
+  local top = wc -- the newest bucket's count after this call
+  if record then
+    local current = 0
+    if written then
+      if written == head then
+        current = wc
+      else
+        -- Spill the previous newest bucket to its field, linked to head.
+        ws = head - written
+        local name = t[o + FIELD_FORMAT]
+        if name == nil then
+          name = format('%d.%%d', i)
+          t[o + FIELD_FORMAT] = name
+        end
+        t[k + 1], t[k + 2] = format(name, written % buckets), format('%d:%d:%d', written, wc, ws)
+        k = k + 2
+      end
+    end
+    top = current + count
+    if top > max + 1 then
+      top = max + 1
+    end
+    total = total + top - current
+    window = window + top - current
+    written = head
+    if not first then
+      first = head
+    end
+  end
+
+  local r = 0
+  if asked > max then
+    r = -1
+  elseif not allowed and window + asked > max then
+    -- The time at which enough of the oldest events have left the window
+    -- for `asked` events to fit: walk the chain, reading up to 16 buckets
+    -- ahead at a time (all but those already known).
+    local excess = window + asked - max
+    local partial = head - buckets + 1
+    local name = t[o + FIELD_FORMAT] or format('%d.%%d', i)
+    local b = first
+    local from, to, read, digits = 0, -1, nil, nil
+    while true do
+      local c, s = 0, 0
+      if record and b == head then
+        c = top
+      elseif b == newest then
+        c, s = wc, ws
+      else
+        local v
+        if b == partial and t[o + PARTIAL_VALUE] then
+          v = t[o + PARTIAL_VALUE]
+        else
+          if b > to then
+            from, to = b, b + 15
+            if to > written then
+              to = written
+            end
+            -- The names of consecutive slots share their stem, '<i>.' and
+            -- all digits but the last (a concatenation is cheaper than
+            -- string.format).
+            digits = digits or { '0', '1', '2', '3', '4', '5', '6', '7', '8', '9' }
+            local f, stem = rb, nil
+            for x = from, to do
+              local slot = x % buckets
+              local d = slot % 10
+              if stem == nil or d == 0 then
+                if slot < 10 then
+                  stem = string.sub(name, 1, -3)
+                else
+                  stem = format(name, (slot - d) / 10)
+                end
+              end
+              if x ~= newest and not (record and x == head) then
+                f = f + 1
+                t[f] = stem .. digits[d + 1]
+              end
+            end
+            read = redis.call('HMGET', key, unpack(t, rb + 1, f))
+          end
+          local j = b - from + 1
+          if newest and newest >= from and newest < b then
+            j = j - 1
+          end
+          v = read[j]
+        end
+        if v then
+          local sb, vc, vs = match(v, '^(%d+):(%d+):(%d+)$')
+          if sb ~= nil and tonumber(sb) == b then
+            c, s = tonumber(vc), tonumber(vs)
+          end
+        end
+      end
+      if b > low then
+        excess = excess - c
+        if excess <= 0 then
+          break
+        end
+      end
+      if s == 0 then
+        -- Unreachable while the ring totals agree with the chain.
+        error('ratelua: sliding_window state of ' .. key .. ' is inconsistent')
+      end
+      b = b + s
+    end
+    r = bound(b * resolution + duration - now)
+  end
+  if window > 0 then
+    local reset = bound(written * resolution + duration - now)
+    if reset > reset_after then
+      reset_after = reset
+    end
+  end
+  local left = max - window
+  if left < 0 then
+    left = 0
+  end
+  if remaining == nil or left < remaining then
+    remaining = left
+    if allowed then
+      index = i
+    end
+  end
+  if not allowed and retry ~= -1 and (r == -1 or r > retry) then
+    retry, index = r, i
+  end
+  if save then
+    local a = mb + 4 * i
+    if first then
+      t[a - 3], t[a - 2], t[a - 1], t[a] = total, written - first, head - written, top
+    else
+      t[a - 3], t[a - 2], t[a - 1], t[a] = 0, 0, 0, 0
+    end
+  end
+end
+
+-- Write what was recorded, or, when this call had to read many buckets
+-- leaving the rings, the advanced rings alone so that the next calls need
+-- not read them again (the key keeps its TTL).
+if save then
+  local time = last
+  if record then
+    time = stamp
+  end
+  if n == 1 then
+    meta = format('%d %d %d %d %d', time, t[mb + 1], t[mb + 2], t[mb + 3], t[mb + 4])
+  else
+    meta = format('%d' .. string.rep(' %d %d %d %d', n), time, unpack(t, mb + 1, mb + 4 * n))
+  end
+  if last == nil then
+    redis.call('HSET', key, 'l', limits, 'm', meta, unpack(t, base + 1, k))
+  else
+    redis.call('HSET', key, 'm', meta, unpack(t, base + 1, k))
+  end
+  if record then
+    redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
+  end
+end
+if allowed then
+  return { 1, remaining, 0, reset_after, index }
+end
+return { 0, remaining, retry, reset_after, index }

@@ -1,0 +1,551 @@
+-- ratelua zset_log v5: an exact sliding log of event times in one sorted
+-- set, checked against one or more <max, window> limits.
+--
+-- KEYS[1]  the state key (the only key read or written)
+-- ARGV[1]  eventCount: > 0 record that many events and decide; 0 decide
+--          whether one more event would pass (writes nothing); < 0 delete
+--          the state and reply as for a fresh key
+-- ARGV[2]  unit of now and of every duration: 's', 'ms' or 'us'
+-- ARGV[3]  now in that unit, or '' for the server clock (TIME)
+-- ARGV[4]  mode: '0' a denied call records nothing;
+--          '1' every call records its events, allowed or not
+-- ARGV[5..] 1 to 16 limits of two integers:
+--          max     events allowed in any window, 1..10^6
+--          window  in the unit, 1..2^52
+-- reply    {allowed, remaining, retry_after, reset_after, limit_index}
+--
+-- Every integer is canonical decimal text: '0', or an optional '-' then a
+-- digit 1-9 then digits ('-0', '+1', '007', ' 1', '1e3' are refused). Bad
+-- input is an error reply 'ERR ratelua: ...' naming the argument, and
+-- writes nothing.
+--
+-- At time now a limit counts the events at times t > now - window. Events
+-- are allowed when count + eventCount <= max for every limit, so no window
+-- of any limit ever holds more than max admitted events. Fresh means no
+-- event is in any window; reset_after is the time until then. The
+-- executable specification is internal/model/zset_log.go.
+--
+-- State: a sorted set, one member per event, scored by its time in the
+-- unit, named "<time>:<index>:<base>": index numbers the events of the key
+-- from 1 (a length letter then digits, so that names of one time sort in
+-- event order) and base is the index of the oldest member left in the set
+-- when that event was added. The newest member tells the last write's time
+-- and which indexes the set holds (so the set's size). Only the
+-- newest max+1 events (largest max) inside the widest window can change a
+-- reply; older ones are dropped by rank once they are at least half of the
+-- set. TTL: reset_after. A now earlier than the newest event is treated as
+-- the time of the newest event. The unit must not change for a key; the
+-- limits may (the events are kept whatever the limits). This is v3's
+-- layout, and v5 replies as v4 and v3 do to every call.
+--
+-- What v4 does apart from v3: the header is read inline, every integer is
+-- checked by a pattern (no string is made), and the prelude builds fewer
+-- functions per EVALSHA. The limits are checked on every call, as the set
+-- keeps no copy of them.
+--
+-- What v5 does apart from v4: one limit (the common case) takes a path
+-- with locals only; its limit is checked inline, and its window is counted
+-- by reading the oldest event inside it (ZRANGE BYSCORE LIMIT 0 1) instead
+-- of ZCOUNT: indexes are consecutive, so the count is the newest index
+-- minus that event's index plus 1. That event is also the retry event of a
+-- denied call whose window holds max - eventCount + 1 events (at
+-- saturation in mode 0, eventCount 1): such a reply reads two members
+-- instead of v4's three commands. now is checked as '%d' text; the new
+-- member's score is the text of ARGV[3] when that is its time, and in unit
+-- ms the TTL is the text of ARGV[6] when it is the window. Several
+-- limits run v4's code. The state layout and member names are v4's (state
+-- version 3): v4 and v5 may run on one key.
+
+-- ratelua v5 prelude, shared by every v5 script (generated into each
+-- released file; do not edit there). In the Functions library ratelua_v5 it
+-- runs once per FUNCTION LOAD, and every function uses what it defines (the
+-- standard library cannot be read while a library loads, so it is read
+-- inside the functions). As a script (EVALSHA) every local function here
+-- is built again on every call, so the prelude holds only what most calls
+-- of most scripts use; the rest lives with the script that needs it.
+--
+-- Integers are canonical decimal text: '0', or an optional '-' then a digit
+-- 1-9 then digits. '-0', leading zeros, '+', spaces, exponents, hex and
+-- fractions are refused (such text is not what '%d' writes). Numbers written to a state or passed to
+-- redis.call are turned into text by string.format ('%d'), never by '..'
+-- or tostring.
+local MAX_TIME = 4503599627370496 -- 2^52: bound of now, durations and replies
+local MAX_LIMITS = 16
+
+-- integer returns text as a number when it is a canonical integer in
+-- [lo, hi] (|lo|, |hi| <= 2^52), else nil. The text must be '0' or match
+-- '-'? [1-9] digits*, which is what '%d' writes back (a find makes no
+-- string; a NaN fails the pattern).
+local function integer(text, lo, hi)
+  local number = tonumber(text)
+  if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
+    return nil
+  end
+  return number
+end
+
+-- server_now is the server's TIME in the unit.
+local function server_now(unit)
+  local time = redis.call('TIME')
+  local seconds = tonumber(time[1])
+  if unit == 's' then
+    return seconds
+  elseif unit == 'ms' then
+    return seconds * 1000 + math.floor(tonumber(time[2]) / 1000)
+  end
+  return seconds * 1000000 + tonumber(time[2])
+end
+
+-- ttl_ms is the PEXPIRE of a state fresh after `duration` in the unit:
+-- whole milliseconds, rounded up, within [1, 2^52], as text.
+local function ttl_ms(unit, duration)
+  local ms = duration
+  if unit == 'us' then
+    -- ceil(duration / 1000), exactly: the float quotient is floor or
+    -- floor + 1.
+    ms = math.floor(duration / 1000)
+    if ms * 1000 > duration then
+      ms = ms - 1
+    end
+    if ms * 1000 < duration then
+      ms = ms + 1
+    end
+  elseif unit == 's' then
+    ms = duration * 1000
+  end
+  if ms > MAX_TIME then
+    ms = MAX_TIME
+  elseif ms < 1 then
+    ms = 1
+  end
+  return string.format('%d', ms)
+end
+
+-- rare returns the helpers of the uncommon paths, a refused call and a
+-- reset: helpers.refuse and helpers.fresh below. A script (EVALSHA) builds
+-- every local function of its text again on each call, and building these
+-- two was a measurable part of a common call's cost; built by rare() when
+-- one is needed, they cost the common call one function.
+local function rare()
+  local helpers = {}
+
+  -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
+  -- of limit arguments are wrong, naming its first wrong argument; or,
+  -- given i, for the bad limit argument ARGV[i]: the limit's field `name`
+  -- must be an integer in `range` (in words).
+  function helpers.refuse(KEYS, ARGV, group, i, name, range)
+    -- quote shows an argument: at most 40 bytes, control and non-ASCII
+    -- bytes escaped.
+    local function quote(value)
+      if type(value) ~= 'string' then
+        return 'nothing'
+      end
+      local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+        return string.format('\\x%02x', string.byte(byte))
+      end)
+      if #value > 40 then
+        shown = shown .. '...'
+      end
+      return "'" .. shown .. "'"
+    end
+    local message
+    if i then
+      message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
+        .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
+    elseif #KEYS ~= 1 then
+      message = 'expected exactly 1 key (the state key), got ' .. #KEYS
+    elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
+      message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
+    elseif ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us' then
+      message = "ARGV[2] unit must be 's', 'ms' or 'us', got " .. quote(ARGV[2])
+    elseif ARGV[3] ~= '' and integer(ARGV[3], 0, MAX_TIME) == nil then
+      message = 'ARGV[3] now must be empty (server clock) or a canonical integer in [0, 2^52], got ' .. quote(ARGV[3])
+    elseif ARGV[4] ~= '0' and ARGV[4] ~= '1' then
+      message = "ARGV[4] mode must be '0' (count allowed events) or '1' (count every attempt), got " .. quote(ARGV[4])
+    else
+      message = 'expected 1 to ' .. MAX_LIMITS .. ' limits of ' .. group .. ' integers after ARGV[4], got '
+        .. math.max(#ARGV - 4, 0) .. ' arguments'
+    end
+    return redis.error_reply('ERR ratelua: ' .. message)
+  end
+
+  -- fresh deletes the state and replies as for a fresh key: every limit
+  -- admits, and remaining is the smallest limit maximum, the first integer
+  -- of each limit's group in ARGV.
+  function helpers.fresh(KEYS, ARGV, group)
+    redis.call('DEL', KEYS[1])
+    local remaining = tonumber(ARGV[5])
+    for i = 5 + group, #ARGV, group do
+      local maximum = tonumber(ARGV[i])
+      if maximum < remaining then
+        remaining = maximum
+      end
+    end
+    return { 1, remaining, 0, 0, 0 }
+  end
+
+  return helpers
+end
+
+-- #call: what follows runs on every call (in ratelua_v5, the function body)
+local tonumber, floor, format, match = tonumber, math.floor, string.format, string.match
+local count, now = 1, false
+if ARGV[1] ~= '1' then
+  count = integer(ARGV[1], -MAX_TIME, MAX_TIME)
+end
+if ARGV[3] ~= '' then
+  -- Canonical: what '%d' writes back (a string equal to ARGV[3] is
+  -- interned already, so this makes no new string).
+  now = tonumber(ARGV[3])
+  if not (now and now >= 0 and now <= MAX_TIME and format('%d', now) == ARGV[3]) then
+    now = nil
+  end
+end
+local n = (#ARGV - 4) / 2
+if count == nil or now == nil or #KEYS ~= 1 or (ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us')
+  or (ARGV[4] ~= '0' and ARGV[4] ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
+  return rare().refuse(KEYS, ARGV, 2)
+end
+local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
+
+-- One limit, the common case, with locals only: the limit is checked
+-- inline (its '%d' text must be ARGV's), the window is counted from the
+-- newest event and the oldest event inside the window (indexes are
+-- consecutive, so count = newest index - oldest index + 1), and a denied
+-- reply whose retry event is that oldest one (at saturation in mode 0)
+-- needs no other read. Bad limits go on to the general code, which
+-- refuses them.
+if n == 1 then
+  local max, window = tonumber(ARGV[5]), tonumber(ARGV[6])
+  if max and window and max >= 1 and max <= 1000000 and window >= 1 and window <= MAX_TIME
+    and format('%d', max) == ARGV[5] and format('%d', window) == ARGV[6] then
+    if count < 0 then
+      return rare().fresh(KEYS, ARGV, 2)
+    end
+    now = now or server_now(unit)
+    local last, newest, size = nil, 0, 0
+    local top = redis.call('ZRANGE', key, '-1', '-1')[1]
+    if top then
+      local time, index, base = match(top, '^(%d+):%l(%d+):(%d+)$')
+      if time == nil then
+        return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+      end
+      -- (text + 0 is the number of a digit string without a call)
+      last, newest = time + 0, index + 0
+      size = newest - base + 1
+    end
+    local stamp = now
+    if last and last > now then
+      stamp = last
+    end
+    -- c: the events in the window; first: the oldest of them (its name).
+    local c, first = 0, nil
+    if size > 0 and last > stamp - window then
+      if size == 1 then
+        c, first = 1, top
+      else
+        local oldest = redis.call('ZRANGE', key, format('(%d', stamp - window), '+inf', 'BYSCORE', 'LIMIT', '0', '1')[1]
+        local index = match(oldest, '^%d+:%l(%d+):')
+        if index == nil then
+          return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+        end
+        c, first = newest - index + 1, oldest
+      end
+    end
+    local asked = count
+    if asked < 1 then
+      asked = 1
+    end
+    local allowed = c + asked <= max
+    local record = count > 0 and (allowed or mode == '1')
+    local added = 0
+    local previous = last -- the newest event's time before this call
+    if record then
+      -- More than max + 1 events at once are recorded as max + 1: no reply
+      -- can tell them apart.
+      added = count
+      if added > max + 1 then
+        added = max + 1
+      end
+      local keep = max + 1 - added
+      if c < keep then
+        keep = c
+      end
+      local removable = size - keep
+      if removable > 0 and removable >= keep then
+        redis.call('ZREMRANGEBYRANK', key, '0', format('%d', removable - 1))
+        size = keep
+      end
+      local base = newest - size + 1
+      local score = ARGV[3]
+      if stamp ~= now or score == '' then
+        score = format('%d', stamp)
+      end
+      -- Member names: the index after a letter for its number of digits.
+      local index = newest + 1
+      local digits, ten = 1, 10
+      while index >= ten do
+        digits, ten = digits + 1, ten * 10
+      end
+      if added == 1 then
+        redis.call('ZADD', key, score, format('%s:%s%d:%d', score, string.char(96 + digits), index, base))
+      else
+        local batch = {}
+        local b = 0
+        for j = index, newest + added do
+          if j >= ten then
+            digits, ten = digits + 1, ten * 10
+          end
+          batch[b + 1], batch[b + 2] = score, format('%s:%s%d:%d', score, string.char(96 + digits), j, base)
+          b = b + 2
+          if b == 2000 or j == newest + added then
+            redis.call('ZADD', key, unpack(batch, 1, b))
+            b = 0
+          end
+        end
+      end
+      newest, last = newest + added, stamp
+      c = c + added
+    end
+    local left = max - c
+    if left < 0 then
+      left = 0
+    end
+    local reset_after = 0
+    if c > 0 then
+      reset_after = last + window - now
+      if reset_after > MAX_TIME then
+        reset_after = MAX_TIME
+      elseif reset_after < 0 then
+        reset_after = 0
+      end
+    end
+    if record then
+      -- ttl_ms inline for ms (a call less); reset_after >= 1 here.
+      local ttl
+      if unit == 'ms' then
+        ttl = ARGV[6]
+        if reset_after ~= window then
+          ttl = format('%d', reset_after)
+        end
+      else
+        ttl = ttl_ms(unit, reset_after)
+      end
+      redis.call('PEXPIRE', key, ttl)
+    end
+    if allowed then
+      return { 1, left, 0, reset_after, 1 }
+    end
+    if asked > max then
+      return { 0, left, -1, reset_after, 1 }
+    end
+    -- Wait until the (max - asked + 1)-th newest event leaves the window:
+    -- one of this call's, the newest before it, the oldest in the window,
+    -- or another one (read by rank).
+    local rank = max - asked
+    local time
+    if rank < added then
+      time = stamp
+    elseif rank == added then
+      time = previous
+    elseif rank == c - 1 then
+      time = match(first, '^%d+') + 0
+    else
+      local r = format('%d', rank)
+      time = match(redis.call('ZRANGE', key, r, r, 'REV')[1], '^(%d+):') + 0
+    end
+    local retry = time + window - now
+    if retry > MAX_TIME then
+      retry = MAX_TIME
+    elseif retry < 0 then
+      retry = 0
+    end
+    return { 0, left, retry, reset_after, 1 }
+  end
+end
+
+-- The general code: several limits, or a bad limit to refuse.
+
+-- member reads a member's time, index and base; nil if it is not a
+-- zset_log event (v4 names its members as v3 does).
+local function member(name)
+  local time, index, base = string.match(name, '^(%d+):%l(%d+):(%d+)$')
+  if time == nil then
+    return nil
+  end
+  return tonumber(time), tonumber(index), tonumber(base)
+end
+
+-- name is the member of event `index` at time `score` (text), whose base
+-- is `base`.
+local function name(score, index, base)
+  local letter = 'a'
+  if index >= 10 then
+    local digits, ten = 2, 100
+    while index >= ten do
+      digits, ten = digits + 1, ten * 10
+    end
+    letter = string.char(96 + digits)
+  end
+  return string.format('%s:%s%d:%d', score, letter, index, base)
+end
+
+-- The limits: largest is the largest max, wide the index of the (first)
+-- widest window.
+local largest, wide, widest = 0, 1, 0
+for i = 5, 3 + 2 * n, 2 do
+  local max = integer(ARGV[i], 1, 1000000)
+  if max == nil then
+    return rare().refuse(KEYS, ARGV, 2, i, 'max', '[1, 10^6]')
+  end
+  local window = integer(ARGV[i + 1], 1, MAX_TIME)
+  if window == nil then
+    return rare().refuse(KEYS, ARGV, 2, i + 1, 'window', '[1, 2^52]')
+  end
+  if max > largest then
+    largest = max
+  end
+  if window > widest then
+    wide, widest = (i - 3) / 2, window
+  end
+end
+if count < 0 then
+  return rare().fresh(KEYS, ARGV, 2)
+end
+now = now or server_now(unit)
+
+-- The newest event: the last write's time, and the indexes in the set.
+local last, newest, base = nil, 0, 1
+local top = redis.call('ZRANGE', key, '-1', '-1')[1]
+if top then
+  last, newest, base = member(top)
+  if last == nil then
+    return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+  end
+end
+local size = newest - base + 1
+local stamp = now
+if last and last > now then
+  stamp = last
+end
+
+-- Count each window and decide. A window the newest event is not in holds
+-- none; a set of one event holds it in every window the newest is in.
+-- counts[i]: the events in limit i's window.
+local asked = count
+if asked < 1 then
+  asked = 1
+end
+local counts = {}
+local allowed = true
+for i = 1, n do
+  local max, window = tonumber(ARGV[2 * i + 3]), tonumber(ARGV[2 * i + 4])
+  local c = 0
+  if size > 0 and last > stamp - window then
+    if size == 1 then
+      c = 1
+    else
+      c = redis.call('ZCOUNT', key, format('(%d', stamp - window), '+inf')
+    end
+  end
+  counts[i] = c
+  if c + asked > max then
+    allowed = false
+  end
+end
+local record = count > 0 and (allowed or mode == '1')
+local added = 0
+local previous = last -- the newest event's time before this call
+if record then
+  -- More than largest + 1 events at once are recorded as largest + 1: no
+  -- reply can tell them apart.
+  added = count
+  if added > largest + 1 then
+    added = largest + 1
+  end
+  local keep = largest + 1 - added
+  if counts[wide] < keep then
+    keep = counts[wide]
+  end
+  local removable = size - keep
+  if removable > 0 and removable >= keep then
+    redis.call('ZREMRANGEBYRANK', key, '0', format('%d', removable - 1))
+    size = keep
+  end
+  base = newest - size + 1
+  local score = format('%d', stamp)
+  if added == 1 then
+    redis.call('ZADD', key, score, name(score, newest + 1, base))
+  else
+    local batch = {}
+    for first = 1, added, 1000 do
+      local b = 0
+      for j = first, math.min(first + 999, added) do
+        batch[b + 1], batch[b + 2] = score, name(score, newest + j, base)
+        b = b + 2
+      end
+      redis.call('ZADD', key, unpack(batch, 1, b))
+    end
+  end
+  newest, size, last = newest + added, size + added, stamp
+  for i = 1, n do
+    counts[i] = counts[i] + added
+  end
+end
+
+-- Reply from the state after this call: when allowed, the limit with the
+-- fewest remaining decides; when denied, the one with the longest retry
+-- (never first); ties go to the lower index.
+local remaining, retry, reset_after, index = nil, 0, 0, 1
+local fetched, fetched_time = -1, nil -- the last event read by rank, and its time
+for i = 1, n do
+  local max, window, c = tonumber(ARGV[2 * i + 3]), tonumber(ARGV[2 * i + 4]), counts[i]
+  local left = max - c
+  if left < 0 then
+    left = 0
+  end
+  if remaining == nil or left < remaining then
+    remaining = left
+    if allowed then
+      index = i
+    end
+  end
+  if c > 0 then
+    local reset = math.max(0, math.min(MAX_TIME, last + window - now))
+    if reset > reset_after then
+      reset_after = reset
+    end
+  end
+  if not allowed and retry ~= -1 then
+    if asked > max then
+      retry, index = -1, i
+    elseif c + asked > max then
+      -- Wait until the (max - asked + 1)-th newest event leaves the window:
+      -- one of this call's, the newest before it, or an older one.
+      local rank = max - asked
+      local time
+      if rank < added then
+        time = stamp
+      elseif rank == added then
+        time = previous
+      elseif rank == fetched then
+        time = fetched_time
+      else
+        local r = format('%d', rank)
+        time = tonumber(match(redis.call('ZRANGE', key, r, r, 'REV')[1], '^(%d+):'))
+        fetched, fetched_time = rank, time
+      end
+      local wait = math.max(0, math.min(MAX_TIME, time + window - now))
+      if wait > retry then
+        retry, index = wait, i
+      end
+    end
+  end
+end
+if record then
+  redis.call('PEXPIRE', key, ttl_ms(unit, reset_after))
+end
+if allowed then
+  return { 1, remaining, 0, reset_after, index }
+end
+return { 0, remaining, retry, reset_after, index }
