@@ -18,11 +18,23 @@ _ESCAPES = {ord("%"): b"%25", ord("{"): b"%7B", ord("}"): b"%7D"}
 
 
 def event_key_bytes(event_key: EventKey) -> bytes:
-    """An event key as bytes: a str is encoded as UTF-8."""
+    """An event key as bytes: a str is encoded as UTF-8. A str holding a
+    lone surrogate has no UTF-8 form and is refused (LimitError on
+    eventKey), as in Node: encoding it with surrogateescape would give
+    '\\udcc3\\udca9' the state key of 'é'. Pass bytes for bytes that are not
+    text."""
     if isinstance(event_key, bytes):
         return event_key
     if isinstance(event_key, str):
-        return event_key.encode("utf-8", "surrogateescape")
+        try:
+            return event_key.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise LimitError(
+                -1,
+                "eventKey",
+                f"has a lone surrogate U+{ord(event_key[e.start]):04X} at index {e.start}, "
+                "which has no UTF-8 form: pass bytes for bytes that are not text",
+            ) from None
     raise TypeError(f"ratelua: an event key is str or bytes, got {type(event_key).__name__}")
 
 

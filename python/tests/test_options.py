@@ -154,3 +154,13 @@ def test_unknown_option_is_refused():
 
 def test_nan_is_not_a_count():
     refused(lambda: ratelua.SlidingWindow(NoClient(), ratelua.Window(math.nan, 5)), 0, "Max", "must be an integer")
+
+
+@pytest.mark.parametrize("key", ["a\ud800", "\udcc3\udca9", "x\udfff y"])
+def test_lone_surrogates_are_refused_not_collapsed(key):
+    # '\udcc3\udca9' encoded with surrogateescape is the UTF-8 of 'é': it
+    # would share 'é''s state key. Node refuses the same keys.
+    with pytest.raises(ratelua.LimitError, match="eventKey.*lone surrogate"):
+        ratelua.keys.event_key_bytes(key)
+    assert ratelua.keys.event_key_bytes("é") == "é".encode()
+    assert ratelua.keys.event_key_bytes(b"\xc3\xa9") == b"\xc3\xa9"
