@@ -30,13 +30,13 @@ var released = map[string]string{
 	"concurrency@v6":    "ecbbb0b668a8d08f9a3354650c744c06d502f018",
 	"sliding_window@v6": "7d591b055bdb0603ca2869ad81fb805a123c4e4f",
 	"token_bucket@v6":   "2130380236672d8e243439586e3c1a6f619415dd",
-	"zset_log@v6":       "9b65d8ba007e39ed43fb2188db8b6eeb8c1de045",
+	"zset_log@v6":       "cec5125f0839766a0ac5b942dfb42e0e204d5ccd",
 }
 
 // releasedLibraries pins the SHA1 of every released Functions library.
 var releasedLibraries = map[int]string{
 	5: "298920f9ca406f17490499ae4fcc5816ff7bc413",
-	6: "90d65593b9c7327c05aa3ceb13e8837db993dd24",
+	6: "85217652ceb5078adcd69c7b4e4cca6c54d0caa6",
 }
 
 // embeddedLibraries lists the release of every Functions library file

@@ -10,7 +10,8 @@
 -- ARGV[4]  mode: '0' a denied call records nothing;
 --          '1' every call records its events, allowed or not
 -- ARGV[5..] 1 to 16 limits of two integers:
---          max     events allowed in any window, 1..10^6
+--          max     events allowed in any window, 1..10^4 (bounds a call's
+--                  work: it adds or drops at most max + 1 members)
 --          window  in the unit, 1..2^52
 -- reply    {allowed, remaining, retry_after, reset_after, limit_index}
 --
@@ -188,7 +189,7 @@ if n == 1 and count >= 0 then
   if find(ARGV[5], '^[1-9]%d*$') and find(ARGV[6], '^[1-9]%d*$') then
     max, window = ARGV[5] + 0, ARGV[6] + 0
   end
-  if max >= 1 and max <= 1000000 and window >= 1 and window <= MAX_TIME then
+  if max >= 1 and max <= 10000 and window >= 1 and window <= MAX_TIME then
     if not now then
       do
         local time = redis.call('TIME')
@@ -425,7 +426,7 @@ local bad, field, range
 for i = 5, 3 + 2 * n, 2 do
   local max, window
   max = tonumber(ARGV[i])
-  if max == nil or max < 1 or max > 1000000 or (ARGV[i] ~= '0' and not string.find(ARGV[i], '^%-?[1-9]%d*$')) then
+  if max == nil or max < 1 or max > 10000 or (ARGV[i] ~= '0' and not string.find(ARGV[i], '^%-?[1-9]%d*$')) then
     max = nil
   end
   window = tonumber(ARGV[i + 1])
@@ -433,7 +434,7 @@ for i = 5, 3 + 2 * n, 2 do
     window = nil
   end
   if max == nil then
-    bad, field, range = i, 'max', '[1, 10^6]'
+    bad, field, range = i, 'max', '[1, 10^4]'
     break
   elseif window == nil then
     bad, field, range = i + 1, 'window', '[1, 2^52]'

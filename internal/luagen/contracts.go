@@ -208,7 +208,7 @@ var contracts = map[string]Entry{
 		Keys: keys,
 		Argv: append(append([]string{}, commonArgv...), []string{
 			"ARGV[5..] 1 to 16 limits, each the integers: max, window",
-			"max: events allowed in any window, 1..10^6",
+			"max: events allowed in any window, 1..10^4 (v5: 10^6); a call adds or drops at most max + 1 members, so its work is bounded (about 10,000 members at most: a few milliseconds)",
 			"window: in the unit, 1..2^52; at time now the events at times t > now - window count",
 			"ARGV integers: every integer is canonical decimal text: '0', or an optional '-' then a digit 1-9 then digits; '-0', leading zeros, '+', spaces, exponents, hex and fractions are refused",
 		}...),

@@ -10,7 +10,8 @@
 -- ARGV[4]  mode: '0' a denied call records nothing;
 --          '1' every call records its events, allowed or not
 -- ARGV[5..] 1 to 16 limits of two integers:
---          max     events allowed in any window, 1..10^6
+--          max     events allowed in any window, 1..10^4 (bounds a call's
+--                  work: it adds or drops at most max + 1 members)
 --          window  in the unit, 1..2^52
 -- reply    {allowed, remaining, retry_after, reset_after, limit_index}
 --
@@ -105,7 +106,7 @@ if n == 1 and count >= 0 then
   if find(ARGV[5], '^[1-9]%d*$') and find(ARGV[6], '^[1-9]%d*$') then
     max, window = ARGV[5] + 0, ARGV[6] + 0
   end
-  if max >= 1 and max <= 1000000 and window >= 1 and window <= MAX_TIME then
+  if max >= 1 and max <= 10000 and window >= 1 and window <= MAX_TIME then
     if not now then
       -- #expand server_now(now, unit)
     end
@@ -311,10 +312,10 @@ local largest, wide, widest = 0, 1, 0
 local bad, field, range
 for i = 5, 3 + 2 * n, 2 do
   local max, window
-  -- #expand integer(max, ARGV[i], 1, 1000000)
+  -- #expand integer(max, ARGV[i], 1, 10000)
   -- #expand integer(window, ARGV[i + 1], 1, MAX_TIME)
   if max == nil then
-    bad, field, range = i, 'max', '[1, 10^6]'
+    bad, field, range = i, 'max', '[1, 10^4]'
     break
   elseif window == nil then
     bad, field, range = i + 1, 'window', '[1, 2^52]'
