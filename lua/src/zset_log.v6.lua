@@ -107,7 +107,8 @@ if n == 1 and count >= 0 then
     max, window = ARGV[5] + 0, ARGV[6] + 0
   end
   if max >= 1 and max <= 10000 and window >= 1 and window <= MAX_TIME then
-    if not now then
+    local server = not now
+    if server then
       -- #expand server_now(now, unit)
     end
     -- first_index: the base of the newest event, as text.
@@ -122,6 +123,14 @@ if n == 1 and count >= 0 then
       -- (text + 0 is the number of a digit string without a call)
       last, newest = time + 0, index + 0
       size = newest - first_index + 1
+      if last > now + window then
+        local gone
+        -- #expand stale(gone, last, now, window, server, unit)
+        if gone then
+          redis.call('DEL', key)
+          last, newest, size, first_index, top = nil, 0, 0, nil, nil
+        end
+      end
     end
     local stamp = now
     if last and last > now then
@@ -335,7 +344,8 @@ if bad or count < 0 then
   end
   return helpers.fresh(KEYS, ARGV, 2)
 end
-if not now then
+local server = not now
+if server then
   -- #expand server_now(now, unit)
 end
 
@@ -346,6 +356,14 @@ if top then
   last, newest, base = member(top)
   if last == nil then
     return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+  end
+  if last > now + widest then
+    local gone
+    -- #expand stale(gone, last, now, widest, server, unit)
+    if gone then
+      redis.call('DEL', key)
+      last, newest, base = nil, 0, 1
+    end
   end
 end
 local size = newest - base + 1

@@ -190,7 +190,8 @@ if n == 1 and count >= 0 then
     max, window = ARGV[5] + 0, ARGV[6] + 0
   end
   if max >= 1 and max <= 10000 and window >= 1 and window <= MAX_TIME then
-    if not now then
+    local server = not now
+    if server then
       do
         local time = redis.call('TIME')
         if unit == 's' then
@@ -214,6 +215,28 @@ if n == 1 and count >= 0 then
       -- (text + 0 is the number of a digit string without a call)
       last, newest = time + 0, index + 0
       size = newest - first_index + 1
+      if last > now + window then
+        local gone
+        gone = false
+        if last > now + window then
+          gone = true
+          if not server then
+            -- The server's TIME in unit, as server_now (macros do not nest).
+            local stale_time = redis.call('TIME')
+            local stale_clock = tonumber(stale_time[1]) * 1000000 + tonumber(stale_time[2])
+            if unit == 's' then
+              stale_clock = tonumber(stale_time[1])
+            elseif unit == 'ms' then
+              stale_clock = tonumber(stale_time[1]) * 1000 + math.floor(tonumber(stale_time[2]) / 1000)
+            end
+            gone = last > stale_clock + window
+          end
+        end
+        if gone then
+          redis.call('DEL', key)
+          last, newest, size, first_index, top = nil, 0, 0, nil, nil
+        end
+      end
     end
     local stamp = now
     if last and last > now then
@@ -520,7 +543,8 @@ if bad or count < 0 then
   end
   return helpers.fresh(KEYS, ARGV, 2)
 end
-if not now then
+local server = not now
+if server then
   do
     local time = redis.call('TIME')
     if unit == 's' then
@@ -540,6 +564,28 @@ if top then
   last, newest, base = member(top)
   if last == nil then
     return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+  end
+  if last > now + widest then
+    local gone
+    gone = false
+    if last > now + widest then
+      gone = true
+      if not server then
+        -- The server's TIME in unit, as server_now (macros do not nest).
+        local stale_time = redis.call('TIME')
+        local stale_clock = tonumber(stale_time[1]) * 1000000 + tonumber(stale_time[2])
+        if unit == 's' then
+          stale_clock = tonumber(stale_time[1])
+        elseif unit == 'ms' then
+          stale_clock = tonumber(stale_time[1]) * 1000 + math.floor(tonumber(stale_time[2]) / 1000)
+        end
+        gone = last > stale_clock + widest
+      end
+    end
+    if gone then
+      redis.call('DEL', key)
+      last, newest, base = nil, 0, 1
+    end
   end
 end
 local size = newest - base + 1
