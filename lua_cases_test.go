@@ -161,7 +161,7 @@ func TestValidation(t *testing.T) {
 					bad{[]string{"1", "s", "1000", "0", "1", "1000", "5"}, "(limit 1 decay) must be a canonical integer in [1001, 10^9]"})
 			case ZSetLog:
 				cases = append(cases,
-					bad{[]string{"1", "s", "1000", "0", "1000001", "5"}, "(limit 1 max) must be a canonical integer in [1, 10^6]"})
+					bad{[]string{"1", "s", "1000", "0", "10001", "5"}, "(limit 1 max) must be a canonical integer in [1, 10^4]"})
 			case TokenBucket:
 				cases = append(cases,
 					bad{[]string{"1", "s", "1000", "0", "1000000", "1", "1125899906843"}, "limit 1: capacity * refill_interval must be at most 2^50"})

@@ -28,15 +28,15 @@ var released = map[string]string{
 	"zset_log@v5":       "20313d7d919b4996c3f81a69b57d43efce28cc27",
 	"ar1@v6":            "36469d7aa3bcdf88a4f01f7f04ec237d3aa2e61c",
 	"concurrency@v6":    "ecbbb0b668a8d08f9a3354650c744c06d502f018",
-	"sliding_window@v6": "7d591b055bdb0603ca2869ad81fb805a123c4e4f",
-	"token_bucket@v6":   "ba79bcb87127413faaaff48cce4fdac9ceba9153",
-	"zset_log@v6":       "9b65d8ba007e39ed43fb2188db8b6eeb8c1de045",
+	"sliding_window@v6": "14586c650b6b1194eefbb08c667ed39e85a51aa7",
+	"token_bucket@v6":   "2130380236672d8e243439586e3c1a6f619415dd",
+	"zset_log@v6":       "02e9cea4366f8cddd9903953851343e2ebc2636d",
 }
 
 // releasedLibraries pins the SHA1 of every released Functions library.
 var releasedLibraries = map[int]string{
 	5: "298920f9ca406f17490499ae4fcc5816ff7bc413",
-	6: "c6b9222fcec1623f7879019c777b60c8cc5e0177",
+	6: "f7009f1b503d7b85f0f21e367a0d390f9c8dc8aa",
 }
 
 // embeddedLibraries lists the release of every Functions library file

@@ -1594,6 +1594,55 @@ if meta and stored[1] == limits then
     time, events, boundary, room, at = match(meta, '^(%d+) (%d+) (%d+) (%-?%d+) %d+ %d+()')
   end
 end
+-- A state whose last write lies further ahead of now than the widest
+-- window (and, for a caller's clock, of the server's TIME too) is stale:
+-- written by a clock far ahead. It is forgotten here (meta nil), and the
+-- general code below deletes it and counts from now. The common call pays
+-- one comparison (a server-clock call reads TIME here, as it would below).
+if time then
+  local server = not now
+  if server then
+    do
+      local time = redis.call('TIME')
+      if unit == 's' then
+        now = tonumber(time[1])
+      elseif unit == 'ms' then
+        now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+      else
+        now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+      end
+    end
+  end
+  local last = time + 0
+  if last > now then
+    local widest = 0
+    for i = 6, #ARGV, 3 do
+      local duration = ARGV[i] + 0
+      if duration > widest then
+        widest = duration
+      end
+    end
+    local gone
+    gone = false
+    if last > now + widest then
+      gone = true
+      if not server then
+        -- The server's TIME in unit, as server_now (macros do not nest).
+        local stale_time = redis.call('TIME')
+        local stale_clock = tonumber(stale_time[1]) * 1000000 + tonumber(stale_time[2])
+        if unit == 's' then
+          stale_clock = tonumber(stale_time[1])
+        elseif unit == 'ms' then
+          stale_clock = tonumber(stale_time[1]) * 1000 + math.floor(tonumber(stale_time[2]) / 1000)
+        end
+        gone = last > stale_clock + widest
+      end
+    end
+    if gone then
+      meta, time, boundary, total1 = nil, nil, nil, nil
+    end
+  end
+end
 if boundary and boundary ~= '0' and room ~= '0' then
   local asked = count
   if asked < 1 then
@@ -2709,9 +2758,10 @@ if ARGV[1] ~= '1' then
 end
 if ARGV[3] ~= '' then
   -- Canonical: '0' or an anchored find of the digits, then read by
-  -- arithmetic (no tonumber call).
+  -- arithmetic (no tonumber call). A call of fewer than 3 arguments has
+  -- no ARGV[3]: it is refused below, naming the first one missing.
   now = ARGV[3]
-  if now == '0' or find(now, '^[1-9]%d*$') then
+  if now == '0' or (now and find(now, '^[1-9]%d*$')) then
     now = now + 0
     if now > MAX_TIME then
       now = nil
@@ -3296,8 +3346,9 @@ if n == 1 and count >= 0 then
   if find(ARGV[5], '^[1-9]%d*$') and find(ARGV[6], '^[1-9]%d*$') then
     max, window = ARGV[5] + 0, ARGV[6] + 0
   end
-  if max >= 1 and max <= 1000000 and window >= 1 and window <= MAX_TIME then
-    if not now then
+  if max >= 1 and max <= 10000 and window >= 1 and window <= MAX_TIME then
+    local server = not now
+    if server then
       do
         local time = redis.call('TIME')
         if unit == 's' then
@@ -3321,6 +3372,28 @@ if n == 1 and count >= 0 then
       -- (text + 0 is the number of a digit string without a call)
       last, newest = time + 0, index + 0
       size = newest - first_index + 1
+      if last > now + window then
+        local gone
+        gone = false
+        if last > now + window then
+          gone = true
+          if not server then
+            -- The server's TIME in unit, as server_now (macros do not nest).
+            local stale_time = redis.call('TIME')
+            local stale_clock = tonumber(stale_time[1]) * 1000000 + tonumber(stale_time[2])
+            if unit == 's' then
+              stale_clock = tonumber(stale_time[1])
+            elseif unit == 'ms' then
+              stale_clock = tonumber(stale_time[1]) * 1000 + math.floor(tonumber(stale_time[2]) / 1000)
+            end
+            gone = last > stale_clock + window
+          end
+        end
+        if gone then
+          redis.call('DEL', key)
+          last, newest, size, first_index, top = nil, 0, 0, nil, nil
+        end
+      end
     end
     local stamp = now
     if last and last > now then
@@ -3533,7 +3606,7 @@ local bad, field, range
 for i = 5, 3 + 2 * n, 2 do
   local max, window
   max = tonumber(ARGV[i])
-  if max == nil or max < 1 or max > 1000000 or (ARGV[i] ~= '0' and not string.find(ARGV[i], '^%-?[1-9]%d*$')) then
+  if max == nil or max < 1 or max > 10000 or (ARGV[i] ~= '0' and not string.find(ARGV[i], '^%-?[1-9]%d*$')) then
     max = nil
   end
   window = tonumber(ARGV[i + 1])
@@ -3541,7 +3614,7 @@ for i = 5, 3 + 2 * n, 2 do
     window = nil
   end
   if max == nil then
-    bad, field, range = i, 'max', '[1, 10^6]'
+    bad, field, range = i, 'max', '[1, 10^4]'
     break
   elseif window == nil then
     bad, field, range = i + 1, 'window', '[1, 2^52]'
@@ -3627,7 +3700,8 @@ if bad or count < 0 then
   end
   return helpers.fresh(KEYS, ARGV, 2)
 end
-if not now then
+local server = not now
+if server then
   do
     local time = redis.call('TIME')
     if unit == 's' then
@@ -3647,6 +3721,28 @@ if top then
   last, newest, base = member(top)
   if last == nil then
     return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+  end
+  if last > now + widest then
+    local gone
+    gone = false
+    if last > now + widest then
+      gone = true
+      if not server then
+        -- The server's TIME in unit, as server_now (macros do not nest).
+        local stale_time = redis.call('TIME')
+        local stale_clock = tonumber(stale_time[1]) * 1000000 + tonumber(stale_time[2])
+        if unit == 's' then
+          stale_clock = tonumber(stale_time[1])
+        elseif unit == 'ms' then
+          stale_clock = tonumber(stale_time[1]) * 1000 + math.floor(tonumber(stale_time[2]) / 1000)
+        end
+        gone = last > stale_clock + widest
+      end
+    end
+    if gone then
+      redis.call('DEL', key)
+      last, newest, base = nil, 0, 1
+    end
   end
 end
 local size = newest - base + 1

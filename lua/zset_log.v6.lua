@@ -10,7 +10,8 @@
 -- ARGV[4]  mode: '0' a denied call records nothing;
 --          '1' every call records its events, allowed or not
 -- ARGV[5..] 1 to 16 limits of two integers:
---          max     events allowed in any window, 1..10^6
+--          max     events allowed in any window, 1..10^4 (bounds a call's
+--                  work: it adds or drops at most max + 1 members)
 --          window  in the unit, 1..2^52
 -- reply    {allowed, remaining, retry_after, reset_after, limit_index}
 --
@@ -188,8 +189,9 @@ if n == 1 and count >= 0 then
   if find(ARGV[5], '^[1-9]%d*$') and find(ARGV[6], '^[1-9]%d*$') then
     max, window = ARGV[5] + 0, ARGV[6] + 0
   end
-  if max >= 1 and max <= 1000000 and window >= 1 and window <= MAX_TIME then
-    if not now then
+  if max >= 1 and max <= 10000 and window >= 1 and window <= MAX_TIME then
+    local server = not now
+    if server then
       do
         local time = redis.call('TIME')
         if unit == 's' then
@@ -213,6 +215,28 @@ if n == 1 and count >= 0 then
       -- (text + 0 is the number of a digit string without a call)
       last, newest = time + 0, index + 0
       size = newest - first_index + 1
+      if last > now + window then
+        local gone
+        gone = false
+        if last > now + window then
+          gone = true
+          if not server then
+            -- The server's TIME in unit, as server_now (macros do not nest).
+            local stale_time = redis.call('TIME')
+            local stale_clock = tonumber(stale_time[1]) * 1000000 + tonumber(stale_time[2])
+            if unit == 's' then
+              stale_clock = tonumber(stale_time[1])
+            elseif unit == 'ms' then
+              stale_clock = tonumber(stale_time[1]) * 1000 + math.floor(tonumber(stale_time[2]) / 1000)
+            end
+            gone = last > stale_clock + window
+          end
+        end
+        if gone then
+          redis.call('DEL', key)
+          last, newest, size, first_index, top = nil, 0, 0, nil, nil
+        end
+      end
     end
     local stamp = now
     if last and last > now then
@@ -425,7 +449,7 @@ local bad, field, range
 for i = 5, 3 + 2 * n, 2 do
   local max, window
   max = tonumber(ARGV[i])
-  if max == nil or max < 1 or max > 1000000 or (ARGV[i] ~= '0' and not string.find(ARGV[i], '^%-?[1-9]%d*$')) then
+  if max == nil or max < 1 or max > 10000 or (ARGV[i] ~= '0' and not string.find(ARGV[i], '^%-?[1-9]%d*$')) then
     max = nil
   end
   window = tonumber(ARGV[i + 1])
@@ -433,7 +457,7 @@ for i = 5, 3 + 2 * n, 2 do
     window = nil
   end
   if max == nil then
-    bad, field, range = i, 'max', '[1, 10^6]'
+    bad, field, range = i, 'max', '[1, 10^4]'
     break
   elseif window == nil then
     bad, field, range = i + 1, 'window', '[1, 2^52]'
@@ -519,7 +543,8 @@ if bad or count < 0 then
   end
   return helpers.fresh(KEYS, ARGV, 2)
 end
-if not now then
+local server = not now
+if server then
   do
     local time = redis.call('TIME')
     if unit == 's' then
@@ -539,6 +564,28 @@ if top then
   last, newest, base = member(top)
   if last == nil then
     return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+  end
+  if last > now + widest then
+    local gone
+    gone = false
+    if last > now + widest then
+      gone = true
+      if not server then
+        -- The server's TIME in unit, as server_now (macros do not nest).
+        local stale_time = redis.call('TIME')
+        local stale_clock = tonumber(stale_time[1]) * 1000000 + tonumber(stale_time[2])
+        if unit == 's' then
+          stale_clock = tonumber(stale_time[1])
+        elseif unit == 'ms' then
+          stale_clock = tonumber(stale_time[1]) * 1000 + math.floor(tonumber(stale_time[2]) / 1000)
+        end
+        gone = last > stale_clock + widest
+      end
+    end
+    if gone then
+      redis.call('DEL', key)
+      last, newest, base = nil, 0, 1
+    end
   end
 end
 local size = newest - base + 1

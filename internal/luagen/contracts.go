@@ -128,7 +128,7 @@ var contracts = map[string]Entry{
 	},
 	"sliding_window.v6": {
 		Keys: keys,
-		Argv: append(append([]string{}, commonArgv...), []string{
+		Argv: append(staleV6Argv(), []string{
 			"ARGV[5..] 1 to 16 limits, each the integers: max, duration, resolution",
 			"max: events allowed in the window, 1..10^9",
 			"duration: the window, in the unit, 1..2^52",
@@ -206,9 +206,9 @@ var contracts = map[string]Entry{
 	},
 	"zset_log.v6": {
 		Keys: keys,
-		Argv: append(append([]string{}, commonArgv...), []string{
+		Argv: append(staleV6Argv(), []string{
 			"ARGV[5..] 1 to 16 limits, each the integers: max, window",
-			"max: events allowed in any window, 1..10^6",
+			"max: events allowed in any window, 1..10^4 (v5: 10^6); a call adds or drops at most max + 1 members, so its work is bounded (about 10,000 members at most: a few milliseconds)",
 			"window: in the unit, 1..2^52; at time now the events at times t > now - window count",
 			"ARGV integers: every integer is canonical decimal text: '0', or an optional '-' then a digit 1-9 then digits; '-0', leading zeros, '+', spaces, exponents, hex and fractions are refused",
 		}...),
@@ -234,6 +234,14 @@ var keys = []string{
 func tokenBucketV6Argv() []string {
 	argv := append([]string{}, commonArgv...)
 	argv[2] = "ARGV[3] now: a canonical integer in [0, 2^52] in that unit from the caller's clock, or '' to use the server's clock (TIME); a now earlier than the state's last write is treated as the time of that write with two or more limits, and with one limit counts from now (the bucket is then emptier by the refill of the time behind, down to -capacity: an earlier denial, never a later one)"
+	return argv
+}
+
+// staleV6Argv is commonArgv with v6's rule for a state far ahead of the
+// clocks (sliding_window and zset_log; issue 30, M5).
+func staleV6Argv() []string {
+	argv := append([]string{}, commonArgv...)
+	argv[2] = "ARGV[3] now: a canonical integer in [0, 2^52] in that unit from the caller's clock, or '' to use the server's clock (TIME); a now earlier than the state's last write is treated as the time of that write, unless that write lies more than the widest window (largest duration) ahead of now and of the server's TIME (read then, for a caller's clock): such a state, written by a clock far ahead, is stale, deleted and counted from now, so one caller's clock cannot lock a key for the others beyond the widest window; every TTL written is at most the widest window plus how far the last write lies ahead of the writer's now"
 	return argv
 }
 

@@ -32,6 +32,21 @@ type Call struct {
 	// OpRelease of lease Lease (ARGV[7]); "" for every other call.
 	Op    string
 	Lease int64
+	// Server is the server's clock (TIME) in the unit, which a script
+	// reads when a state's last write lies further ahead of Now than the
+	// limits' widest window (see Stale); 0 stands for Now (a call on the
+	// server's clock).
+	Server int64
+}
+
+// Stale reports whether a state last written at last is stale for call c
+// under limits whose widest window is widest: its last write lies more than
+// widest ahead of both the caller's now and the server's clock. Such a
+// state was written by a clock far ahead (a caller at year 9999): it is
+// treated as absent (deleted, counted from now), so that one caller's clock
+// cannot lock a key for the others beyond the widest window.
+func Stale(c Call, last, widest int64) bool {
+	return last > c.Now+widest && last > max(c.Now, c.Server)+widest
 }
 
 // Model is implemented by every algorithm's model.

@@ -16,10 +16,13 @@ type event struct {
 // SlidingWindow models sliding_window as the plain list of recorded events.
 type SlidingWindow struct {
 	Limits []SlidingWindowLimit
-	events []event // in recording order, times non-decreasing
-	exists bool
-	last   int64 // time of the last recorded events
-	ttl    int64
+	// KeepsStale is v5's rule: a state far ahead of every clock (see Stale)
+	// is kept and decided at its last write's time; from v6 it is forgotten.
+	KeepsStale bool
+	events     []event // in recording order, times non-decreasing
+	exists     bool
+	last       int64 // time of the last recorded events
+	ttl        int64
 }
 
 // Exists reports whether state must exist.
@@ -57,6 +60,13 @@ func (m *SlidingWindow) Do(c Call) Reply {
 			maxima[i] = l.Max
 		}
 		return fresh(maxima)
+	}
+	var widest int64
+	for _, l := range m.Limits {
+		widest = max(widest, l.Duration)
+	}
+	if m.exists && !m.KeepsStale && Stale(c, m.last, widest) {
+		m.events, m.exists = nil, false
 	}
 	stamp := c.Now
 	if m.exists {

@@ -19,7 +19,7 @@ type limitRule struct {
 var rules = map[string][]limitRule{
 	"sliding_window": {{1, 1e9}, {1, MaxTime}, {1, MaxTime}},
 	"ar1":            {{1, 1e9}, {1001, 1e9}, {1, MaxTime}},
-	"zset_log":       {{1, 1e6}, {1, MaxTime}},
+	"zset_log":       {{1, 1e4}, {1, MaxTime}},
 	"token_bucket":   {{1, 1e9}, {1, 1e9}, {1, MaxTime}},
 }
 

@@ -8,10 +8,13 @@ type ZSetLogLimit struct {
 // ZSetLog models zset_log as the plain list of recorded events.
 type ZSetLog struct {
 	Limits []ZSetLogLimit
-	events []event // in recording order, times non-decreasing
-	exists bool
-	last   int64
-	ttl    int64
+	// KeepsStale is v5's rule: a state far ahead of every clock (see Stale)
+	// is kept and decided at its last write's time; from v6 it is forgotten.
+	KeepsStale bool
+	events     []event // in recording order, times non-decreasing
+	exists     bool
+	last       int64
+	ttl        int64
 }
 
 // Exists reports whether state must exist.
@@ -39,6 +42,13 @@ func (m *ZSetLog) Do(c Call) Reply {
 			maxima[i] = l.Max
 		}
 		return fresh(maxima)
+	}
+	var widest int64
+	for _, l := range m.Limits {
+		widest = max(widest, l.Window)
+	}
+	if m.exists && !m.KeepsStale && Stale(c, m.last, widest) {
+		m.events, m.exists = nil, false
 	}
 	stamp := c.Now
 	if m.exists {
@@ -85,10 +95,6 @@ func (m *ZSetLog) Do(c Call) Reply {
 	}
 	// Drop events no window can count again: time never goes back past the
 	// last write.
-	var widest int64
-	for _, l := range m.Limits {
-		widest = max(widest, l.Window)
-	}
 	keep := m.events[:0]
 	for _, e := range m.events {
 		if e.t > m.last-widest {

@@ -144,7 +144,7 @@ func NextCall(r *rand.Rand, m model.Model, now int64, unit string, longest int64
 // handed out; time steps within the lease time mostly, some longer, some
 // backwards.
 func ConcurrencyCall(r *rand.Rand, m *model.Concurrency, now int64, unit string, longest int64) model.Call {
-	c := model.Call{Unit: unit}
+	c := model.Call{Unit: unit, Server: EngineSeconds * Scale(unit)}
 	switch p := r.IntN(100); {
 	case p < 40:
 		c.Count = 1 + r.Int64N(2)
@@ -192,10 +192,14 @@ func ConcurrencyCall(r *rand.Rand, m *model.Concurrency, now int64, unit string,
 	return c
 }
 
+// EngineSeconds is the server clock (TIME) of the tests' frozen luatest
+// engines, in seconds: the calls drawn here carry it as their Server.
+const EngineSeconds = 1_700_000_000
+
 // RandomCall draws the next call: counts including 0, negative and huge;
 // time steps including zero, large jumps and steps backwards.
 func RandomCall(r *rand.Rand, now int64, unit string, longest int64) model.Call {
-	c := model.Call{Unit: unit, Mode: r.IntN(2)}
+	c := model.Call{Unit: unit, Mode: r.IntN(2), Server: EngineSeconds * Scale(unit)}
 	switch p := r.IntN(100); {
 	case p < 60:
 		c.Count = 1 + r.Int64N(3)
@@ -266,8 +270,13 @@ func CallArgs(c model.Call, limits []string) []string {
 // ForVersion sets m, made by a Generator (which models the newest version
 // of each script), to the rules of version of its script, and returns it.
 func ForVersion(m model.Model, version int) model.Model {
-	if tb, ok := m.(*model.TokenBucket); ok {
-		tb.BehindCounts = version >= 6
+	switch m := m.(type) {
+	case *model.TokenBucket:
+		m.BehindCounts = version >= 6
+	case *model.SlidingWindow:
+		m.KeepsStale = version < 6
+	case *model.ZSetLog:
+		m.KeepsStale = version < 6
 	}
 	return m
 }

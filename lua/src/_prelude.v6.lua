@@ -39,6 +39,31 @@ do
 end
 -- #end
 
+-- stale sets OUT to true when a state last written at LAST is stale for a
+-- call at NOW (the caller's, or the server's clock) under limits whose
+-- widest window is WIDEST: LAST lies more than WIDEST ahead of NOW and,
+-- for a caller's clock (SERVER false), of the server's TIME too (read only
+-- then, rarely). A stale state was written by a clock far ahead (a caller
+-- at year 9999): the script deletes it and counts from now, so that one
+-- caller's clock cannot lock a key for the others beyond the widest window.
+-- #define stale(OUT, LAST, NOW, WIDEST, SERVER, UNIT)
+OUT = false
+if LAST > NOW + WIDEST then
+  OUT = true
+  if not SERVER then
+    -- The server's TIME in UNIT, as server_now (macros do not nest).
+    local stale_time = redis.call('TIME')
+    local stale_clock = tonumber(stale_time[1]) * 1000000 + tonumber(stale_time[2])
+    if UNIT == 's' then
+      stale_clock = tonumber(stale_time[1])
+    elseif UNIT == 'ms' then
+      stale_clock = tonumber(stale_time[1]) * 1000 + math.floor(tonumber(stale_time[2]) / 1000)
+    end
+    OUT = LAST > stale_clock + WIDEST
+  end
+end
+-- #end
+
 -- ttl_ms sets OUT to the PEXPIRE of a state fresh after DURATION in UNIT:
 -- whole milliseconds, rounded up, within [1, 2^52], as text.
 -- #define ttl_ms(OUT, UNIT, DURATION)

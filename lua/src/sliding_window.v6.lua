@@ -212,6 +212,32 @@ if meta and stored[1] == limits then
     time, events, boundary, room, at = match(meta, '^(%d+) (%d+) (%d+) (%-?%d+) %d+ %d+()')
   end
 end
+-- A state whose last write lies further ahead of now than the widest
+-- window (and, for a caller's clock, of the server's TIME too) is stale:
+-- written by a clock far ahead. It is forgotten here (meta nil), and the
+-- general code below deletes it and counts from now. The common call pays
+-- one comparison (a server-clock call reads TIME here, as it would below).
+if time then
+  local server = not now
+  if server then
+    -- #expand server_now(now, unit)
+  end
+  local last = time + 0
+  if last > now then
+    local widest = 0
+    for i = 6, #ARGV, 3 do
+      local duration = ARGV[i] + 0
+      if duration > widest then
+        widest = duration
+      end
+    end
+    local gone
+    -- #expand stale(gone, last, now, widest, server, unit)
+    if gone then
+      meta, time, boundary, total1 = nil, nil, nil, nil
+    end
+  end
+end
 if boundary and boundary ~= '0' and room ~= '0' then
   local asked = count
   if asked < 1 then

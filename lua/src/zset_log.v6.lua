@@ -10,7 +10,8 @@
 -- ARGV[4]  mode: '0' a denied call records nothing;
 --          '1' every call records its events, allowed or not
 -- ARGV[5..] 1 to 16 limits of two integers:
---          max     events allowed in any window, 1..10^6
+--          max     events allowed in any window, 1..10^4 (bounds a call's
+--                  work: it adds or drops at most max + 1 members)
 --          window  in the unit, 1..2^52
 -- reply    {allowed, remaining, retry_after, reset_after, limit_index}
 --
@@ -105,8 +106,9 @@ if n == 1 and count >= 0 then
   if find(ARGV[5], '^[1-9]%d*$') and find(ARGV[6], '^[1-9]%d*$') then
     max, window = ARGV[5] + 0, ARGV[6] + 0
   end
-  if max >= 1 and max <= 1000000 and window >= 1 and window <= MAX_TIME then
-    if not now then
+  if max >= 1 and max <= 10000 and window >= 1 and window <= MAX_TIME then
+    local server = not now
+    if server then
       -- #expand server_now(now, unit)
     end
     -- first_index: the base of the newest event, as text.
@@ -121,6 +123,14 @@ if n == 1 and count >= 0 then
       -- (text + 0 is the number of a digit string without a call)
       last, newest = time + 0, index + 0
       size = newest - first_index + 1
+      if last > now + window then
+        local gone
+        -- #expand stale(gone, last, now, window, server, unit)
+        if gone then
+          redis.call('DEL', key)
+          last, newest, size, first_index, top = nil, 0, 0, nil, nil
+        end
+      end
     end
     local stamp = now
     if last and last > now then
@@ -311,10 +321,10 @@ local largest, wide, widest = 0, 1, 0
 local bad, field, range
 for i = 5, 3 + 2 * n, 2 do
   local max, window
-  -- #expand integer(max, ARGV[i], 1, 1000000)
+  -- #expand integer(max, ARGV[i], 1, 10000)
   -- #expand integer(window, ARGV[i + 1], 1, MAX_TIME)
   if max == nil then
-    bad, field, range = i, 'max', '[1, 10^6]'
+    bad, field, range = i, 'max', '[1, 10^4]'
     break
   elseif window == nil then
     bad, field, range = i + 1, 'window', '[1, 2^52]'
@@ -334,7 +344,8 @@ if bad or count < 0 then
   end
   return helpers.fresh(KEYS, ARGV, 2)
 end
-if not now then
+local server = not now
+if server then
   -- #expand server_now(now, unit)
 end
 
@@ -345,6 +356,14 @@ if top then
   last, newest, base = member(top)
   if last == nil then
     return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+  end
+  if last > now + widest then
+    local gone
+    -- #expand stale(gone, last, now, widest, server, unit)
+    if gone then
+      redis.call('DEL', key)
+      last, newest, base = nil, 0, 1
+    end
   end
 end
 local size = newest - base + 1

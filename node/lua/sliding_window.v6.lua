@@ -341,6 +341,55 @@ if meta and stored[1] == limits then
     time, events, boundary, room, at = match(meta, '^(%d+) (%d+) (%d+) (%-?%d+) %d+ %d+()')
   end
 end
+-- A state whose last write lies further ahead of now than the widest
+-- window (and, for a caller's clock, of the server's TIME too) is stale:
+-- written by a clock far ahead. It is forgotten here (meta nil), and the
+-- general code below deletes it and counts from now. The common call pays
+-- one comparison (a server-clock call reads TIME here, as it would below).
+if time then
+  local server = not now
+  if server then
+    do
+      local time = redis.call('TIME')
+      if unit == 's' then
+        now = tonumber(time[1])
+      elseif unit == 'ms' then
+        now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+      else
+        now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+      end
+    end
+  end
+  local last = time + 0
+  if last > now then
+    local widest = 0
+    for i = 6, #ARGV, 3 do
+      local duration = ARGV[i] + 0
+      if duration > widest then
+        widest = duration
+      end
+    end
+    local gone
+    gone = false
+    if last > now + widest then
+      gone = true
+      if not server then
+        -- The server's TIME in unit, as server_now (macros do not nest).
+        local stale_time = redis.call('TIME')
+        local stale_clock = tonumber(stale_time[1]) * 1000000 + tonumber(stale_time[2])
+        if unit == 's' then
+          stale_clock = tonumber(stale_time[1])
+        elseif unit == 'ms' then
+          stale_clock = tonumber(stale_time[1]) * 1000 + math.floor(tonumber(stale_time[2]) / 1000)
+        end
+        gone = last > stale_clock + widest
+      end
+    end
+    if gone then
+      meta, time, boundary, total1 = nil, nil, nil, nil
+    end
+  end
+end
 if boundary and boundary ~= '0' and room ~= '0' then
   local asked = count
   if asked < 1 then

@@ -101,9 +101,10 @@ if ARGV[1] ~= '1' then
 end
 if ARGV[3] ~= '' then
   -- Canonical: '0' or an anchored find of the digits, then read by
-  -- arithmetic (no tonumber call).
+  -- arithmetic (no tonumber call). A call of fewer than 3 arguments has
+  -- no ARGV[3]: it is refused below, naming the first one missing.
   now = ARGV[3]
-  if now == '0' or find(now, '^[1-9]%d*$') then
+  if now == '0' or (now and find(now, '^[1-9]%d*$')) then
     now = now + 0
     if now > MAX_TIME then
       now = nil

@@ -116,7 +116,7 @@ const KINDS = {
   zset_log: {
     fields: ["max", "window"],
     durations: (g, i) => [micros(g, i, "window", "Window")],
-    args: (c, g, [w]) => [c.count("Max", g.max, 1, 1e6), c.duration("Window", w)],
+    args: (c, g, [w]) => [c.count("Max", g.max, 1, 1e4), c.duration("Window", w)],
     quota: (g, [w]) => [g.max, w],
   },
   concurrency: {

@@ -144,7 +144,7 @@ class Log:
         return [micros(self.window, "Window")]
 
     def _args(self, c: _Check) -> List[str]:
-        return [c.count("Max", self.max, 1, 10**6), c.duration("Window", self._durations()[0])]
+        return [c.count("Max", self.max, 1, 10**4), c.duration("Window", self._durations()[0])]
 
     def _quota(self) -> Tuple[int, int]:
         return self.max, self._durations()[0]

@@ -1,0 +1,61 @@
+package core
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/testbench"
+)
+
+// TestClockFarAheadOnServers (issue 30, M5): one call with a caller clock
+// at year 9999 (accepted: below 2^52 ms), in mode 1, then calls on the
+// server's clock: the first is decided as on a fresh key (allowed), the
+// second is denied by that event only (retry within the window), and no
+// PTTL after any call exceeds the widest window (1 h). Before, the later
+// callers were denied for about 8,000 years, with a TTL to match. Then a
+// caller far behind (5 ms since 1970) does not wipe a state of the
+// server's clock.
+func TestClockFarAheadOnServers(t *testing.T) {
+	limits := map[string][]string{
+		ratelua.SlidingWindow: {"1", "1000", "100", "1", "3600000", "60000"},
+		ratelua.ZSetLog:       {"1", "1000", "1", "3600000"},
+	}
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		ctx := context.Background()
+		for name, lim := range limits {
+			src := scriptV6(t, name)
+			key := "ahead:{" + name + "}"
+			client.Do(ctx, client.B().Del().Key(key).Build())
+			call := func(count, now, mode string) []int64 {
+				t.Helper()
+				got, err := eval(ctx, client, src, key, append([]string{count, "ms", now, mode}, lim...)...).AsIntSlice()
+				if err != nil {
+					t.Fatalf("%s at %q: %v", name, now, err)
+				}
+				ttl, err := client.Do(ctx, client.B().Pttl().Key(key).Build()).AsInt64()
+				if err != nil || ttl > 3_600_000 {
+					t.Errorf("%s after a call at %q: PTTL %d, %v; want at most the widest window, 3600000", name, now, ttl, err)
+				}
+				return got
+			}
+			for range 3 {
+				call("1", "253402300799000", "1")
+			}
+			if got := call("1", "", "1"); got[0] != 1 {
+				t.Errorf("%s: a server-clock call after the year-9999 ones: %v, want allowed", name, got)
+			}
+			if got := call("1", "", "1"); got[0] != 0 || got[2] < 0 || got[2] > 3_600_000 {
+				t.Errorf("%s: the second server-clock call: %v, want denied by its own first event within the window", name, got)
+			}
+			if got := call("1", "5", "0"); got[0] != 0 {
+				t.Errorf("%s: a caller far behind: %v, want denied at the last write's time", name, got)
+			}
+			if n, _ := client.Do(ctx, client.B().Exists().Key(key).Build()).AsInt64(); n != 1 {
+				t.Errorf("%s: the caller far behind deleted the state", name)
+			}
+		}
+	})
+}
