@@ -7,7 +7,9 @@ import (
 )
 
 // randomLogCall draws a call: mostly 1 to 3 events, peeks, resets, mode 1,
-// time steps including none, long idle periods and steps back.
+// time steps including none, long idle periods and steps back. The
+// caller sets Server, the server's clock, which never steps back: a
+// caller's clock behind it keeps the state (model.Stale).
 func randomLogCall(r *rand.Rand, now, longest int64) Call {
 	c := Call{Count: 1 + r.Int64N(3), Mode: r.IntN(2), Unit: "ms"}
 	switch p := r.IntN(100); {
@@ -43,10 +45,11 @@ func TestLogBucketsAnswersAsZSetLogInSmallWindows(t *testing.T) {
 			exact.Limits = append(exact.Limits, ZSetLogLimit{Max: 1 + r.Int64N(20), Window: 1 + r.Int64N(64)})
 		}
 		buckets.Limits = exact.Limits
-		now := int64(1000)
+		now, server := int64(1000), int64(1000)
 		for step := range 1000 {
 			c := randomLogCall(r, now, 64)
-			now = c.Now
+			now, server = c.Now, max(server, c.Now)
+			c.Server = server
 			if a, b := exact.Do(c), buckets.Do(c); a != b || exact.Exists() != buckets.Exists() {
 				t.Fatalf("round %d step %d %+v %+v: ZSetLog %+v, LogBuckets %+v", round, step, exact.Limits, c, a, b)
 			}
@@ -79,10 +82,11 @@ func TestLogBucketsBetweenExactLogs(t *testing.T) {
 		var recorded []event
 		var last int64
 		exists := false
-		now := int64(1_000_000)
+		now, server := int64(1_000_000), int64(1_000_000)
 		for step := range 600 {
 			c := randomLogCall(r, now, longest)
-			now = c.Now
+			now, server = c.Now, max(server, c.Now)
+			c.Server = server
 			exact := ZSetLog{Limits: buckets.Limits, events: slices.Clone(recorded), exists: exists, last: last}
 			wide := ZSetLog{Limits: longer, events: slices.Clone(recorded), exists: exists, last: last}
 			e, w, b := exact.Do(c), wide.Do(c), buckets.Do(c)
