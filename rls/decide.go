@@ -157,8 +157,8 @@ func (j *job) counts(share float64) (before, after, limit uint64) {
 	limit = uint64(j.limit)
 	top := int64(refMax)
 	if j.fallback {
-		top = int64(math.Floor(float64(refMax) * share))
-		limit = uint64(math.Floor(float64(j.limit) * share))
+		top = int64(shareOf(refMax, share))
+		limit = shareOf(uint64(j.limit), share)
 	}
 	after = uint64(top - min(max(j.out.remaining, 0), top))
 	if sent := uint64(j.scriptN()); after >= sent {

@@ -109,7 +109,11 @@ func NewServer(s Settings, client ratelua.Client, log *slog.Logger, meters metri
 	if s.ResponseHeaders {
 		opts.LimitHeader, opts.RemainingHeader, opts.ResetHeader = s.LimitHeader, s.RemainingHeader, s.ResetHeader
 	}
-	return &Server{settings: s, log: log, service: NewService(opts), stats: stats}, nil
+	svc := NewService(opts)
+	if svc.refErr != nil {
+		return nil, svc.refErr
+	}
+	return &Server{settings: s, log: log, service: svc, stats: stats}, nil
 }
 
 // Service returns the server's Service.
@@ -308,16 +312,23 @@ func (s *Server) Run(ctx context.Context) error {
 // Check parses the configuration directory dir and returns every error,
 // each naming its file and line.
 func Check(dir string, ignoreDotFiles, mergeDomains bool) (*Config, error) {
-	files, err := ReadDir(dir, ignoreDotFiles)
+	return CheckSettings(dir, Settings{RuntimeIgnoreDotFiles: ignoreDotFiles, MergeDomains: mergeDomains})
+}
+
+// CheckSettings is Check as a server of the settings s would load dir:
+// RUNTIME_IGNOREDOTFILES, MERGE_DOMAIN_CONFIG, and the limiters' settings
+// (RATELUA_FALLBACK refuses a limit its share rounds down to 0).
+func CheckSettings(dir string, s Settings) (*Config, error) {
+	files, err := ReadDir(dir, s.RuntimeIgnoreDotFiles)
 	if err != nil {
 		return nil, err
 	}
-	c, err := Parse(files, ParseOptions{MergeDomains: mergeDomains})
+	c, err := Parse(files, ParseOptions{MergeDomains: s.MergeDomains})
 	if err != nil {
 		return nil, err
 	}
 	// The limits must also make limiters (bounds the parser checks too).
-	svc := NewService(Options{Client: offline{}})
+	svc := NewService(Options{Client: offline{}, DenyCache: s.DenyCache, Fallback: s.Fallback, FailOpen: s.FailOpen})
 	if err := svc.SetConfig(c); err != nil {
 		return nil, err
 	}

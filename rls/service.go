@@ -111,6 +111,15 @@ func (s *Service) SetConfig(c *Config) error {
 	if s.refErr != nil {
 		return s.refErr
 	}
+	var errs ConfigErrors
+	for _, r := range c.Rules {
+		if e := checkShare(r, s.opts.Fallback); e != nil {
+			errs = append(errs, e)
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
 	for _, r := range c.Rules {
 		if r.Unlimited {
 			continue
