@@ -147,6 +147,7 @@ type slot struct {
 	limit     Limit // the reference limit, or the override's
 	unlimited bool
 	statKey   string // the rule's statistics name for this descriptor
+	statGroup string // the rule, whose names Stats bounds
 	job       *job
 }
 
@@ -180,7 +181,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 				return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: limit override: %v", i, err)
 			}
 			r.dec = s.refs[l.Unit]
-			slots[i] = slot{rule: r, limit: l, statKey: overrideStatKey(req.GetDomain(), d.GetEntries())}
+			slots[i] = slot{rule: r, limit: l, statKey: overrideStatKey(req.GetDomain(), d.GetEntries()), statGroup: req.GetDomain() + ".(override)"}
 			slots[i].job = &job{d: r.dec, key: eventKey(req.GetDomain(), d.GetEntries(), nil)}
 			continue
 		}
@@ -192,7 +193,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 			slots[i].unlimited = true
 			continue
 		}
-		slots[i] = slot{rule: m.rule, limit: m.rule.Limits[0], statKey: m.statKey}
+		slots[i] = slot{rule: m.rule, limit: m.rule.Limits[0], statKey: m.statKey, statGroup: m.rule.Key}
 		slots[i].job = &job{d: m.rule.dec, key: eventKey(req.GetDomain(), d.GetEntries(), m.shared)}
 	}
 	var jobs []*job
@@ -340,7 +341,7 @@ func (s *Service) respond(ctx context.Context, req *pb.RateLimitRequest, slots [
 			continue
 		}
 		st, c := s.status(sl, now)
-		s.opts.Stats.add(ctx, sl.statKey, c)
+		s.opts.Stats.add(ctx, sl.statGroup, sl.statKey, c)
 		resp.Statuses[i] = st
 		if headers && st.LimitRemaining < minRemaining {
 			closest, closestSlot, minRemaining = st, sl, st.LimitRemaining
