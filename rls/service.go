@@ -50,6 +50,10 @@ type Options struct {
 	Stats *Stats
 	// MaxDescriptors bounds the descriptors of one request; 0 means 1000.
 	MaxDescriptors int
+	// RequestTimeout bounds a request whose context has no deadline (a
+	// request to /json, a gRPC call without one): past it, the backend's
+	// silence is Unavailable. 0 means no bound.
+	RequestTimeout time.Duration
 }
 
 // Service answers ShouldRateLimit. It is safe for concurrent use; SetConfig
@@ -155,6 +159,11 @@ type slot struct {
 func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
 	if err := s.check(req); err != nil {
 		return nil, err
+	}
+	if _, ok := ctx.Deadline(); !ok && s.opts.RequestTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.opts.RequestTimeout)
+		defer cancel()
 	}
 	now := time.Now()
 	c := s.config.Load()

@@ -42,6 +42,9 @@ type Settings struct {
 	FailOpen       bool
 	ReloadInterval time.Duration
 	MaxDescriptors int
+	// RequestTimeout (RATELUA_REQUEST_TIMEOUT, 2 s) bounds a request
+	// whose caller set no deadline (/json, a gRPC call without one).
+	RequestTimeout time.Duration
 }
 
 // SettingsFromEnv reads the settings from getenv (os.Getenv in the
@@ -86,6 +89,7 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		FailOpen:              r.bool("RATELUA_FAIL_OPEN", false),
 		ReloadInterval:        r.duration("RATELUA_RELOAD_INTERVAL", time.Second),
 		MaxDescriptors:        r.int("RATELUA_MAX_DESCRIPTORS", 1000),
+		RequestTimeout:        r.duration("RATELUA_REQUEST_TIMEOUT", 2*time.Second),
 	}
 	if v := r.str("BACKEND_TYPE", "redis"); v != "redis" {
 		r.fail("BACKEND_TYPE", v, "ratelua-rls runs on Redis or Valkey only (redis)")
@@ -154,6 +158,9 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	}
 	if s.ReloadInterval <= 0 {
 		r.fail("RATELUA_RELOAD_INTERVAL", s.ReloadInterval.String(), "must be above 0")
+	}
+	if s.RequestTimeout <= 0 {
+		r.fail("RATELUA_REQUEST_TIMEOUT", s.RequestTimeout.String(), "must be above 0")
 	}
 	if s.MaxDescriptors <= 0 {
 		r.fail("RATELUA_MAX_DESCRIPTORS", strconv.Itoa(s.MaxDescriptors), "must be above 0")

@@ -24,6 +24,7 @@ func TestBadSettingsStopTheStart(t *testing.T) {
 		{"PORT", "70000"},
 		{"GRPC_PORT", "-1"},
 		{"RATELUA_RELOAD_INTERVAL", "0s"},
+		{"RATELUA_REQUEST_TIMEOUT", "0s"},
 		{"RATELUA_MAX_DESCRIPTORS", "0"},
 		{"RATELUA_FAIL_OPEN", "maybe"},
 	} {
