@@ -193,3 +193,43 @@ func TestDetailedMetricNamesAreBounded(t *testing.T) {
 		t.Fatalf("%d rules measured (overflow %v), want %d", len(got), got["m.ip"+OverflowSuffix], MaxStatNamesPerRule+2)
 	}
 }
+
+// TestExtensionNearLimitPerRequest (issue 36, row 3): an extension rule's
+// near_limit counts, per request, only that request's hits past the
+// near-limit ratio: on 10 an hour (near past 8), 9 hits are 1 near, a
+// following hit 1 near (not 2, the count past 8), and a hit past the limit
+// none, on every algorithm that counts exactly.
+func TestExtensionNearLimitPerRequest(t *testing.T) {
+	const config = `
+domain: n
+descriptors:
+  - {key: fixed_window, rate_limit: {unit: hour, requests_per_unit: 10, algorithm: fixed_window}}
+  - {key: sliding_window, rate_limit: {unit: hour, requests_per_unit: 10, algorithm: sliding_window}}
+  - {key: token_bucket, rate_limit: {unit: hour, requests_per_unit: 10, algorithm: token_bucket}}
+  - {key: zset_log, rate_limit: {unit: hour, requests_per_unit: 10, algorithm: zset_log}}
+`
+	stats := mustStats(t)
+	svc, _, _ := setupKind(t, testbench.Redis, config, Options{Stats: stats})
+	ctx := context.Background()
+	avoidBoundary(time.Hour)
+	for _, alg := range []string{"fixed_window", "sliding_window", "token_bucket", "zset_log"} {
+		rule := "n." + alg
+		steps := []struct {
+			hits             uint64
+			near, within, ov uint64
+		}{{9, 1, 9, 0}, {1, 1, 1, 0}, {1, 0, 0, 1}}
+		for i, st := range steps {
+			before := stats.Snapshot()[rule]
+			d := desc(alg, "a")
+			d.HitsAddend = wrapperspb.UInt64(st.hits)
+			if _, err := svc.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "n", Descriptors: []*rlpb.RateLimitDescriptor{d}}); err != nil {
+				t.Fatal(err)
+			}
+			after := stats.Snapshot()[rule]
+			near, within, over := after[statNearLimit]-before[statNearLimit], after[statWithinLimit]-before[statWithinLimit], after[statOverLimit]-before[statOverLimit]
+			if near != st.near || within != st.within || over != st.ov {
+				t.Errorf("%s request %d (%d hits): near %d, within %d, over %d; want %d, %d, %d", alg, i+1, st.hits, near, within, over, st.near, st.within, st.ov)
+			}
+		}
+	}
+}
