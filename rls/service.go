@@ -54,6 +54,11 @@ type Options struct {
 	// request to /json, a gRPC call without one): past it, the backend's
 	// silence is Unavailable. 0 means no bound.
 	RequestTimeout time.Duration
+	// Clock is the time of every decision; nil means time.Now for the
+	// reference rules' windows and the server's clock for extension
+	// rules. Two services given one clock see one time for a request (a
+	// comparison of the two).
+	Clock func() time.Time
 }
 
 // Service answers ShouldRateLimit. It is safe for concurrent use; SetConfig
@@ -106,7 +111,7 @@ func NewService(opts Options) *Service {
 }
 
 func (s *Service) limiterOptions() limiterOptions {
-	return limiterOptions{Prefix: s.opts.Prefix, Client: s.client, DenyCache: s.opts.DenyCache, Fallback: s.opts.Fallback, FailOpen: s.opts.FailOpen}
+	return limiterOptions{Prefix: s.opts.Prefix, Client: s.client, DenyCache: s.opts.DenyCache, Fallback: s.opts.Fallback, FailOpen: s.opts.FailOpen, Clock: s.opts.Clock}
 }
 
 // SetConfig builds the limiters of c's rules and makes c the configuration
@@ -166,6 +171,9 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 		defer cancel()
 	}
 	now := time.Now()
+	if s.opts.Clock != nil {
+		now = s.opts.Clock()
+	}
 	c := s.config.Load()
 	if c == nil {
 		return nil, status.Error(codes.Unavailable, "no rate limit configuration loaded")
@@ -376,7 +384,7 @@ func (s *Service) respond(ctx context.Context, req *pb.RateLimitRequest, slots [
 			resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd,
 				&core.HeaderValue{Key: s.opts.LimitHeader, Value: strconv.FormatUint(uint64(l.RequestsPerUnit), 10)},
 				&core.HeaderValue{Key: s.opts.RemainingHeader, Value: strconv.FormatUint(uint64(closest.LimitRemaining), 10)},
-				&core.HeaderValue{Key: s.opts.ResetHeader, Value: strconv.FormatInt(untilReset(l.Unit, time.Now()), 10)})
+				&core.HeaderValue{Key: s.opts.ResetHeader, Value: strconv.FormatInt(untilReset(l.Unit, now), 10)})
 		}
 		if s.opts.IETFHeaders {
 			resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd, ietfHeaders(closestSlot, closest)...)

@@ -44,9 +44,8 @@ func TestStatisticsAsOpenTelemetryMetrics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		svc, _, _ := setupKind(t, kind, statsConfig, Options{Stats: stats})
+		svc, _, _ := setupKind(t, kind, statsConfig, Options{Stats: stats, Clock: frozenClock()})
 		ctx := context.Background()
-		avoidBoundary(time.Hour)
 		// ask sends hits as the descriptor's hits_addend (0: check only).
 		ask := func(hits uint64, kv ...string) pb.RateLimitResponse_Code {
 			t.Helper()
@@ -145,14 +144,12 @@ func collectStats(t *testing.T, reader *sdkmetric.ManualReader) map[string]map[s
 	return out
 }
 
-// avoidBoundary waits, when less than two seconds are left of the current
-// window of unit d (aligned to the Unix epoch, as the reference's), for
-// the next one, so that a test's requests share one window.
-func avoidBoundary(d time.Duration) {
-	left := d - time.Duration(time.Now().UnixNano()%int64(d))
-	if left < 2*time.Second {
-		time.Sleep(left + 10*time.Millisecond)
-	}
+// frozenClock is a clock that stands at the time it is made, so that a
+// test's requests share one window of every unit however long the
+// machine's load makes them take.
+func frozenClock() func() time.Time {
+	at := time.Now()
+	return func() time.Time { return at }
 }
 
 // TestDetailedMetricNamesAreBounded (issue 30, M6): a detailed_metric
@@ -209,9 +206,8 @@ descriptors:
   - {key: zset_log, rate_limit: {unit: hour, requests_per_unit: 10, algorithm: zset_log}}
 `
 	stats := mustStats(t)
-	svc, _, _ := setupKind(t, testbench.Redis, config, Options{Stats: stats})
+	svc, _, _ := setupKind(t, testbench.Redis, config, Options{Stats: stats, Clock: frozenClock()})
 	ctx := context.Background()
-	avoidBoundary(time.Hour)
 	for _, alg := range []string{"fixed_window", "sliding_window", "token_bucket", "zset_log"} {
 		rule := "n." + alg
 		steps := []struct {
