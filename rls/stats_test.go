@@ -60,7 +60,9 @@ func TestStatisticsAsOpenTelemetryMetrics(t *testing.T) {
 		// k, 5 an hour (near past 4): 3 within; 2 within, the count 5 is
 		// one past 4; 3 over from 5; a check of 0 hits over.
 		ask(3, "k", "a")
-		ask(2, "k", "a")
+		if ask(2, "k", "a") != pb.RateLimitResponse_OK {
+			t.Fatal("k: 5 of 5 not within the limit")
+		}
 		if ask(3, "k", "a") != pb.RateLimitResponse_OVER_LIMIT {
 			t.Fatal("k: 8 of 5 not over the limit")
 		}
