@@ -3,7 +3,9 @@ package rls
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -82,7 +84,7 @@ func ReadDir(dir string, ignoreDotFiles bool) ([]File, error) {
 		if err != nil || !info.Mode().IsRegular() {
 			return nil
 		}
-		data, err := os.ReadFile(path)
+		data, err := readAtMost(path, MaxConfigFileBytes+1)
 		if err != nil {
 			return err
 		}
@@ -98,6 +100,17 @@ func ReadDir(dir string, ignoreDotFiles bool) ([]File, error) {
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
 	return files, nil
+}
+
+// readAtMost reads the first n bytes of the file at path (Parse refuses a
+// file longer than MaxConfigFileBytes without the rest).
+func readAtMost(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, n))
 }
 
 // LoadConfig reads and parses every file under dir.
@@ -128,9 +141,13 @@ var (
 type parser struct {
 	errs ConfigErrors
 	file string
+	b    bounds
 }
 
 func (p *parser) fail(n *yaml.Node, format string, args ...any) {
+	if p.b.stopped || p.tooMany() {
+		return
+	}
 	line := 0
 	if n != nil {
 		line = n.Line
@@ -145,7 +162,15 @@ func Parse(files []File, opts ParseOptions) (*Config, error) {
 	c := &Config{domains: map[string]*node{}}
 	p := &parser{}
 	for _, f := range files {
+		if p.b.full || p.tooMany() {
+			break
+		}
 		p.file = f.Name
+		p.b = bounds{descriptors: p.b.descriptors, open: map[*yaml.Node]bool{}}
+		if len(f.Data) > MaxConfigFileBytes {
+			p.fail(nil, "the file holds more than %d bytes, the most a configuration file may", MaxConfigFileBytes)
+			continue
+		}
 		p.parseFile(c, f.Data, opts)
 	}
 	if len(p.errs) > 0 {
@@ -154,11 +179,11 @@ func Parse(files []File, opts ParseOptions) (*Config, error) {
 	return c, nil
 }
 
-// mapping returns the key/value pairs of a mapping node, checking every key
-// against the keys the format knows.
+// mapping returns the key/value pairs of a mapping node (already through
+// deref), checking every key against the keys the format knows.
 func (p *parser) mapping(n *yaml.Node, what string) [][2]*yaml.Node {
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
+	if n == nil || !p.count(n, 1+len(n.Content)) {
+		return nil
 	}
 	if n.Kind != yaml.MappingNode {
 		p.fail(n, "%s must be a mapping", what)
@@ -190,7 +215,8 @@ func (p *parser) parseFile(c *Config, data []byte, opts ParseOptions) {
 		p.fail(nil, "config file cannot have empty domain")
 		return
 	}
-	root := doc.Content[0]
+	root := p.deref(doc.Content[0])
+	defer p.leave(doc.Content[0])
 	var domain string
 	var domainNode, descriptors *yaml.Node
 	domainOK := true
@@ -219,12 +245,17 @@ func (p *parser) parseFile(c *Config, data []byte, opts ParseOptions) {
 		c.domains[domain] = top
 	}
 	if descriptors != nil {
-		p.descriptors(c, top, domain+".", descriptors)
+		p.descriptors(c, top, domain+".", descriptors, 1)
 	}
 }
 
 // scalar decodes a scalar node into v, reporting a wrong type.
-func (p *parser) scalar(n *yaml.Node, v any) bool {
+func (p *parser) scalar(orig *yaml.Node, v any) bool {
+	n := p.deref(orig)
+	defer p.leave(orig)
+	if n == nil || !p.count(n, 1) {
+		return false
+	}
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return true
 	}
@@ -243,8 +274,29 @@ func (p *parser) scalar(n *yaml.Node, v any) bool {
 	return true
 }
 
-// descriptors loads a list of descriptors under parent.
-func (p *parser) descriptors(c *Config, parent *node, parentKey string, list *yaml.Node) {
+// requests decodes a requests_per_unit into v: a whole number (yaml would
+// truncate 0.5 to 0 and 5.9 to 5, the first denying every request).
+func (p *parser) requests(orig *yaml.Node, v *uint32) bool {
+	if n := p.deref(orig); n != nil && n.Kind == yaml.ScalarNode && n.Tag == "!!float" {
+		var f float64
+		if err := n.Decode(&f); err != nil || f != math.Trunc(f) {
+			p.fail(n, "requests_per_unit %s is not a whole number", n.Value)
+			p.leave(orig)
+			return false
+		}
+	}
+	p.leave(orig)
+	return p.scalar(orig, v)
+}
+
+// descriptors loads a list of descriptors under parent, at depth (1 for a
+// domain's).
+func (p *parser) descriptors(c *Config, parent *node, parentKey string, orig *yaml.Node, depth int) {
+	list := p.deref(orig)
+	defer p.leave(orig)
+	if list == nil || !p.count(list, 1+len(list.Content)) {
+		return
+	}
 	if list.Kind == yaml.ScalarNode && list.Tag == "!!null" {
 		return
 	}
@@ -252,13 +304,34 @@ func (p *parser) descriptors(c *Config, parent *node, parentKey string, list *ya
 		p.fail(list, "descriptors must be a list")
 		return
 	}
+	if depth > MaxDescriptorDepth {
+		p.stop(list, "descriptors nest more than %d levels deep", MaxDescriptorDepth)
+		return
+	}
+	p.b.open[list] = true
+	defer delete(p.b.open, list)
 	for _, item := range list.Content {
-		p.descriptor(c, parent, parentKey, item)
+		if p.b.stopped || p.tooMany() {
+			return
+		}
+		p.descriptor(c, parent, parentKey, item, depth)
 	}
 }
 
 // descriptor loads one descriptor.
-func (p *parser) descriptor(c *Config, parent *node, parentKey string, item *yaml.Node) {
+func (p *parser) descriptor(c *Config, parent *node, parentKey string, orig *yaml.Node, depth int) {
+	item := p.deref(orig)
+	defer p.leave(orig)
+	if item == nil {
+		return
+	}
+	if p.b.descriptors++; p.b.descriptors > MaxConfigDescriptors {
+		p.stop(item, "the configuration holds more than %d descriptors", MaxConfigDescriptors)
+		p.b.full = true
+		return
+	}
+	p.b.open[item] = true
+	defer delete(p.b.open, item)
 	var key, value string
 	var rateLimit, children *yaml.Node
 	var shadow, quota, detailed, valueToMetric, share bool
@@ -320,12 +393,17 @@ func (p *parser) descriptor(c *Config, parent *node, parentKey string, item *yam
 	}
 	parent.children[final] = n
 	if children != nil {
-		p.descriptors(c, n, path+".", children)
+		p.descriptors(c, n, path+".", children, depth+1)
 	}
 }
 
 // rule loads a rate_limit.
-func (p *parser) rule(n *yaml.Node, path string) *Rule {
+func (p *parser) rule(orig *yaml.Node, path string) *Rule {
+	n := p.deref(orig)
+	defer p.leave(orig)
+	if n == nil {
+		return nil
+	}
 	r := &Rule{File: p.file, Line: n.Line, Key: path}
 	var unit, resolution string
 	var unitNode, rpuNode, limitsNode *yaml.Node
@@ -336,7 +414,7 @@ func (p *parser) rule(n *yaml.Node, path string) *Rule {
 		switch kv[0].Value {
 		case "requests_per_unit":
 			rpuNode = v
-			ok = p.scalar(v, &rpu) && ok
+			ok = p.requests(v, &rpu) && ok
 		case "unit":
 			unitNode = v
 			ok = p.scalar(v, &unit) && ok
@@ -422,19 +500,30 @@ func orNode(a, b *yaml.Node) *yaml.Node {
 }
 
 // replaces loads rate_limit.replaces: a list of {name: ...}.
-func (p *parser) replaces(r *Rule, n *yaml.Node) bool {
+func (p *parser) replaces(r *Rule, orig *yaml.Node) bool {
+	n := p.deref(orig)
+	defer p.leave(orig)
+	if n == nil || !p.count(n, 1+len(n.Content)) {
+		return false
+	}
 	if n.Kind != yaml.SequenceNode {
 		p.fail(n, "replaces must be a list of {name: ...}")
 		return false
 	}
 	ok := true
-	for _, item := range n.Content {
+	for _, orig := range n.Content {
+		item := p.deref(orig)
+		if item == nil {
+			return false
+		}
 		var name string
-		for _, kv := range p.mapping(item, "a replaces entry") {
+		pairs := p.mapping(item, "a replaces entry")
+		for _, kv := range pairs {
 			if kv[0].Value == "name" {
 				ok = p.scalar(kv[1], &name) && ok
 			}
 		}
+		p.leave(orig)
 		if name == "" {
 			p.fail(item, "should not have an empty replaces entry")
 			ok = false
@@ -446,20 +535,30 @@ func (p *parser) replaces(r *Rule, n *yaml.Node) bool {
 }
 
 // limits loads rate_limit.limits: further {requests_per_unit, unit}.
-func (p *parser) limits(r *Rule, n *yaml.Node) bool {
+func (p *parser) limits(r *Rule, orig *yaml.Node) bool {
+	n := p.deref(orig)
+	defer p.leave(orig)
+	if n == nil || !p.count(n, 1+len(n.Content)) {
+		return false
+	}
 	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
 		p.fail(n, "limits must be a non-empty list of {requests_per_unit, unit}")
 		return false
 	}
 	ok := true
-	for _, item := range n.Content {
+	for _, orig := range n.Content {
+		item := p.deref(orig)
+		if item == nil {
+			return false
+		}
 		var unit string
 		var rpu uint32
 		var unitNode *yaml.Node
-		for _, kv := range p.mapping(item, "a limit") {
+		pairs := p.mapping(item, "a limit")
+		for _, kv := range pairs {
 			switch kv[0].Value {
 			case "requests_per_unit":
-				ok = p.scalar(kv[1], &rpu) && ok
+				ok = p.requests(kv[1], &rpu) && ok
 			case "unit":
 				unitNode = kv[1]
 				ok = p.scalar(kv[1], &unit) && ok
@@ -468,6 +567,7 @@ func (p *parser) limits(r *Rule, n *yaml.Node) bool {
 				ok = false
 			}
 		}
+		p.leave(orig)
 		u, err := parseUnit(unit)
 		if err != nil {
 			p.fail(orNode(unitNode, item), "%v", err)

@@ -51,14 +51,19 @@ type limiterOptions struct {
 	Fallback  float64
 	FailOpen  bool
 	Observe   func(context.Context, ratelua.Event)
+	Clock     func() time.Time // nil: time.Now, and the server's for extension rules
 }
 
 // newReferenceDecider builds the decider of every reference rule of unit
 // u.
 func newReferenceDecider(u pb.RateLimitResponse_RateLimit_Unit, o limiterOptions) (*decider, error) {
 	dur := unitDuration(u)
+	clock := o.Clock
+	if clock == nil {
+		clock = time.Now
+	}
 	opts := ratelua.Options{Prefix: o.Prefix, Fallback: o.Fallback, FailOpen: o.FailOpen, Observe: o.Observe,
-		CountDenied: true, Clock: time.Now}
+		CountDenied: true, Clock: clock}
 	l, err := ratelua.NewSlidingWindow(o.Client, opts, ratelua.Window{Max: refMax, Duration: dur, Resolution: dur})
 	if err != nil {
 		return nil, fmt.Errorf("rls: the %v window: %w", u, err)
@@ -69,7 +74,7 @@ func newReferenceDecider(u pb.RateLimitResponse_RateLimit_Unit, o limiterOptions
 // newDecider builds the limiter of an extension rule.
 func newDecider(r *Rule, o limiterOptions) (*decider, error) {
 	d := &decider{limits: r.Limits}
-	opts := ratelua.Options{Prefix: o.Prefix, Fallback: o.Fallback, FailOpen: o.FailOpen, Observe: o.Observe}
+	opts := ratelua.Options{Prefix: o.Prefix, Fallback: o.Fallback, FailOpen: o.FailOpen, Observe: o.Observe, Clock: o.Clock}
 	opts.DenyCache = o.DenyCache
 	var err error
 	for _, l := range r.Limits {
@@ -157,8 +162,8 @@ func (j *job) counts(share float64) (before, after, limit uint64) {
 	limit = uint64(j.limit)
 	top := int64(refMax)
 	if j.fallback {
-		top = int64(math.Floor(float64(refMax) * share))
-		limit = uint64(math.Floor(float64(j.limit) * share))
+		top = int64(shareOf(refMax, share))
+		limit = shareOf(uint64(j.limit), share)
 	}
 	after = uint64(top - min(max(j.out.remaining, 0), top))
 	if sent := uint64(j.scriptN()); after >= sent {

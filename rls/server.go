@@ -23,6 +23,8 @@ import (
 	"github.com/redis/rueidis"
 	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/ratelua/ratelua"
@@ -89,6 +91,9 @@ func NewClient(s Settings) (rueidis.Client, error) {
 	}
 	c, err := rueidis.NewClient(opt)
 	if err != nil {
+		if s.RedisTLS {
+			return nil, explainTLS(context.Background(), s, opt.InitAddress[0], err)
+		}
 		return nil, fmt.Errorf("rls: connecting to %s: %w", s.RedisURL, err)
 	}
 	return c, nil
@@ -104,12 +109,16 @@ func NewServer(s Settings, client ratelua.Client, log *slog.Logger, meters metri
 	opts := Options{
 		Client: client, Prefix: s.Prefix(), ShadowMode: s.ShadowMode, IETFHeaders: s.IETFHeaders,
 		DenyCache: s.DenyCache, Fallback: s.Fallback, FailOpen: s.FailOpen, Stats: stats,
-		MaxDescriptors: s.MaxDescriptors,
+		MaxDescriptors: s.MaxDescriptors, RequestTimeout: s.RequestTimeout,
 	}
 	if s.ResponseHeaders {
 		opts.LimitHeader, opts.RemainingHeader, opts.ResetHeader = s.LimitHeader, s.RemainingHeader, s.ResetHeader
 	}
-	return &Server{settings: s, log: log, service: NewService(opts), stats: stats}, nil
+	svc := NewService(opts)
+	if svc.refErr != nil {
+		return nil, svc.refErr
+	}
+	return &Server{settings: s, log: log, service: svc, stats: stats}, nil
 }
 
 // Service returns the server's Service.
@@ -222,7 +231,7 @@ func (s *Server) Handler() http.Handler {
 		}
 		resp, err := s.service.ShouldRateLimit(r.Context(), &req)
 		if err != nil {
-			http.Error(w, "error: "+err.Error(), http.StatusBadRequest)
+			http.Error(w, "error: "+err.Error(), httpStatus(err))
 			return
 		}
 		out, err := protojson.Marshal(resp)
@@ -241,6 +250,19 @@ func (s *Server) Handler() http.Handler {
 		_ = json.NewEncoder(w).Encode(s.stats.Snapshot())
 	})
 	return mux
+}
+
+// httpStatus is the /json status of a ShouldRateLimit error: 400 for a
+// request refused, 503 when the backend did not answer (as the gRPC
+// status Unavailable), 500 otherwise.
+func httpStatus(err error) int {
+	switch status.Code(err) {
+	case codes.InvalidArgument:
+		return http.StatusBadRequest
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
 }
 
 // Run serves until ctx is done (SIGTERM in the command), then stops
@@ -308,16 +330,23 @@ func (s *Server) Run(ctx context.Context) error {
 // Check parses the configuration directory dir and returns every error,
 // each naming its file and line.
 func Check(dir string, ignoreDotFiles, mergeDomains bool) (*Config, error) {
-	files, err := ReadDir(dir, ignoreDotFiles)
+	return CheckSettings(dir, Settings{RuntimeIgnoreDotFiles: ignoreDotFiles, MergeDomains: mergeDomains})
+}
+
+// CheckSettings is Check as a server of the settings s would load dir:
+// RUNTIME_IGNOREDOTFILES, MERGE_DOMAIN_CONFIG, and the limiters' settings
+// (RATELUA_FALLBACK refuses a limit its share rounds down to 0).
+func CheckSettings(dir string, s Settings) (*Config, error) {
+	files, err := ReadDir(dir, s.RuntimeIgnoreDotFiles)
 	if err != nil {
 		return nil, err
 	}
-	c, err := Parse(files, ParseOptions{MergeDomains: mergeDomains})
+	c, err := Parse(files, ParseOptions{MergeDomains: s.MergeDomains})
 	if err != nil {
 		return nil, err
 	}
 	// The limits must also make limiters (bounds the parser checks too).
-	svc := NewService(Options{Client: offline{}})
+	svc := NewService(Options{Client: offline{}, DenyCache: s.DenyCache, Fallback: s.Fallback, FailOpen: s.FailOpen})
 	if err := svc.SetConfig(c); err != nil {
 		return nil, err
 	}

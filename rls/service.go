@@ -50,6 +50,15 @@ type Options struct {
 	Stats *Stats
 	// MaxDescriptors bounds the descriptors of one request; 0 means 1000.
 	MaxDescriptors int
+	// RequestTimeout bounds a request whose context has no deadline (a
+	// request to /json, a gRPC call without one): past it, the backend's
+	// silence is Unavailable. 0 means no bound.
+	RequestTimeout time.Duration
+	// Clock is the time of every decision; nil means time.Now for the
+	// reference rules' windows and the server's clock for extension
+	// rules. Two services given one clock see one time for a request (a
+	// comparison of the two).
+	Clock func() time.Time
 }
 
 // Service answers ShouldRateLimit. It is safe for concurrent use; SetConfig
@@ -102,7 +111,7 @@ func NewService(opts Options) *Service {
 }
 
 func (s *Service) limiterOptions() limiterOptions {
-	return limiterOptions{Prefix: s.opts.Prefix, Client: s.client, DenyCache: s.opts.DenyCache, Fallback: s.opts.Fallback, FailOpen: s.opts.FailOpen}
+	return limiterOptions{Prefix: s.opts.Prefix, Client: s.client, DenyCache: s.opts.DenyCache, Fallback: s.opts.Fallback, FailOpen: s.opts.FailOpen, Clock: s.opts.Clock}
 }
 
 // SetConfig builds the limiters of c's rules and makes c the configuration
@@ -110,6 +119,15 @@ func (s *Service) limiterOptions() limiterOptions {
 func (s *Service) SetConfig(c *Config) error {
 	if s.refErr != nil {
 		return s.refErr
+	}
+	var errs ConfigErrors
+	for _, r := range c.Rules {
+		if e := checkShare(r, s.opts.Fallback); e != nil {
+			errs = append(errs, e)
+		}
+	}
+	if len(errs) > 0 {
+		return errs
 	}
 	for _, r := range c.Rules {
 		if r.Unlimited {
@@ -138,6 +156,7 @@ type slot struct {
 	limit     Limit // the reference limit, or the override's
 	unlimited bool
 	statKey   string // the rule's statistics name for this descriptor
+	statGroup string // the rule, whose names Stats bounds
 	job       *job
 }
 
@@ -146,7 +165,15 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	if err := s.check(req); err != nil {
 		return nil, err
 	}
+	if _, ok := ctx.Deadline(); !ok && s.opts.RequestTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.opts.RequestTimeout)
+		defer cancel()
+	}
 	now := time.Now()
+	if s.opts.Clock != nil {
+		now = s.opts.Clock()
+	}
 	c := s.config.Load()
 	if c == nil {
 		return nil, status.Error(codes.Unavailable, "no rate limit configuration loaded")
@@ -171,7 +198,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 				return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: limit override: %v", i, err)
 			}
 			r.dec = s.refs[l.Unit]
-			slots[i] = slot{rule: r, limit: l, statKey: overrideStatKey(req.GetDomain(), d.GetEntries())}
+			slots[i] = slot{rule: r, limit: l, statKey: overrideStatKey(req.GetDomain(), d.GetEntries()), statGroup: req.GetDomain() + ".(override)"}
 			slots[i].job = &job{d: r.dec, key: eventKey(req.GetDomain(), d.GetEntries(), nil)}
 			continue
 		}
@@ -183,7 +210,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 			slots[i].unlimited = true
 			continue
 		}
-		slots[i] = slot{rule: m.rule, limit: m.rule.Limits[0], statKey: m.statKey}
+		slots[i] = slot{rule: m.rule, limit: m.rule.Limits[0], statKey: m.statKey, statGroup: m.rule.Key}
 		slots[i].job = &job{d: m.rule.dec, key: eventKey(req.GetDomain(), d.GetEntries(), m.shared)}
 	}
 	var jobs []*job
@@ -331,7 +358,7 @@ func (s *Service) respond(ctx context.Context, req *pb.RateLimitRequest, slots [
 			continue
 		}
 		st, c := s.status(sl, now)
-		s.opts.Stats.add(ctx, sl.statKey, c)
+		s.opts.Stats.add(ctx, sl.statGroup, sl.statKey, c)
 		resp.Statuses[i] = st
 		if headers && st.LimitRemaining < minRemaining {
 			closest, closestSlot, minRemaining = st, sl, st.LimitRemaining
@@ -357,7 +384,7 @@ func (s *Service) respond(ctx context.Context, req *pb.RateLimitRequest, slots [
 			resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd,
 				&core.HeaderValue{Key: s.opts.LimitHeader, Value: strconv.FormatUint(uint64(l.RequestsPerUnit), 10)},
 				&core.HeaderValue{Key: s.opts.RemainingHeader, Value: strconv.FormatUint(uint64(closest.LimitRemaining), 10)},
-				&core.HeaderValue{Key: s.opts.ResetHeader, Value: strconv.FormatInt(untilReset(l.Unit, time.Now()), 10)})
+				&core.HeaderValue{Key: s.opts.ResetHeader, Value: strconv.FormatInt(untilReset(l.Unit, now), 10)})
 		}
 		if s.opts.IETFHeaders {
 			resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd, ietfHeaders(closestSlot, closest)...)

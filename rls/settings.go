@@ -42,6 +42,9 @@ type Settings struct {
 	FailOpen       bool
 	ReloadInterval time.Duration
 	MaxDescriptors int
+	// RequestTimeout (RATELUA_REQUEST_TIMEOUT, 2 s) bounds a request
+	// whose caller set no deadline (/json, a gRPC call without one).
+	RequestTimeout time.Duration
 }
 
 // SettingsFromEnv reads the settings from getenv (os.Getenv in the
@@ -86,6 +89,7 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		FailOpen:              r.bool("RATELUA_FAIL_OPEN", false),
 		ReloadInterval:        r.duration("RATELUA_RELOAD_INTERVAL", time.Second),
 		MaxDescriptors:        r.int("RATELUA_MAX_DESCRIPTORS", 1000),
+		RequestTimeout:        r.duration("RATELUA_REQUEST_TIMEOUT", 2*time.Second),
 	}
 	if v := r.str("BACKEND_TYPE", "redis"); v != "redis" {
 		r.fail("BACKEND_TYPE", v, "ratelua-rls runs on Redis or Valkey only (redis)")
@@ -127,11 +131,36 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	if strings.ContainsAny(s.CacheKeyPrefix, "{}") {
 		r.fail("CACHE_KEY_PREFIX", s.CacheKeyPrefix, "may not contain '{' or '}'")
 	}
-	if s.Fallback < 0 || s.Fallback > 1 {
-		r.fail("RATELUA_FALLBACK", fmt.Sprint(s.Fallback), "must be between 0 and 1")
+	for _, p := range []struct {
+		name string
+		port int
+	}{{"PORT", s.Port}, {"GRPC_PORT", s.GRPCPort}} {
+		if p.port < 0 || p.port > 65535 {
+			r.fail(p.name, strconv.Itoa(p.port), "must be a port from 0 to 65535")
+		}
+	}
+	// Written so that NaN fails every test.
+	if !(s.NearLimitRatio > 0 && s.NearLimitRatio <= 1) {
+		r.fail("NEAR_LIMIT_RATIO", r.getenv("NEAR_LIMIT_RATIO"), "must be a share above 0 and at most 1, such as 0.8")
+	}
+	if !(s.Fallback == 0 || s.Fallback >= 0.001 && s.Fallback <= 1) {
+		r.fail("RATELUA_FALLBACK", r.getenv("RATELUA_FALLBACK"), "must be 0 (no fallback) or a share from 0.001 to 1, such as 0.5")
+	}
+	if s.DenyCache < 0 {
+		r.fail("RATELUA_DENY_CACHE", strconv.Itoa(s.DenyCache), "must be 0 (no deny cache) or a number of descriptors above 0")
+	}
+	if s.MetricsExporter == "otlp" {
+		if v := r.getenv("OTEL_METRIC_EXPORT_INTERVAL"); v != "" {
+			if ms, err := strconv.ParseInt(v, 10, 64); err != nil || ms <= 0 {
+				r.fail("OTEL_METRIC_EXPORT_INTERVAL", v, "must be a number of milliseconds above 0")
+			}
+		}
 	}
 	if s.ReloadInterval <= 0 {
 		r.fail("RATELUA_RELOAD_INTERVAL", s.ReloadInterval.String(), "must be above 0")
+	}
+	if s.RequestTimeout <= 0 {
+		r.fail("RATELUA_REQUEST_TIMEOUT", s.RequestTimeout.String(), "must be above 0")
 	}
 	if s.MaxDescriptors <= 0 {
 		r.fail("RATELUA_MAX_DESCRIPTORS", strconv.Itoa(s.MaxDescriptors), "must be above 0")

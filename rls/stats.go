@@ -55,7 +55,28 @@ type Stats struct {
 	rules       sync.Map // statistics name -> *RuleStats
 	raw         sync.Map // name before sanitizing -> *RuleStats
 	instruments [len(statNames)]metric.Int64Counter
+
+	// The names of each rule (detailed_metric and value_to_metric make
+	// one per value), at most maxNames; the rest count under the rule's
+	// overflow name.
+	mu       sync.Mutex
+	names    map[string]int
+	maxNames int
 }
+
+// MaxStatNamesPerRule bounds the statistics names of one rule: with
+// detailed_metric (or value_to_metric) each descriptor value is a name of
+// its own, so that a client sending new values would grow the statistics
+// without end. The first MaxStatNamesPerRule names a rule counts keep
+// their own counters; the hits of every later name count under one name,
+// the rule's with OverflowSuffix ("app.ip.(other)"), so a rule's totals
+// stay whole. Descriptors carrying their own limit are bounded the same
+// way per domain, under "<domain>.(override).(other)".
+const MaxStatNamesPerRule = 1000
+
+// OverflowSuffix ends the statistics name that counts a rule's names past
+// MaxStatNamesPerRule.
+const OverflowSuffix = ".(other)"
 
 // NewStats returns the statistics of a service. nearLimitRatio is the
 // share of a limit past which admitted hits are near the limit
@@ -65,7 +86,7 @@ func NewStats(nearLimitRatio float64, meters metric.MeterProvider) (*Stats, erro
 	if nearLimitRatio == 0 {
 		nearLimitRatio = 0.8
 	}
-	s := &Stats{nearRatio: float32(nearLimitRatio)}
+	s := &Stats{nearRatio: float32(nearLimitRatio), names: map[string]int{}, maxNames: MaxStatNamesPerRule}
 	if meters == nil {
 		return s, nil
 	}
@@ -122,8 +143,9 @@ func (s *Stats) Keys() []string {
 	return keys
 }
 
-// add adds c to the statistics of name (not yet sanitized).
-func (s *Stats) add(ctx context.Context, name string, c counts) {
+// add adds c to the statistics of name (not yet sanitized), a name of
+// the rule group.
+func (s *Stats) add(ctx context.Context, group, name string, c counts) {
 	if s == nil {
 		return
 	}
@@ -131,8 +153,7 @@ func (s *Stats) add(ctx context.Context, name string, c counts) {
 	if v, ok := s.raw.Load(name); ok {
 		r = v.(*RuleStats)
 	} else {
-		r = s.Rule(sanitizeStatName(name))
-		s.raw.Store(name, r)
+		r = s.named(group, name)
 	}
 	for i, v := range c {
 		if v == 0 {
@@ -143,6 +164,23 @@ func (s *Stats) add(ctx context.Context, name string, c counts) {
 			s.instruments[i].Add(ctx, int64(min(v, math.MaxInt64)), r.opt)
 		}
 	}
+}
+
+// named returns the counters of a name not seen before: its own while the
+// group has fewer than maxNames, else the group's overflow.
+func (s *Stats) named(group, name string) *RuleStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.raw.Load(name); ok {
+		return v.(*RuleStats)
+	}
+	if s.names[group] >= s.maxNames {
+		return s.Rule(sanitizeStatName(group + OverflowSuffix))
+	}
+	s.names[group]++
+	r := s.Rule(sanitizeStatName(name))
+	s.raw.Store(name, r)
+	return r
 }
 
 // nearThreshold is the count past which hits are near limit, as the

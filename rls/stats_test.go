@@ -2,6 +2,8 @@ package rls
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,9 +44,8 @@ func TestStatisticsAsOpenTelemetryMetrics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		svc, _, _ := setupKind(t, kind, statsConfig, Options{Stats: stats})
+		svc, _, _ := setupKind(t, kind, statsConfig, Options{Stats: stats, Clock: frozenClock()})
 		ctx := context.Background()
-		avoidBoundary(time.Hour)
 		// ask sends hits as the descriptor's hits_addend (0: check only).
 		ask := func(hits uint64, kv ...string) pb.RateLimitResponse_Code {
 			t.Helper()
@@ -59,7 +60,9 @@ func TestStatisticsAsOpenTelemetryMetrics(t *testing.T) {
 		// k, 5 an hour (near past 4): 3 within; 2 within, the count 5 is
 		// one past 4; 3 over from 5; a check of 0 hits over.
 		ask(3, "k", "a")
-		ask(2, "k", "a")
+		if ask(2, "k", "a") != pb.RateLimitResponse_OK {
+			t.Fatal("k: 5 of 5 not within the limit")
+		}
 		if ask(3, "k", "a") != pb.RateLimitResponse_OVER_LIMIT {
 			t.Fatal("k: 8 of 5 not over the limit")
 		}
@@ -143,12 +146,88 @@ func collectStats(t *testing.T, reader *sdkmetric.ManualReader) map[string]map[s
 	return out
 }
 
-// avoidBoundary waits, when less than two seconds are left of the current
-// window of unit d (aligned to the Unix epoch, as the reference's), for
-// the next one, so that a test's requests share one window.
-func avoidBoundary(d time.Duration) {
-	left := d - time.Duration(time.Now().UnixNano()%int64(d))
-	if left < 2*time.Second {
-		time.Sleep(left + 10*time.Millisecond)
+// frozenClock is a clock that stands at the time it is made, so that a
+// test's requests share one window of every unit however long the
+// machine's load makes them take.
+func frozenClock() func() time.Time {
+	at := time.Now()
+	return func() time.Time { return at }
+}
+
+// TestDetailedMetricNamesAreBounded (issue 30, M6): a detailed_metric
+// rule's statistics kept one entry per value forever (20,000 values took
+// RSS from 23 to 107 MB); the first MaxStatNamesPerRule values keep their
+// entries, the hits of every later one count under the rule's overflow
+// name, and the rule's totals stay whole, in /stats and in the metrics.
+func TestDetailedMetricNamesAreBounded(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	stats, err := NewStats(0.8, sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, _, _ := setupKind(t, testbench.Redis, statsConfig, Options{Stats: stats})
+	ctx := context.Background()
+	const values = MaxStatNamesPerRule + 50
+	for i := range values {
+		ip := fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255)
+		if _, err := svc.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "m", Descriptors: []*rlpb.RateLimitDescriptor{desc("ip", ip), desc("k", "a")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	own, hits := 0, uint64(0)
+	for name, m := range stats.Snapshot() {
+		if strings.HasPrefix(name, "m.ip_") {
+			own++
+			hits += m[statTotalHits]
+		}
+	}
+	over := stats.Snapshot()["m.ip"+OverflowSuffix]
+	if own != MaxStatNamesPerRule || over[statTotalHits] != 50 || over[statWithinLimit] != 50 || hits+over[statTotalHits] != values {
+		t.Fatalf("%d names of their own with %d hits, overflow %v; want %d names, 50 hits in the overflow, %d in all", own, hits, over, MaxStatNamesPerRule, values)
+	}
+	if k := stats.Snapshot()["m.k"]; k[statTotalHits] != values {
+		t.Fatalf("m.k (no detailed_metric) %v, want its %d hits under its one name", k, values)
+	}
+	if got := collectStats(t, reader); len(got) != MaxStatNamesPerRule+2 || got["m.ip"+OverflowSuffix][statTotalHits] != 50 {
+		t.Fatalf("%d rules measured (overflow %v), want %d", len(got), got["m.ip"+OverflowSuffix], MaxStatNamesPerRule+2)
+	}
+}
+
+// TestExtensionNearLimitPerRequest (issue 36, row 3): an extension rule's
+// near_limit counts, per request, only that request's hits past the
+// near-limit ratio: on 10 an hour (near past 8), 9 hits are 1 near, a
+// following hit 1 near (not 2, the count past 8), and a hit past the limit
+// none, on every algorithm that counts exactly.
+func TestExtensionNearLimitPerRequest(t *testing.T) {
+	const config = `
+domain: n
+descriptors:
+  - {key: fixed_window, rate_limit: {unit: hour, requests_per_unit: 10, algorithm: fixed_window}}
+  - {key: sliding_window, rate_limit: {unit: hour, requests_per_unit: 10, algorithm: sliding_window}}
+  - {key: token_bucket, rate_limit: {unit: hour, requests_per_unit: 10, algorithm: token_bucket}}
+  - {key: zset_log, rate_limit: {unit: hour, requests_per_unit: 10, algorithm: zset_log}}
+`
+	stats := mustStats(t)
+	svc, _, _ := setupKind(t, testbench.Redis, config, Options{Stats: stats, Clock: frozenClock()})
+	ctx := context.Background()
+	for _, alg := range []string{"fixed_window", "sliding_window", "token_bucket", "zset_log"} {
+		rule := "n." + alg
+		steps := []struct {
+			hits             uint64
+			near, within, ov uint64
+		}{{9, 1, 9, 0}, {1, 1, 1, 0}, {1, 0, 0, 1}}
+		for i, st := range steps {
+			before := stats.Snapshot()[rule]
+			d := desc(alg, "a")
+			d.HitsAddend = wrapperspb.UInt64(st.hits)
+			if _, err := svc.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "n", Descriptors: []*rlpb.RateLimitDescriptor{d}}); err != nil {
+				t.Fatal(err)
+			}
+			after := stats.Snapshot()[rule]
+			near, within, over := after[statNearLimit]-before[statNearLimit], after[statWithinLimit]-before[statWithinLimit], after[statOverLimit]-before[statOverLimit]
+			if near != st.near || within != st.within || over != st.ov {
+				t.Errorf("%s request %d (%d hits): near %d, within %d, over %d; want %d, %d, %d", alg, i+1, st.hits, near, within, over, st.near, st.within, st.ov)
+			}
+		}
 	}
 }

@@ -85,31 +85,33 @@ func stream(seed uint64, domain string, n int) []*pb.RateLimitRequest {
 	return reqs
 }
 
-// compare sends every request of each domain's stream to both services,
-// each pair within one second, and fails on the first answer that differs.
-func compare(t *testing.T, ref, ours *service, seed uint64, perDomain int) int {
-	t.Helper()
-	ctx := context.Background()
-	total := 0
+// streams returns the units that send each domain's stream to both
+// services, pair by pair, and fail on the first answer that differs.
+func streams(t *testing.T, seed uint64, perDomain int) []unit {
+	var units []unit
 	for di, domain := range domains {
-		for i, req := range stream(seed+uint64(di), domain, perDomain) {
-			var a, b string
-			ok := sameSecond(func() {
-				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				defer cancel()
-				a = answer(ref.client.ShouldRateLimit(cctx, req))
-				b = answer(ours.client.ShouldRateLimit(cctx, req))
-			})
-			if !ok {
-				t.Fatalf("%s request %d: the two answers straddle a second; the comparison cannot hold", domain, i)
+		reqs := stream(seed+uint64(di), domain, perDomain)
+		units = append(units, unit{name: domain, domains: []string{domain}, n: len(reqs), run: func(ref, ours *service) string {
+			ctx := context.Background()
+			for i, req := range reqs {
+				var a, b string
+				ok := sameSecond(func() {
+					cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+					defer cancel()
+					a = answer(ref.client.ShouldRateLimit(cctx, req))
+					b = answer(ours.client.ShouldRateLimit(cctx, req))
+				})
+				if !ok {
+					return fmt.Sprintf("request %d", i)
+				}
+				if a != b {
+					t.Fatalf("%s request %d differs (seed %d)\nrequest: %s\nreference:   %s\nratelua-rls: %s", domain, i, seed, prototext.Format(req), a, b)
+				}
 			}
-			if a != b {
-				t.Fatalf("%s request %d differs (seed %d)\nrequest: %s\nreference:   %s\nratelua-rls: %s", domain, i, seed, prototext.Format(req), a, b)
-			}
-			total++
-		}
+			return ""
+		}})
 	}
-	return total
+	return units
 }
 
 // jsonBodies are requests to /json: within the limit, the same until over
@@ -129,26 +131,38 @@ var jsonBodies = []string{
 	`{"domain": 7}`,
 }
 
-// compareJSON sends jsonBodies to both services' /json endpoints and
-// fails when the HTTP status or the response differ.
-func compareJSON(t *testing.T, ref, ours *service) int {
+// jsonUnit sends jsonBodies to both services' /json endpoints and fails
+// when the HTTP status or the response differ.
+func jsonUnit(t *testing.T) unit {
+	return unit{name: "/json", domains: []string{"hits", "basic"}, n: len(jsonBodies), run: func(ref, ours *service) string {
+		seen := map[int]int{}
+		for i, body := range jsonBodies {
+			var ca, cb int
+			var a, b string
+			if !sameSecond(func() { ca, a = ref.postJSON(t, body); cb, b = ours.postJSON(t, body) }) {
+				return fmt.Sprintf("request %d", i)
+			}
+			if ca != cb || (ca != 400 && a != b) {
+				t.Errorf("/json %s\nreference:   %d %s\nratelua-rls: %d %s", body, ca, a, cb, b)
+			}
+			seen[ca]++
+		}
+		if seen[200] == 0 || seen[429] == 0 || seen[400] != 4 {
+			t.Errorf("/json statuses %v, want 200, 429 and four 400", seen)
+		}
+		return ""
+	}}
+}
+
+// flush empties the servers nodes (a single node, or a cluster's
+// masters).
+func flush(t *testing.T, nodes ...*testbench.Node) {
 	t.Helper()
-	seen := map[int]int{}
-	for i, body := range jsonBodies {
-		var ca, cb int
-		var a, b string
-		if !sameSecond(func() { ca, a = ref.postJSON(t, body); cb, b = ours.postJSON(t, body) }) {
-			t.Fatalf("/json request %d: the two answers straddle a second", i)
+	for _, n := range nodes {
+		if _, err := n.Do(context.Background(), "FLUSHALL"); err != nil {
+			t.Fatal(err)
 		}
-		if ca != cb || (ca != 400 && a != b) {
-			t.Errorf("/json %s\nreference:   %d %s\nratelua-rls: %d %s", body, ca, a, cb, b)
-		}
-		seen[ca]++
 	}
-	if seen[200] == 0 || seen[429] == 0 || seen[400] != 4 {
-		t.Errorf("/json statuses %v, want 200, 429 and four 400", seen)
-	}
-	return len(jsonBodies)
 }
 
 // TestAgainstReference runs envoyproxy/ratelimit and ratelua-rls, each on
@@ -171,22 +185,27 @@ func TestAgainstReference(t *testing.T) {
 		{"valkey", testbench.Valkey, nil},
 		// ratelua-rls with its deny cache and the fallback (the reference
 		// ignores the variables): the same answers and statistics, the
-		// hits the cache answered aside.
-		{"deny-cache", testbench.Redis, []string{"RATELUA_DENY_CACHE=1000", "RATELUA_FALLBACK=0.5"}},
+		// hits the cache answered aside. (A share of 1: the configurations
+		// hold rules of 1 a unit, which a smaller share rounds to 0.)
+		{"deny-cache", testbench.Redis, []string{"RATELUA_DENY_CACHE=1000", "RATELUA_FALLBACK=1"}},
 	}
 	for i, run := range runs {
 		t.Run(run.name, func(t *testing.T) {
 			refRedis := testbench.StartSingle(t, testbench.Options{Kind: run.kind})
 			ourRedis := testbench.StartSingle(t, testbench.Options{Kind: run.kind})
-			ref := startService(t, "reference", bins["reference"], "testdata/config", refRedis.Addr, false, run.env...)
-			ours := startService(t, "ratelua-rls", bins["ratelua-rls"], "testdata/config", ourRedis.Addr, false, run.env...)
-			n := compare(t, ref, ours, uint64(100*(i+1)), perDomain())
+			s := newSession(t, func() (*service, *service) {
+				flush(t, refRedis, ourRedis)
+				return startService(t, "reference", bins["reference"], "testdata/config", refRedis.Addr, false, run.env...),
+					startService(t, "ratelua-rls", bins["ratelua-rls"], "testdata/config", ourRedis.Addr, false, run.env...)
+			})
+			units := streams(t, uint64(100*(i+1)), perDomain())
 			if run.name == "defaults" {
-				n += compareJSON(t, ref, ours)
+				units = append(units, jsonUnit(t))
 			}
-			rules := compareStats(t, ref, ours)
-			t.Logf("%d requests, every answer the same; the statistics of %d rules the same", n, rules)
-			reportCases(fmt.Sprintf("reference comparison, single node (%s), %s: %d requests agree, statistics of %d rules agree", run.kind, run.name, n, rules))
+			s.run(units...)
+			n, rules := s.finish()
+			t.Logf("%d requests, every answer the same; the statistics of %d rules the same; %d restarts", n, rules, s.restarts)
+			reportCases(fmt.Sprintf("reference comparison, single node (%s), %s: %d requests agree, statistics of %d rules agree%s", run.kind, run.name, n, rules, s.restartNote()))
 		})
 	}
 }
@@ -203,12 +222,15 @@ func TestAgainstReferenceCluster(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			refCluster := testbench.Start(t, testbench.Options{Kind: kind})
 			ourCluster := testbench.Start(t, testbench.Options{Kind: kind})
-			ref := startService(t, "reference", bins["reference"], "testdata/config", strings.Join(refCluster.Addrs(), ","), true)
-			ours := startService(t, "ratelua-rls", bins["ratelua-rls"], "testdata/config", strings.Join(ourCluster.Addrs(), ","), true)
-			n := compare(t, ref, ours, 7, perDomain())
-			rules := compareStats(t, ref, ours)
-			t.Logf("%d requests, every answer the same; the statistics of %d rules the same", n, rules)
-			reportCases(fmt.Sprintf("reference comparison, six-node cluster (%s): %d requests agree, statistics of %d rules agree", kind, n, rules))
+			s := newSession(t, func() (*service, *service) {
+				flush(t, append(refCluster.Masters(), ourCluster.Masters()...)...)
+				return startService(t, "reference", bins["reference"], "testdata/config", strings.Join(refCluster.Addrs(), ","), true),
+					startService(t, "ratelua-rls", bins["ratelua-rls"], "testdata/config", strings.Join(ourCluster.Addrs(), ","), true)
+			})
+			s.run(streams(t, 7, perDomain())...)
+			n, rules := s.finish()
+			t.Logf("%d requests, every answer the same; the statistics of %d rules the same; %d restarts", n, rules, s.restarts)
+			reportCases(fmt.Sprintf("reference comparison, six-node cluster (%s): %d requests agree, statistics of %d rules agree%s", kind, n, rules, s.restartNote()))
 		})
 	}
 }

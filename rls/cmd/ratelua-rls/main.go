@@ -93,9 +93,15 @@ func check(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 		fmt.Fprintln(stderr, "usage: ratelua-rls check CONFIG_DIR")
 		return 2
 	}
-	ignoreDot := strings.EqualFold(getenv("RUNTIME_IGNOREDOTFILES"), "true")
-	merge := strings.EqualFold(getenv("MERGE_DOMAIN_CONFIG"), "true")
-	c, err := rls.Check(args[0], ignoreDot, merge)
+	// The settings as the server reads them: what they change in loading
+	// (RUNTIME_IGNOREDOTFILES, MERGE_DOMAIN_CONFIG, RATELUA_FALLBACK) is
+	// checked too, and a bad one is named.
+	s, err := rls.SettingsFromEnv(getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	c, err := rls.CheckSettings(args[0], s)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
