@@ -248,3 +248,24 @@ NEWEST ?= rategrpc rateotel
 test: test-newest
 test-newest: servers
 	bash .ci/test-newest $(NEWEST)
+
+## test-instructions: the regression guard on the scripts' cost (bench/,
+## TestInstruction*): one row per script on its newest version, on
+## redis-server and valkey-server under callgrind, instructions per
+## decision inside call() at most 3% above the committed baseline
+## bench/testdata/instructions.json, and a copy of token_bucket with one
+## redis.call more caught by it. Counts instructions, not time: it holds on
+## a busy machine. About 20 s. A missing valgrind or server skips, except
+## under CI=true. After a change to a script that is meant to cost more (or
+## that costs less): make instructions-baseline, and commit the file.
+.PHONY: test-instructions instructions-baseline valgrind
+test: test-instructions
+test-instructions: servers valgrind
+	cd bench && $(GO) test -count=1 -run '^TestInstruction' .
+instructions-baseline: servers valgrind
+	cd bench && RATELUA_WRITE_INSTRUCTIONS=1 $(GO) test -count=1 -run '^TestInstructionBaseline$$' .
+
+## valgrind: install valgrind when missing (.ci/install-valgrind, Debian's
+## package, needs root)
+valgrind:
+	@bash .ci/install-valgrind
