@@ -14,6 +14,10 @@ const (
 	icEnd   = "<!-- /instructions -->"
 )
 
+// timeHeading opens the timed part of BENCHMARKS.md, after the
+// instruction section.
+const timeHeading = "## Time per decision"
+
 // icFloorRatio is r's figure in workload w over the floor's.
 func (s icServer) icFloorRatio(r icResult, w int) float64 {
 	return r.perCall[w] / s.floor.perCall[w]
@@ -170,7 +174,11 @@ func spliceInstructions(path, section string) error {
 		} else {
 			k += 2
 		}
-		text = text[:k] + section + "\n" + text[k:]
+		rest := text[k:]
+		if !strings.Contains(rest, timeHeading) {
+			rest = timeHeading + "\n\n" + rest
+		}
+		text = text[:k] + section + "\n" + rest
 	}
 	return os.WriteFile(path, []byte(text), 0o644)
 }

@@ -227,7 +227,7 @@ func (rep report) markdown() (string, error) {
 	}
 	if len(rep.instructions) > 0 {
 		rep.instructionSection(&b)
-		b.WriteString("\n## Time per decision\n\n")
+		b.WriteString("\n" + timeHeading + "\n\n")
 	}
 	pin := "server pinned to CPU 0 and the load generator to CPU 1 (`taskset -apc`)"
 	if !rep.pinned {
