@@ -206,13 +206,19 @@ demo:
 ## redis-server then valkey-server (pinned with taskset). Writes
 ## BENCHMARKS.md and bench/charts/*.png. A separate Go module (bench/), so the
 ## peers' dependencies stay out of ratelua's go.mod. About an hour.
-## SECTIONS (main,sweep,client,cluster) and ROUNDS (3; the best is quoted)
-## choose what runs. Issue 24's targets need the main section only:
+## SECTIONS (instructions,main,sweep,client,cluster) and ROUNDS (3; the
+## best is quoted) choose what runs. The instructions section (first, about
+## 4 minutes) counts every main-table row's instructions per decision
+## inside the server's call() under callgrind, in four workloads (fresh
+## keys, 4 calls per key, denied, long-lived keys): deterministic, the
+## figure BENCHMARKS.md leads with; alone it rewrites only its part:
+##   make bench SECTIONS=instructions
+## Issue 24's targets need the main section only:
 ##   make bench SECTIONS=main ROUNDS=2     # both servers, about 17 minutes
 ## BENCHFLAGS adds flags, e.g. a subset:
 ##   make bench SECTIONS=main ROUNDS=1 BENCHFLAGS='-only "token_bucket|GCRA" -dur 1s'
 ## (-only: a regexp on contender names; -servers redis: one server)
-SECTIONS ?= main,sweep,client,cluster
+SECTIONS ?= instructions,main,sweep,client,cluster
 ROUNDS ?= 3
 .PHONY: bench
 bench:
@@ -273,3 +279,25 @@ NEWEST ?= rategrpc rateotel
 test: test-newest
 test-newest: servers
 	bash .ci/test-newest $(NEWEST)
+
+## test-instructions: the regression guard on the scripts' cost (bench/,
+## TestInstruction*): one row per script on its newest version, on
+## redis-server and valkey-server under callgrind, instructions per
+## decision inside call() at most 3% above the committed baseline
+## bench/testdata/instructions.json, and a copy of token_bucket with one
+## redis.call more caught by it. Counts instructions, not time: it holds on
+## a busy machine. About 20 s. A missing valgrind or server skips, except
+## under CI=true. After a change to a script that is meant to cost more (or
+## that costs less): make instructions-baseline, and commit the file.
+.PHONY: test-instructions instructions-baseline valgrind
+test: test-instructions
+test-instructions: servers valgrind
+	cd bench && $(GO) test -count=1 -run '^Test(Instruction|SpliceInstructions)' .
+instructions-baseline: servers valgrind
+	cd bench && RATELUA_WRITE_INSTRUCTIONS=1 $(GO) test -count=1 -run '^TestInstructionBaseline$$' .
+
+## valgrind: install valgrind when missing (.ci/install-valgrind, Debian's
+## package, needs root); when that fails the guard skips, except under
+## CI=true, where this fails
+valgrind:
+	@bash .ci/install-valgrind || [ "$$CI" != true ]

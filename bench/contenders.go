@@ -51,10 +51,22 @@ type runner interface {
 	StateKeys(eventKey string) []string
 }
 
-// env holds the clients of one server.
+// env holds the clients of one server and the callers' clock.
 type env struct {
 	rc rueidis.Client
 	gr *redis.Client
+	// clock is the caller's clock of every contender that sends its time
+	// (nil: time.Now); the instruction counts set it, so that a run sends
+	// the same times on a quiet and on a busy machine.
+	clock func() time.Time
+}
+
+// now is the callers' time.
+func (e *env) now() time.Time {
+	if e.clock != nil {
+		return e.clock()
+	}
+	return time.Now()
 }
 
 // contender is one limiter under test.
@@ -107,6 +119,18 @@ type contender struct {
 	// calls is the script calls one decision makes (0: 1): the server's
 	// usec per call is multiplied by it, so that the row costs a decision.
 	calls int
+	// serverClock: the limiter sends no time and the script reads TIME
+	// (Options.Clock nil, the Go API's default).
+	serverClock bool
+}
+
+// callerClock is the Options.Clock of a ratelua contender: the env's
+// clock, or nil for the server's clock.
+func callerClock(e *env, server bool) func() time.Time {
+	if server {
+		return nil
+	}
+	return e.now
 }
 
 // rateluaRunner decides through the ratelua Go API.
@@ -118,9 +142,6 @@ func (r rateluaRunner) Decide(ctx context.Context, eventKey string) error {
 }
 
 func (r rateluaRunner) StateKeys(eventKey string) []string { return []string{r.l.Key(eventKey)} }
-
-// realTime is the caller clock of every ratelua limiter.
-func realTime() time.Time { return time.Now() }
 
 type buildFunc func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error)
 
@@ -134,10 +155,15 @@ func rl(name, job string, build buildFunc) contender {
 // "r5" for v5), so that two versions sharing a state version do not share
 // the state left by the other's rows.
 func rlVersion(name, job string, version int, build buildFunc) contender {
+	return rlClock(name, job, version, false, build)
+}
+
+// rlClock is rlVersion on the server's clock when serverClock.
+func rlClock(name, job string, version int, serverClock bool, build buildFunc) contender {
 	return contender{
-		name: name, group: groupRatelua, cmds: scriptCmds, job: job, version: version,
+		name: name, group: groupRatelua, cmds: scriptCmds, job: job, version: version, serverClock: serverClock,
 		make: func(e *env) (runner, error) {
-			l, err := build(e.rc, ratelua.Options{Prefix: versionPrefix(version), Clock: realTime, Version: version})
+			l, err := build(e.rc, ratelua.Options{Prefix: versionPrefix(version), Clock: callerClock(e, serverClock), Version: version})
 			if err != nil {
 				return nil, err
 			}
@@ -161,9 +187,9 @@ func twin(c contender, build buildFunc) contender {
 	t := c
 	t.name, t.cmds, t.functions = c.name+fcallSuffix, functionCmds, true
 	t.cost, t.fcallCost, t.mem, t.memRef, t.ref = c.fcallCost, 0, 0, "", ""
-	version := c.version
+	version, serverClock := c.version, c.serverClock
 	t.make = func(e *env) (runner, error) {
-		l, err := build(e.rc, ratelua.Options{Prefix: versionPrefix(version), Clock: realTime, Version: version, Functions: true})
+		l, err := build(e.rc, ratelua.Options{Prefix: versionPrefix(version), Clock: callerClock(e, serverClock), Version: version, Functions: true})
 		if err != nil {
 			return nil, err
 		}
@@ -262,6 +288,7 @@ func rateluaContenders() []contender {
 		ref                  string
 		refMax               float64
 		hot                  bool // hot keys, full window; no FCALL twin
+		serverClock          bool // the script reads TIME (no Options.Clock)
 	}
 	windowBuild := func(ws ...ratelua.Window) buildFunc {
 		return func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
@@ -282,6 +309,14 @@ func rateluaContenders() []contender {
 				return ratelua.NewTokenBucket(ratelua.Rueidis(c), o, tb3...)
 			}},
 		{name: rowAR1One, script: "ar1", job: jobTokenBucket1, cost: 3.3, fcallCost: 3.0, mem: 1.25, peerMax: 0.90, minimum: minGetSet,
+			build: func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+				return ratelua.NewAR1(ratelua.Rueidis(c), o, ar1)
+			}},
+		{name: rowTokenBucket1 + ", server clock", script: "token_bucket", job: jobTokenBucket1, minimum: minGetSet, serverClock: true,
+			build: func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+				return ratelua.NewTokenBucket(ratelua.Rueidis(c), o, tb1)
+			}},
+		{name: rowAR1One + ", server clock", script: "ar1", job: jobTokenBucket1, minimum: minGetSet, serverClock: true,
 			build: func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
 				return ratelua.NewAR1(ratelua.Rueidis(c), o, ar1)
 			}},
@@ -310,7 +345,7 @@ func rateluaContenders() []contender {
 			} else if v == newest || !embedded(r.script, v) {
 				continue
 			}
-			c := rlVersion(rowName(v, r.name), r.job, version, r.build)
+			c := rlClock(rowName(v, r.name), r.job, version, r.serverClock, r.build)
 			c.minimum = r.minimum
 			if r.ref != "" {
 				c.ref = rowName(v, r.ref)
@@ -372,7 +407,7 @@ func concurrencyContenders(version int) []contender {
 			functions: functions, version: version,
 			make: func(e *env) (runner, error) {
 				s, err := ratelua.NewConcurrency(ratelua.Rueidis(e.rc),
-					ratelua.Options{Prefix: versionPrefix(version), Clock: realTime, Version: version, Functions: functions},
+					ratelua.Options{Prefix: versionPrefix(version), Clock: e.now, Version: version, Functions: functions},
 					ratelua.Slots{Max: 100, Lease: 30 * time.Second})
 				if err != nil {
 					return nil, err
@@ -422,6 +457,7 @@ return { redis.call('INCRBY', KEYS[1], tonumber(ARGV[1])), ends }`)
 type fixedWindowRunner struct {
 	client rueidis.Client
 	window time.Duration
+	now    func() time.Time
 }
 
 func (f fixedWindowRunner) StateKeys(eventKey string) []string {
@@ -430,7 +466,7 @@ func (f fixedWindowRunner) StateKeys(eventKey string) []string {
 }
 
 func (f fixedWindowRunner) Decide(ctx context.Context, eventKey string) error {
-	now := time.Now()
+	now := f.now()
 	return fixedWindowScript.Exec(ctx, f.client, f.StateKeys(eventKey), []string{
 		"1", strconv.FormatInt(now.Add(f.window).UnixMilli(), 10), strconv.FormatInt(now.UnixMilli(), 10),
 	}).Error()
@@ -447,7 +483,7 @@ func peerContenders() []contender {
 		{
 			name: "peer rueidislimiter fixed window (script re-implemented*)", group: groupPeer, cmds: scriptCmds, job: jobFixedWindow, short: "rueidislimiter fixed window",
 			make: func(e *env) (runner, error) {
-				return fixedWindowRunner{client: e.rc, window: time.Minute}, nil
+				return fixedWindowRunner{client: e.rc, window: time.Minute, now: e.now}, nil
 			},
 		},
 	}

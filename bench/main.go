@@ -19,7 +19,11 @@
 // bytes per key are divided by those of a counter under keys of the same
 // lengths as the row's state keys, measured in the same run.
 //
-// Sections (-sections): main (cost and memory of every contender), sweep
+// Sections (-sections): instructions (every main-table contender's
+// instructions per decision inside the server's call() under callgrind, in
+// four workloads: the deciding figure, which BENCHMARKS.md leads with; run
+// alone it rewrites only that part of BENCHMARKS.md), main (cost and
+// memory of every contender), sweep
 // (scaling of sliding_window and zset_log), client (ns/op and allocs/op on
 // a canned reply), cluster (decisions/s on a six-node cluster).
 //
@@ -53,9 +57,13 @@ const (
 	sectionSweep   = "sweep"
 	sectionClient  = "client"
 	sectionCluster = "cluster"
+	// sectionInstructions: instructions per decision under callgrind
+	// (instructions.go); run alone, it rewrites only its part of
+	// BENCHMARKS.md.
+	sectionInstructions = "instructions"
 )
 
-var allSections = []string{sectionMain, sectionSweep, sectionClient, sectionCluster}
+var allSections = []string{sectionInstructions, sectionMain, sectionSweep, sectionClient, sectionCluster}
 
 type config struct {
 	out      string
@@ -116,6 +124,27 @@ func run(ctx context.Context, cfg config) error {
 		cfg.pin = false
 	}
 	rep.pinned, rep.cfg = cfg.pin, cfg
+	if cfg.has(sectionInstructions) {
+		cs := icContenders(filter(cfg.only, mainContenders()))
+		for _, kind := range cfg.kinds {
+			s, err := runInstructions(ctx, kind, cs)
+			if err != nil {
+				return fmt.Errorf("%s instructions: %w", kind, err)
+			}
+			rep.instructions = append(rep.instructions, s)
+		}
+		if len(cfg.sections) == 1 {
+			var b strings.Builder
+			rep.instructionSection(&b)
+			path := filepath.Join(cfg.out, "BENCHMARKS.md")
+			if err := spliceInstructions(path, b.String()); err != nil {
+				return err
+			}
+			fmt.Print(b.String())
+			log.Printf("wrote the instruction section of %s in %v", path, time.Since(rep.started).Round(time.Second))
+			return nil
+		}
+	}
 	if cfg.has(sectionClient) {
 		figs, err := runClient(ctx, cfg.rounds, cfg.only)
 		if err != nil {
@@ -173,6 +202,11 @@ func run(ctx context.Context, cfg config) error {
 	path := filepath.Join(cfg.out, "BENCHMARKS.md")
 	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
 		return fmt.Errorf("write: %w", err)
+	}
+	if len(rep.instructions) > 0 {
+		var b strings.Builder
+		rep.instructionSection(&b)
+		fmt.Print(b.String())
 	}
 	fmt.Print(rep.targets())
 	log.Printf("wrote %s in %v", path, time.Since(rep.started).Round(time.Second))

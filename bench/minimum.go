@@ -48,7 +48,10 @@ return v + 1`)
 
 // zsetMinimumRunner runs zsetMinimumScript: 100 per minute, like the
 // zset_log row.
-type zsetMinimumRunner struct{ client rueidis.Client }
+type zsetMinimumRunner struct {
+	client rueidis.Client
+	now    func() time.Time
+}
 
 func (z zsetMinimumRunner) StateKeys(eventKey string) []string {
 	return []string{"minzset:" + eventKey}
@@ -56,7 +59,7 @@ func (z zsetMinimumRunner) StateKeys(eventKey string) []string {
 
 func (z zsetMinimumRunner) Decide(ctx context.Context, eventKey string) error {
 	return zsetMinimumScript.Exec(ctx, z.client, z.StateKeys(eventKey), []string{
-		strconv.FormatInt(time.Now().UnixMilli(), 10), "60000", "100",
+		strconv.FormatInt(z.now().UnixMilli(), 10), "60000", "100",
 	}).Error()
 }
 
@@ -70,7 +73,7 @@ func minimumContenders() []contender {
 		},
 		{
 			name: minZSet, group: groupMinimum, cmds: scriptCmds,
-			make: func(e *env) (runner, error) { return zsetMinimumRunner{client: e.rc}, nil },
+			make: func(e *env) (runner, error) { return zsetMinimumRunner{client: e.rc, now: e.now}, nil },
 		},
 		{
 			name: minHash, group: groupMinimum, cmds: scriptCmds,

@@ -85,6 +85,9 @@ type report struct {
 	client    []clientFigure
 	servers   []serverResult
 	charts    []chart
+	// instructions: per server, the instruction counts (the instructions
+	// section), first in BENCHMARKS.md.
+	instructions []icServer
 }
 
 // memRatio is r's bytes per key and MEMORY USAGE over its memory floor's
@@ -221,6 +224,10 @@ func (rep report) markdown() (string, error) {
 		rep.started.UTC().Format("2006-01-02 15:04 MST"), time.Since(rep.started).Round(time.Second), strings.Join(rep.cfg.sections, ", "))
 	if s := rep.cfg.only.String(); s != "" {
 		fmt.Fprintf(&b, "**Subset run**: only the contenders matching `%s`.\n\n", s)
+	}
+	if len(rep.instructions) > 0 {
+		rep.instructionSection(&b)
+		b.WriteString("\n" + timeHeading + "\n\n")
 	}
 	pin := "server pinned to CPU 0 and the load generator to CPU 1 (`taskset -apc`)"
 	if !rep.pinned {

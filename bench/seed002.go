@@ -133,18 +133,19 @@ type seed002Runner struct {
 	namespace string
 	limits    []seedLimit
 	json      string
+	now       func() time.Time
 }
 
-func newSeed002Runner(client rueidis.Client, limits []seedLimit) (seed002Runner, error) {
+func newSeed002Runner(client rueidis.Client, now func() time.Time, limits []seedLimit) (seed002Runner, error) {
 	b, err := json.Marshal(limits)
 	if err != nil {
 		return seed002Runner{}, fmt.Errorf("seed 002 limits: %w", err)
 	}
-	return seed002Runner{client: client, namespace: "seed002", limits: limits, json: string(b)}, nil
+	return seed002Runner{client: client, namespace: "seed002", limits: limits, json: string(b), now: now}, nil
 }
 
 func (s seed002Runner) Decide(ctx context.Context, eventKey string) error {
-	now := strconv.FormatInt(time.Now().Unix(), 10)
+	now := strconv.FormatInt(s.now().Unix(), 10)
 	return seed002Script.Exec(ctx, s.client, []string{eventKey}, []string{"1", s.namespace, s.json, now, "0"}).Error()
 }
 
@@ -160,6 +161,6 @@ func (s seed002Runner) StateKeys(eventKey string) []string {
 func seed002Contender(name, job string, limits ...seedLimit) contender {
 	return contender{
 		name: name, group: groupBaseline, cmds: scriptCmds, job: job, short: "seed 002 design",
-		make: func(e *env) (runner, error) { return newSeed002Runner(e.rc, limits) },
+		make: func(e *env) (runner, error) { return newSeed002Runner(e.rc, e.now, limits) },
 	}
 }

@@ -38,7 +38,10 @@ return { 0, math.floor(tokens), size, math.ceil((1 - tokens) / rate) }`)
 
 // seedBucketRunner: a bucket of 100 refilled at 100 per minute, TTL the
 // time to refill it (60 s), the same limit as ratelua's 1-limit bucket.
-type seedBucketRunner struct{ client rueidis.Client }
+type seedBucketRunner struct {
+	client rueidis.Client
+	now    func() time.Time
+}
 
 // The seed names the key "rate_limit:bucket:{clientId}".
 func (s seedBucketRunner) StateKeys(eventKey string) []string {
@@ -47,13 +50,13 @@ func (s seedBucketRunner) StateKeys(eventKey string) []string {
 
 func (s seedBucketRunner) Decide(ctx context.Context, eventKey string) error {
 	return seedBucketScript.Exec(ctx, s.client, s.StateKeys(eventKey), []string{
-		"100", strconv.FormatFloat(100.0/60, 'g', -1, 64), strconv.FormatInt(time.Now().UnixMilli(), 10), "60",
+		"100", strconv.FormatFloat(100.0/60, 'g', -1, 64), strconv.FormatInt(s.now().UnixMilli(), 10), "60",
 	}).Error()
 }
 
 func seedBucketContender() contender {
 	return contender{
 		name: "baseline: the seeds' token bucket (seed 000)", group: groupBaseline, cmds: scriptCmds, job: jobTokenBucket1, short: "seeds' token bucket",
-		make: func(e *env) (runner, error) { return seedBucketRunner{client: e.rc}, nil },
+		make: func(e *env) (runner, error) { return seedBucketRunner{client: e.rc, now: e.now}, nil },
 	}
 }

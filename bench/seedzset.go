@@ -38,7 +38,10 @@ end
 return { 0, 0, limit, math.ceil(retry / 1000) }`)
 
 // seedZSetRunner: 100 per minute, TTL 60 s, like ratelua's zset_log max 100.
-type seedZSetRunner struct{ client rueidis.Client }
+type seedZSetRunner struct {
+	client rueidis.Client
+	now    func() time.Time
+}
 
 // The seed names the key "rate_limit:{clientId}".
 func (s seedZSetRunner) StateKeys(eventKey string) []string {
@@ -47,13 +50,13 @@ func (s seedZSetRunner) StateKeys(eventKey string) []string {
 
 func (s seedZSetRunner) Decide(ctx context.Context, eventKey string) error {
 	return seedZSetScript.Exec(ctx, s.client, s.StateKeys(eventKey), []string{
-		"60000", "100", strconv.FormatInt(time.Now().UnixMilli(), 10), "60",
+		"60000", "100", strconv.FormatInt(s.now().UnixMilli(), 10), "60",
 	}).Error()
 }
 
 func seedZSetContender() contender {
 	return contender{
 		name: "baseline: the seeds' ZSET log (seed 000)", group: groupBaseline, cmds: scriptCmds, job: jobZSetLog100, short: "seeds' ZSET log",
-		make: func(e *env) (runner, error) { return seedZSetRunner{client: e.rc}, nil },
+		make: func(e *env) (runner, error) { return seedZSetRunner{client: e.rc, now: e.now}, nil },
 	}
 }
