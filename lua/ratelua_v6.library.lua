@@ -298,7 +298,11 @@ if n == 1 then
     end
     return bad
   end
-  local state = redis.call('GET', key)
+  local state = redis.pcall('GET', key)
+  if type(state) == 'table' and state.err then
+    return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'ar1'
+      .. ' state (another script\'s state?): ' .. state.err)
+  end
   local server = not now
   if server then
     -- The server's TIME in the unit (server_now, its strings converted
@@ -635,7 +639,11 @@ end
 -- Two or more limits. The state counts only if it was written for these limits, which were
 -- checked then. counts[i]: limit i's count (as stored, then at stamp).
 local limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
-local state = redis.call('GET', key)
+local state = redis.pcall('GET', key)
+if type(state) == 'table' and state.err then
+  return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'ar1'
+    .. ' state (another script\'s state?): ' .. state.err)
+end
 local counts = {}
 local last = nil
 if state then
@@ -1636,7 +1644,11 @@ if n == 1 then
 else
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
 end
-local stored = redis.call('HMGET', key, 'l', 'm')
+local stored = redis.pcall('HMGET', key, 'l', 'm')
+if type(stored) == 'table' and stored.err then
+  return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'sliding_window'
+    .. ' state (another script\'s state?): ' .. stored.err)
+end
 local meta = stored[2]
 
 -- The quiet case, whatever the number of limits: the last write recorded
@@ -2926,7 +2938,11 @@ if n == 1 and count >= 0 then
     capacity = nil
   end
   if capacity and capacity <= 1000000000 and amount <= 1000000000 and capacity * interval <= 1125899906842624 then
-    local state = redis.call('GET', key)
+    local state = redis.pcall('GET', key)
+    if type(state) == 'table' and state.err then
+      return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'token_bucket'
+        .. ' state (another script\'s state?): ' .. state.err)
+    end
     local server = not now
     if server then
       do
@@ -3093,7 +3109,11 @@ end
 local limits, lim, last = nil, {}, nil
 if count >= 0 and n ~= 1 then
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
-  local state = redis.call('GET', key)
+  local state = redis.pcall('GET', key)
+  if type(state) == 'table' and state.err then
+    return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'token_bucket'
+      .. ' state (another script\'s state?): ' .. state.err)
+  end
   if state then
     local stored, time, at
     stored, time, at = string.match(state, '^([^|]*)|(%d+)()')
@@ -3509,7 +3529,12 @@ if n == 1 and count >= 0 then
     end
     -- first_index: the base of the newest event, as text.
     local last, newest, size, first_index = nil, 0, 0, nil
-    local top = redis.call('ZRANGE', key, '-1', '-1')[1]
+    local top = redis.pcall('ZRANGE', key, '-1', '-1')
+    if type(top) == 'table' and top.err then
+      return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'zset_log'
+        .. ' state (another script\'s state?): ' .. top.err)
+    end
+    top = top[1]
     if top then
       local time, index
       time, index, first_index = match(top, '^(%d+):%l(%d+):(%d+)$')
@@ -3863,7 +3888,12 @@ end
 
 -- The newest event: the last write's time, and the indexes in the set.
 local last, newest, base = nil, 0, 1
-local top = redis.call('ZRANGE', key, '-1', '-1')[1]
+local top = redis.pcall('ZRANGE', key, '-1', '-1')
+if type(top) == 'table' and top.err then
+  return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'zset_log'
+    .. ' state (another script\'s state?): ' .. top.err)
+end
+top = top[1]
 if top then
   last, newest, base = member(top)
   if last == nil then

@@ -200,7 +200,11 @@ if n == 1 and count >= 0 then
     capacity = nil
   end
   if capacity and capacity <= 1000000000 and amount <= 1000000000 and capacity * interval <= 1125899906842624 then
-    local state = redis.call('GET', key)
+    local state = redis.pcall('GET', key)
+    if type(state) == 'table' and state.err then
+      return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'token_bucket'
+        .. ' state (another script\'s state?): ' .. state.err)
+    end
     local server = not now
     if server then
       do
@@ -367,7 +371,11 @@ end
 local limits, lim, last = nil, {}, nil
 if count >= 0 and n ~= 1 then
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
-  local state = redis.call('GET', key)
+  local state = redis.pcall('GET', key)
+  if type(state) == 'table' and state.err then
+    return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'token_bucket'
+      .. ' state (another script\'s state?): ' .. state.err)
+  end
   if state then
     local stored, time, at
     stored, time, at = string.match(state, '^([^|]*)|(%d+)()')

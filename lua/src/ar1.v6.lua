@@ -263,7 +263,8 @@ if n == 1 then
     -- #expand limits_error(bad, helpers, 1)
     return bad
   end
-  local state = redis.call('GET', key)
+  local state = redis.pcall('GET', key)
+  -- #expand wrong_type(state, 'ar1')
   local server = not now
   if server then
     -- The server's TIME in the unit (server_now, its strings converted
@@ -386,7 +387,8 @@ end
 -- Two or more limits. The state counts only if it was written for these limits, which were
 -- checked then. counts[i]: limit i's count (as stored, then at stamp).
 local limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
-local state = redis.call('GET', key)
+local state = redis.pcall('GET', key)
+-- #expand wrong_type(state, 'ar1')
 local counts = {}
 local last = nil
 if state then

@@ -179,7 +179,8 @@ if n == 1 and count >= 0 then
     capacity = nil
   end
   if capacity and capacity <= 1000000000 and amount <= 1000000000 and capacity * interval <= 1125899906842624 then
-    local state = redis.call('GET', key)
+    local state = redis.pcall('GET', key)
+    -- #expand wrong_type(state, 'token_bucket')
     local server = not now
     if server then
       -- #expand clock(now, unit)
@@ -287,7 +288,8 @@ end
 local limits, lim, last = nil, {}, nil
 if count >= 0 and n ~= 1 then
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
-  local state = redis.call('GET', key)
+  local state = redis.pcall('GET', key)
+  -- #expand wrong_type(state, 'token_bucket')
   if state then
     local stored, time, at
     stored, time, at = string.match(state, '^([^|]*)|(%d+)()')

@@ -362,7 +362,11 @@ if n == 1 then
     end
     return bad
   end
-  local state = redis.call('GET', key)
+  local state = redis.pcall('GET', key)
+  if type(state) == 'table' and state.err then
+    return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'ar1'
+      .. ' state (another script\'s state?): ' .. state.err)
+  end
   local server = not now
   if server then
     -- The server's TIME in the unit (server_now, its strings converted
@@ -699,7 +703,11 @@ end
 -- Two or more limits. The state counts only if it was written for these limits, which were
 -- checked then. counts[i]: limit i's count (as stored, then at stamp).
 local limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
-local state = redis.call('GET', key)
+local state = redis.pcall('GET', key)
+if type(state) == 'table' and state.err then
+  return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'ar1'
+    .. ' state (another script\'s state?): ' .. state.err)
+end
 local counts = {}
 local last = nil
 if state then
