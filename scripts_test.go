@@ -26,17 +26,17 @@ var released = map[string]string{
 	"sliding_window@v5": "0d015f7c7eb2e9b8c3a661fb8ab7c2ea83fa2f33",
 	"token_bucket@v5":   "d8e8a67049b1f4563ecb34d32b307cd4d7a94d74",
 	"zset_log@v5":       "20313d7d919b4996c3f81a69b57d43efce28cc27",
-	"ar1@v6":            "36469d7aa3bcdf88a4f01f7f04ec237d3aa2e61c",
+	"ar1@v6":            "dc1edb0253762c16a12479d63f339c2ed065420b",
 	"concurrency@v6":    "ecbbb0b668a8d08f9a3354650c744c06d502f018",
-	"sliding_window@v6": "14586c650b6b1194eefbb08c667ed39e85a51aa7",
-	"token_bucket@v6":   "2130380236672d8e243439586e3c1a6f619415dd",
-	"zset_log@v6":       "02e9cea4366f8cddd9903953851343e2ebc2636d",
+	"sliding_window@v6": "3cb2db3cf067274b12389e8573b6834fd296685f",
+	"token_bucket@v6":   "c45e25b0f7af4813d94a25e367ef826eb8179205",
+	"zset_log@v6":       "2ba225a7d9123ff504ff64dce434e108130302f6",
 }
 
 // releasedLibraries pins the SHA1 of every released Functions library.
 var releasedLibraries = map[int]string{
 	5: "298920f9ca406f17490499ae4fcc5816ff7bc413",
-	6: "f7009f1b503d7b85f0f21e367a0d390f9c8dc8aa",
+	6: "ad81ab5151c12018619843e73b71269e63eecda6",
 }
 
 // embeddedLibraries lists the release of every Functions library file

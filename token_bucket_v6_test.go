@@ -124,7 +124,7 @@ func luatestAt(clock time.Time) *luatest.Engine {
 // TestTokenBucketV6FullTimeNeverMovesBack checks v6's promise for one
 // limit, that a clock behind can only deny earlier: the time the bucket
 // is full again, X / refill_amount, never decreases while the key lives,
-// whatever the clocks of the calls.
+// whatever the clocks of the calls behind the server's.
 func TestTokenBucketV6FullTimeNeverMovesBack(t *testing.T) {
 	s := tokenBucketV6(t)
 	r := rand.New(rand.NewPCG(6, 24))
@@ -144,8 +144,15 @@ func TestTokenBucketV6FullTimeNeverMovesBack(t *testing.T) {
 				c.Now = max(0, now-r.Int64N(3*longest+1)) // often far behind
 			}
 			now = max(now, c.Now)
-			if _, _, err := run(t, e, s.Source, callArgs(c, limits)); err != nil {
+			_, res, err := run(t, e, s.Source, callArgs(c, limits))
+			if err != nil {
 				t.Fatal(err)
+			}
+			if res.Count("DEL") > 0 {
+				// A stale state (written by a clock far ahead of this
+				// call's and of the frozen server's TIME) is deleted by
+				// design (issue 30, M5): the key starts again.
+				last = new(big.Int)
 			}
 			state, ok := e.Dump(testKey).(string)
 			if !ok {

@@ -362,8 +362,13 @@ if n == 1 then
     end
     return bad
   end
-  local state = redis.call('GET', key)
-  if not now then
+  local state = redis.pcall('GET', key)
+  if type(state) == 'table' and state.err then
+    return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'ar1'
+      .. ' state (another script\'s state?): ' .. state.err)
+  end
+  local server = not now
+  if server then
     -- The server's TIME in the unit (server_now, its strings converted
     -- by arithmetic).
     local time = redis.call('TIME')
@@ -397,7 +402,37 @@ if n == 1 then
     if stored and stored >= 1 then
       c = stored
       if last > boundary then
-        boundary = last
+        -- A clock behind the last write's boundary (rarely). The state is
+        -- stale when that boundary's start lies more than the limit's
+        -- horizon ahead of now (and, for a caller's clock, of the
+        -- server's TIME): written by a clock far ahead, it is deleted
+        -- and the call counts from 0.
+        local horizon, gone
+        do
+          local horizon_over = decay - 1000
+          horizon = resolution * ((decay + (-decay) % horizon_over) / horizon_over)
+        end
+        gone = false
+        if last * resolution > now + horizon then
+          gone = true
+          if not server then
+            -- The server's TIME in unit, as server_now (macros do not nest).
+            local stale_time = redis.call('TIME')
+            local stale_clock = tonumber(stale_time[1]) * 1000000 + tonumber(stale_time[2])
+            if unit == 's' then
+              stale_clock = tonumber(stale_time[1])
+            elseif unit == 'ms' then
+              stale_clock = tonumber(stale_time[1]) * 1000 + math.floor(tonumber(stale_time[2]) / 1000)
+            end
+            gone = last * resolution > stale_clock + horizon
+          end
+        end
+        if gone then
+          redis.call('DEL', key)
+          c = 0
+        else
+          boundary = last
+        end
       elseif last < boundary then
         do
           local decay_power, decay_base, decay_k = 1, factor, boundary - last
@@ -668,7 +703,11 @@ end
 -- Two or more limits. The state counts only if it was written for these limits, which were
 -- checked then. counts[i]: limit i's count (as stored, then at stamp).
 local limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
-local state = redis.call('GET', key)
+local state = redis.pcall('GET', key)
+if type(state) == 'table' and state.err then
+  return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'ar1'
+    .. ' state (another script\'s state?): ' .. state.err)
+end
 local counts = {}
 local last = nil
 if state then
@@ -782,7 +821,8 @@ if last == nil then
     return bad
   end
 end
-if not now then
+local server = not now
+if server then
   do
     local time = redis.call('TIME')
     if unit == 's' then
@@ -792,6 +832,43 @@ if not now then
     else
       now = tonumber(time[1]) * 1000000 + tonumber(time[2])
     end
+  end
+end
+if last and last > now then
+  -- A clock behind the last write (rarely). The state is stale when its
+  -- last write lies more than the widest horizon of the limits ahead of
+  -- now (and, for a caller's clock, of the server's TIME): written by a
+  -- clock far ahead, it is deleted and the call counts from 0.
+  local widest = 0
+  for i = 5, #ARGV, 3 do
+    local horizon
+    do
+      local horizon_over = tonumber(ARGV[i + 1]) - 1000
+      horizon = tonumber(ARGV[i + 2]) * ((tonumber(ARGV[i + 1]) + (-tonumber(ARGV[i + 1])) % horizon_over) / horizon_over)
+    end
+    if horizon > widest then
+      widest = horizon
+    end
+  end
+  local gone
+  gone = false
+  if last > now + widest then
+    gone = true
+    if not server then
+      -- The server's TIME in unit, as server_now (macros do not nest).
+      local stale_time = redis.call('TIME')
+      local stale_clock = tonumber(stale_time[1]) * 1000000 + tonumber(stale_time[2])
+      if unit == 's' then
+        stale_clock = tonumber(stale_time[1])
+      elseif unit == 'ms' then
+        stale_clock = tonumber(stale_time[1]) * 1000 + math.floor(tonumber(stale_time[2]) / 1000)
+      end
+      gone = last > stale_clock + widest
+    end
+  end
+  if gone then
+    redis.call('DEL', key)
+    last = nil
   end
 end
 local stamp = now

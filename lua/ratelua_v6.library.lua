@@ -298,8 +298,13 @@ if n == 1 then
     end
     return bad
   end
-  local state = redis.call('GET', key)
-  if not now then
+  local state = redis.pcall('GET', key)
+  if type(state) == 'table' and state.err then
+    return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'ar1'
+      .. ' state (another script\'s state?): ' .. state.err)
+  end
+  local server = not now
+  if server then
     -- The server's TIME in the unit (server_now, its strings converted
     -- by arithmetic).
     local time = redis.call('TIME')
@@ -333,7 +338,37 @@ if n == 1 then
     if stored and stored >= 1 then
       c = stored
       if last > boundary then
-        boundary = last
+        -- A clock behind the last write's boundary (rarely). The state is
+        -- stale when that boundary's start lies more than the limit's
+        -- horizon ahead of now (and, for a caller's clock, of the
+        -- server's TIME): written by a clock far ahead, it is deleted
+        -- and the call counts from 0.
+        local horizon, gone
+        do
+          local horizon_over = decay - 1000
+          horizon = resolution * ((decay + (-decay) % horizon_over) / horizon_over)
+        end
+        gone = false
+        if last * resolution > now + horizon then
+          gone = true
+          if not server then
+            -- The server's TIME in unit, as server_now (macros do not nest).
+            local stale_time = redis.call('TIME')
+            local stale_clock = tonumber(stale_time[1]) * 1000000 + tonumber(stale_time[2])
+            if unit == 's' then
+              stale_clock = tonumber(stale_time[1])
+            elseif unit == 'ms' then
+              stale_clock = tonumber(stale_time[1]) * 1000 + math.floor(tonumber(stale_time[2]) / 1000)
+            end
+            gone = last * resolution > stale_clock + horizon
+          end
+        end
+        if gone then
+          redis.call('DEL', key)
+          c = 0
+        else
+          boundary = last
+        end
       elseif last < boundary then
         do
           local decay_power, decay_base, decay_k = 1, factor, boundary - last
@@ -604,7 +639,11 @@ end
 -- Two or more limits. The state counts only if it was written for these limits, which were
 -- checked then. counts[i]: limit i's count (as stored, then at stamp).
 local limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
-local state = redis.call('GET', key)
+local state = redis.pcall('GET', key)
+if type(state) == 'table' and state.err then
+  return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'ar1'
+    .. ' state (another script\'s state?): ' .. state.err)
+end
 local counts = {}
 local last = nil
 if state then
@@ -718,7 +757,8 @@ if last == nil then
     return bad
   end
 end
-if not now then
+local server = not now
+if server then
   do
     local time = redis.call('TIME')
     if unit == 's' then
@@ -728,6 +768,43 @@ if not now then
     else
       now = tonumber(time[1]) * 1000000 + tonumber(time[2])
     end
+  end
+end
+if last and last > now then
+  -- A clock behind the last write (rarely). The state is stale when its
+  -- last write lies more than the widest horizon of the limits ahead of
+  -- now (and, for a caller's clock, of the server's TIME): written by a
+  -- clock far ahead, it is deleted and the call counts from 0.
+  local widest = 0
+  for i = 5, #ARGV, 3 do
+    local horizon
+    do
+      local horizon_over = tonumber(ARGV[i + 1]) - 1000
+      horizon = tonumber(ARGV[i + 2]) * ((tonumber(ARGV[i + 1]) + (-tonumber(ARGV[i + 1])) % horizon_over) / horizon_over)
+    end
+    if horizon > widest then
+      widest = horizon
+    end
+  end
+  local gone
+  gone = false
+  if last > now + widest then
+    gone = true
+    if not server then
+      -- The server's TIME in unit, as server_now (macros do not nest).
+      local stale_time = redis.call('TIME')
+      local stale_clock = tonumber(stale_time[1]) * 1000000 + tonumber(stale_time[2])
+      if unit == 's' then
+        stale_clock = tonumber(stale_time[1])
+      elseif unit == 'ms' then
+        stale_clock = tonumber(stale_time[1]) * 1000 + math.floor(tonumber(stale_time[2]) / 1000)
+      end
+      gone = last > stale_clock + widest
+    end
+  end
+  if gone then
+    redis.call('DEL', key)
+    last = nil
   end
 end
 local stamp = now
@@ -1567,7 +1644,11 @@ if n == 1 then
 else
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
 end
-local stored = redis.call('HMGET', key, 'l', 'm')
+local stored = redis.pcall('HMGET', key, 'l', 'm')
+if type(stored) == 'table' and stored.err then
+  return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'sliding_window'
+    .. ' state (another script\'s state?): ' .. stored.err)
+end
 local meta = stored[2]
 
 -- The quiet case, whatever the number of limits: the last write recorded
@@ -2857,8 +2938,13 @@ if n == 1 and count >= 0 then
     capacity = nil
   end
   if capacity and capacity <= 1000000000 and amount <= 1000000000 and capacity * interval <= 1125899906842624 then
-    local state = redis.call('GET', key)
-    if not now then
+    local state = redis.pcall('GET', key)
+    if type(state) == 'table' and state.err then
+      return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'token_bucket'
+        .. ' state (another script\'s state?): ' .. state.err)
+    end
+    local server = not now
+    if server then
       do
         local time = redis.call('TIME')
         if unit == 'ms' then
@@ -2878,14 +2964,15 @@ if n == 1 and count >= 0 then
       -- The deficit at now: X - now * amount, or from "<t> <deficit>". A
       -- product past 2^53 is rounded, but then the difference is far
       -- outside [0, 2 * full] on the same side, and clamped.
-      local deficit = tonumber(state)
+      local deficit
+      deficit = tonumber(state)
       if deficit then
         deficit = deficit - now * amount
       else
-        local time, behind = string.match(state, '^(%d+) (%d+)$')
+        local deficit_time, deficit_behind = string.match(state, '^(%d+) (%d+)$')
         deficit = 0
-        if time then
-          deficit = tonumber(behind) + (tonumber(time) - now) * amount
+        if deficit_time then
+          deficit = tonumber(deficit_behind) + (tonumber(deficit_time) - now) * amount
         end
       end
       if deficit > 2 * full then
@@ -2894,6 +2981,45 @@ if n == 1 and count >= 0 then
         -- records nothing: a write would move X back, refilling the
         -- bucket for a caller whose clock is right.
         level, beyond = -full, true
+        if deficit > 3 * full then
+          -- Stale (rarely): the bucket is full again more than three
+          -- refill horizons (full / amount: an empty bucket's refill)
+          -- after now, so the last write lies more than one horizon
+          -- ahead of now (its deficit is at most 2 * full). For a
+          -- caller's clock, the server's TIME must read so too. A stale
+          -- state was written by a clock far ahead: deleted, and the call
+          -- counts from a full bucket.
+          local gone = true
+          if not server then
+            local clock_now, clock_deficit
+            do
+              local time = redis.call('TIME')
+              if unit == 'ms' then
+                local micros = time[2] + 0
+                clock_now = time[1] * 1000 + (micros - micros % 1000) / 1000
+              elseif unit == 's' then
+                clock_now = time[1] + 0
+              else
+                clock_now = time[1] * 1000000 + time[2]
+              end
+            end
+            clock_deficit = tonumber(state)
+            if clock_deficit then
+              clock_deficit = clock_deficit - clock_now * amount
+            else
+              local deficit_time, deficit_behind = string.match(state, '^(%d+) (%d+)$')
+              clock_deficit = 0
+              if deficit_time then
+                clock_deficit = tonumber(deficit_behind) + (tonumber(deficit_time) - clock_now) * amount
+              end
+            end
+            gone = clock_deficit > 3 * full
+          end
+          if gone then
+            redis.call('DEL', key)
+            level, beyond = full, false
+          end
+        end
       elseif deficit > 0 then
         level = full - deficit
       end
@@ -2983,7 +3109,11 @@ end
 local limits, lim, last = nil, {}, nil
 if count >= 0 and n ~= 1 then
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
-  local state = redis.call('GET', key)
+  local state = redis.pcall('GET', key)
+  if type(state) == 'table' and state.err then
+    return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'token_bucket'
+      .. ' state (another script\'s state?): ' .. state.err)
+  end
   if state then
     local stored, time, at
     stored, time, at = string.match(state, '^([^|]*)|(%d+)()')
@@ -3102,7 +3232,8 @@ if last == nil then
     return redis.error_reply('ERR ratelua: internal error: limit 1 checked twice')
   end
 end
-if not now then
+local server = not now
+if server then
   do
     local time = redis.call('TIME')
     if unit == 's' then
@@ -3112,6 +3243,42 @@ if not now then
     else
       now = tonumber(time[1]) * 1000000 + tonumber(time[2])
     end
+  end
+end
+if last and last > now then
+  -- A clock behind the last write (rarely). The state is stale when its
+  -- last write lies more than the widest refill horizon (the longest
+  -- ceil(capacity * refill_interval / refill_amount), an empty bucket's
+  -- refill) ahead of now and, for a caller's clock, of the server's TIME:
+  -- written by a clock far ahead, it is deleted and the call counts from
+  -- full buckets.
+  local widest = 0
+  for i = 5, #ARGV, 3 do
+    local full, amount = tonumber(ARGV[i]) * tonumber(ARGV[i + 2]), tonumber(ARGV[i + 1])
+    local horizon = (full + (-full) % amount) / amount
+    if horizon > widest then
+      widest = horizon
+    end
+  end
+  local gone
+  gone = false
+  if last > now + widest then
+    gone = true
+    if not server then
+      -- The server's TIME in unit, as server_now (macros do not nest).
+      local stale_time = redis.call('TIME')
+      local stale_clock = tonumber(stale_time[1]) * 1000000 + tonumber(stale_time[2])
+      if unit == 's' then
+        stale_clock = tonumber(stale_time[1])
+      elseif unit == 'ms' then
+        stale_clock = tonumber(stale_time[1]) * 1000 + math.floor(tonumber(stale_time[2]) / 1000)
+      end
+      gone = last > stale_clock + widest
+    end
+  end
+  if gone then
+    redis.call('DEL', key)
+    last = nil
   end
 end
 local stamp = now
@@ -3362,7 +3529,12 @@ if n == 1 and count >= 0 then
     end
     -- first_index: the base of the newest event, as text.
     local last, newest, size, first_index = nil, 0, 0, nil
-    local top = redis.call('ZRANGE', key, '-1', '-1')[1]
+    local top = redis.pcall('ZRANGE', key, '-1', '-1')
+    if type(top) == 'table' and top.err then
+      return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'zset_log'
+        .. ' state (another script\'s state?): ' .. top.err)
+    end
+    top = top[1]
     if top then
       local time, index
       time, index, first_index = match(top, '^(%d+):%l(%d+):(%d+)$')
@@ -3716,7 +3888,12 @@ end
 
 -- The newest event: the last write's time, and the indexes in the set.
 local last, newest, base = nil, 0, 1
-local top = redis.call('ZRANGE', key, '-1', '-1')[1]
+local top = redis.pcall('ZRANGE', key, '-1', '-1')
+if type(top) == 'table' and top.err then
+  return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'zset_log'
+    .. ' state (another script\'s state?): ' .. top.err)
+end
+top = top[1]
 if top then
   last, newest, base = member(top)
   if last == nil then

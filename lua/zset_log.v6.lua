@@ -205,7 +205,12 @@ if n == 1 and count >= 0 then
     end
     -- first_index: the base of the newest event, as text.
     local last, newest, size, first_index = nil, 0, 0, nil
-    local top = redis.call('ZRANGE', key, '-1', '-1')[1]
+    local top = redis.pcall('ZRANGE', key, '-1', '-1')
+    if type(top) == 'table' and top.err then
+      return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'zset_log'
+        .. ' state (another script\'s state?): ' .. top.err)
+    end
+    top = top[1]
     if top then
       local time, index
       time, index, first_index = match(top, '^(%d+):%l(%d+):(%d+)$')
@@ -559,7 +564,12 @@ end
 
 -- The newest event: the last write's time, and the indexes in the set.
 local last, newest, base = nil, 0, 1
-local top = redis.call('ZRANGE', key, '-1', '-1')[1]
+local top = redis.pcall('ZRANGE', key, '-1', '-1')
+if type(top) == 'table' and top.err then
+  return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'zset_log'
+    .. ' state (another script\'s state?): ' .. top.err)
+end
+top = top[1]
 if top then
   last, newest, base = member(top)
   if last == nil then

@@ -19,14 +19,26 @@ import (
 // caller far behind (5 ms since 1970) does not wipe a state of the
 // server's clock.
 func TestClockFarAheadOnServers(t *testing.T) {
-	limits := map[string][]string{
-		ratelua.SlidingWindow: {"1", "1000", "100", "1", "3600000", "60000"},
-		ratelua.ZSetLog:       {"1", "1000", "1", "3600000"},
+	// Per case: the script, limits whose widest window (or horizon) is an
+	// hour with max 1, and the bound of every PTTL and of the retry of the
+	// denied server-clock call (token_bucket's bucket goes down to
+	// -capacity in mode 1: two hours).
+	cases := map[string]struct {
+		name       string
+		lim        []string
+		ttl, retry int64
+	}{
+		"sliding_window": {ratelua.SlidingWindow, []string{"1", "1000", "100", "1", "3600000", "60000"}, 3_600_000, 3_600_000},
+		"zset_log":       {ratelua.ZSetLog, []string{"1", "1000", "1", "3600000"}, 3_600_000, 3_600_000},
+		"token_bucket/1": {ratelua.TokenBucket, []string{"1", "1", "3600000"}, 7_200_000, 7_200_000},
+		"token_bucket/2": {ratelua.TokenBucket, []string{"1", "1", "3600000", "2", "1", "1000"}, 7_200_000, 7_200_000},
+		"ar1/1":          {ratelua.AR1, []string{"1", "1000000", "1800000"}, 3_600_000, 3_600_000},
+		"ar1/2":          {ratelua.AR1, []string{"1", "1000000", "1800000", "5", "2000", "1000"}, 3_600_000, 3_600_000},
 	}
 	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
 		ctx := context.Background()
-		for name, lim := range limits {
-			src := scriptV6(t, name)
+		for name, sc := range cases {
+			src, lim := scriptV6(t, sc.name), sc.lim
 			key := "ahead:{" + name + "}"
 			client.Do(ctx, client.B().Del().Key(key).Build())
 			call := func(count, now, mode string) []int64 {
@@ -36,8 +48,8 @@ func TestClockFarAheadOnServers(t *testing.T) {
 					t.Fatalf("%s at %q: %v", name, now, err)
 				}
 				ttl, err := client.Do(ctx, client.B().Pttl().Key(key).Build()).AsInt64()
-				if err != nil || ttl > 3_600_000 {
-					t.Errorf("%s after a call at %q: PTTL %d, %v; want at most the widest window, 3600000", name, now, ttl, err)
+				if err != nil || ttl > sc.ttl {
+					t.Errorf("%s after a call at %q: PTTL %d, %v; want at most %d", name, now, ttl, err, sc.ttl)
 				}
 				return got
 			}
@@ -47,7 +59,7 @@ func TestClockFarAheadOnServers(t *testing.T) {
 			if got := call("1", "", "1"); got[0] != 1 {
 				t.Errorf("%s: a server-clock call after the year-9999 ones: %v, want allowed", name, got)
 			}
-			if got := call("1", "", "1"); got[0] != 0 || got[2] < 0 || got[2] > 3_600_000 {
+			if got := call("1", "", "1"); got[0] != 0 || got[2] < 0 || got[2] > sc.retry {
 				t.Errorf("%s: the second server-clock call: %v, want denied by its own first event within the window", name, got)
 			}
 			if got := call("1", "5", "0"); got[0] != 0 {

@@ -30,7 +30,7 @@ var contracts = map[string]Entry{
 	},
 	"ar1.v6": {
 		Keys: keys,
-		Argv: append(append([]string{}, commonArgv...), []string{
+		Argv: append(ar1V6Argv(), []string{
 			"ARGV[5..] 1 to 16 limits, each the integers: max, decay, resolution",
 			"max: events allowed in the decayed count, 1..10^9",
 			"decay: in thousandths (2000 = halve), 1001..10^9; the count is divided by decay/1000 at every multiple of resolution",
@@ -233,7 +233,15 @@ var keys = []string{
 // behind the last write (one limit: it counts from now).
 func tokenBucketV6Argv() []string {
 	argv := append([]string{}, commonArgv...)
-	argv[2] = "ARGV[3] now: a canonical integer in [0, 2^52] in that unit from the caller's clock, or '' to use the server's clock (TIME); a now earlier than the state's last write is treated as the time of that write with two or more limits, and with one limit counts from now (the bucket is then emptier by the refill of the time behind, down to -capacity: an earlier denial, never a later one)"
+	argv[2] = "ARGV[3] now: a canonical integer in [0, 2^52] in that unit from the caller's clock, or '' to use the server's clock (TIME); a now earlier than the state's last write is treated as the time of that write with two or more limits, and with one limit counts from now (the bucket is then emptier by the refill of the time behind, down to -capacity: an earlier denial, never a later one). A state written by a clock far ahead is stale, deleted and counted from full buckets: with two or more limits when its last write lies more than the widest refill horizon (the largest ceil(capacity * refill_interval / refill_amount), an empty bucket's refill) ahead of now and of the server's TIME (read then, for a caller's clock); with one limit when the deficit read at now, and at the server's TIME for a caller's clock, exceeds 3 * capacity * refill_interval (the bucket is full again more than three horizons ahead, so the last write lies more than one horizon ahead). So one caller's clock cannot lock a key for the others: every TTL written is at most reset_after from the writer's now"
+	return argv
+}
+
+// ar1V6Argv is commonArgv with ar1 v6's rule for a state far ahead of the
+// clocks (issue 30, M5).
+func ar1V6Argv() []string {
+	argv := append([]string{}, commonArgv...)
+	argv[2] = "ARGV[3] now: a canonical integer in [0, 2^52] in that unit from the caller's clock, or '' to use the server's clock (TIME); a now earlier than the state's last write is treated as the time of that write (with one limit: a now whose boundary is before the last write's is treated as at that boundary), unless that write (with one limit: the start of its boundary) lies more than the widest horizon ahead of now and of the server's TIME (read then, for a caller's clock); a limit's horizon is an event's mean lifetime in the count, resolution * ceil(decay / (decay - 1000)): such a state, written by a clock far ahead, is stale, deleted and counted from 0, so one caller's clock cannot lock a key for the others"
 	return argv
 }
 

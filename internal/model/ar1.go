@@ -8,16 +8,27 @@ type AR1Limit struct {
 	Max, Decay, Resolution int64
 }
 
+// Horizon is the limit's horizon for the stale rule: an event's mean
+// lifetime in the count, Resolution * Decay / (Decay - 1000), rounded up to
+// whole resolutions: Resolution * ceil(Decay / (Decay - 1000)).
+func (l AR1Limit) Horizon() int64 {
+	return l.Resolution * ceilDiv(l.Decay, l.Decay-1000)
+}
+
 // ar1Epsilon is the count below which a decayed count is 0.
 const ar1Epsilon = 0.001
 
 // AR1 models ar1 with float64 counts, as the script computes them.
 type AR1 struct {
 	Limits []AR1Limit
-	exists bool
-	stamp  int64
-	counts []float64
-	ttl    int64
+	// KeepsStale is v5's rule: a state written by a clock far ahead (see
+	// Stale) is kept and decided at its last write's time; from v6 it is
+	// forgotten.
+	KeepsStale bool
+	exists     bool
+	stamp      int64
+	counts     []float64
+	ttl        int64
 }
 
 // Exists reports whether state must exist.
@@ -75,6 +86,20 @@ func (m *AR1) Do(c Call) Reply {
 			maxima[i] = l.Max
 		}
 		return fresh(maxima)
+	}
+	if m.exists && !m.KeepsStale {
+		// The last write: with one limit, the script keeps only its
+		// boundary, so the start of that boundary.
+		last, widest := m.stamp, int64(0)
+		if len(m.Limits) == 1 {
+			last = m.stamp / m.Limits[0].Resolution * m.Limits[0].Resolution
+		}
+		for _, l := range m.Limits {
+			widest = max(widest, l.Horizon())
+		}
+		if Stale(c, last, widest) {
+			m.exists, m.counts = false, nil
+		}
 	}
 	stamp := c.Now
 	counts := make([]float64, len(m.Limits))

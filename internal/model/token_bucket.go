@@ -19,10 +19,14 @@ type TokenBucket struct {
 	// back. Unset (v5, and v6 with two or more limits), a now behind is
 	// taken as the last write's time.
 	BehindCounts bool
-	exists       bool
-	stamp        int64
-	tokens       []*big.Rat
-	ttl          int64
+	// KeepsStale is v5's rule: a state written by a clock far ahead (see
+	// stale) is kept and decided at its last write's time; from v6 it is
+	// forgotten.
+	KeepsStale bool
+	exists     bool
+	stamp      int64
+	tokens     []*big.Rat
+	ttl        int64
 }
 
 // Exists reports whether state must exist.
@@ -56,8 +60,11 @@ func (m *TokenBucket) Do(c Call) Reply {
 		}
 		return fresh(caps)
 	}
-	stamp := c.Now
 	behind := m.BehindCounts && len(m.Limits) == 1
+	if m.exists && !m.KeepsStale && m.stale(c, behind) {
+		m.exists, m.tokens = false, nil
+	}
+	stamp := c.Now
 	beyond := false // behind, below the floor: record nothing
 	levels := make([]*big.Rat, len(m.Limits))
 	for i, l := range m.Limits {
@@ -117,4 +124,36 @@ func (m *TokenBucket) Do(c Call) Reply {
 		m.ttl = ttlMillis(c.Unit, resetAfter)
 	}
 	return decide(allowed, outcomes)
+}
+
+// Horizon is a bucket's refill horizon, the time an empty bucket takes to
+// fill: ceil(Capacity * RefillInterval / RefillAmount).
+func (l TokenBucketLimit) Horizon() int64 {
+	return ceilDiv(l.Capacity*l.RefillInterval, l.RefillAmount)
+}
+
+// stale reports whether the state is stale for call c (v6). With two or
+// more limits (or behind unset): by Stale, the widest window being the
+// widest Horizon. With one limit whose now behind counts: when the deficit
+// read at max(now, the server's clock), (last - t) * RefillAmount +
+// (Capacity - tokens) * RefillInterval, exceeds 3 * Capacity *
+// RefillInterval: the bucket is full again more than three horizons
+// ahead, so its last write lies more than one horizon ahead (the script
+// keeps no time of the last write but this deficit).
+func (m *TokenBucket) stale(c Call, behind bool) bool {
+	if !behind {
+		var widest int64
+		for _, l := range m.Limits {
+			widest = max(widest, l.Horizon())
+		}
+		return Stale(c, m.stamp, widest)
+	}
+	l := m.Limits[0]
+	t := max(c.Now, c.Server)
+	deficit := new(big.Rat).Sub(big.NewRat(l.Capacity, 1), m.tokens[0])
+	deficit.Mul(deficit, big.NewRat(l.RefillInterval, 1))
+	ahead := new(big.Int).Mul(big.NewInt(m.stamp-t), big.NewInt(l.RefillAmount))
+	deficit.Add(deficit, new(big.Rat).SetInt(ahead))
+	bound := new(big.Int).Mul(big.NewInt(3*l.Capacity), big.NewInt(l.RefillInterval))
+	return deficit.Cmp(new(big.Rat).SetInt(bound)) > 0
 }

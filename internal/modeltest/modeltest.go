@@ -273,6 +273,9 @@ func ForVersion(m model.Model, version int) model.Model {
 	switch m := m.(type) {
 	case *model.TokenBucket:
 		m.BehindCounts = version >= 6
+		m.KeepsStale = version < 6
+	case *model.AR1:
+		m.KeepsStale = version < 6
 	case *model.SlidingWindow:
 		m.KeepsStale = version < 6
 	case *model.ZSetLog:

@@ -64,6 +64,18 @@ if LAST > NOW + WIDEST then
 end
 -- #end
 
+-- wrong_type returns the error reply of a call on a key of another type
+-- than the script's state (issue 30, L2) when READ, the reply of the
+-- script's first read of KEYS[1] by redis.pcall, is an error: a WRONGTYPE
+-- from another script's state (a hash, a sorted set or a string). NAME
+-- names the script. Nothing is written.
+-- #define wrong_type(READ, NAME)
+if type(READ) == 'table' and READ.err then
+  return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. NAME
+    .. ' state (another script\'s state?): ' .. READ.err)
+end
+-- #end
+
 -- ttl_ms sets OUT to the PEXPIRE of a state fresh after DURATION in UNIT:
 -- whole milliseconds, rounded up, within [1, 2^52], as text.
 -- #define ttl_ms(OUT, UNIT, DURATION)

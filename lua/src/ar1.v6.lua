@@ -205,6 +205,17 @@ for i = 5, 2 + 3 * N, 3 do
 end
 -- #end
 
+-- horizon sets OUT to a limit's horizon for the stale rule: an event's
+-- mean lifetime in the count, RESOLUTION * DECAY / (DECAY - 1000) (the
+-- window the Go API gives the limit), rounded up to whole resolutions:
+-- RESOLUTION * ceil(DECAY / (DECAY - 1000)), from 2 to 1001 resolutions.
+-- #define horizon(OUT, DECAY, RESOLUTION)
+do
+  local horizon_over = DECAY - 1000
+  OUT = RESOLUTION * ((DECAY + (-DECAY) % horizon_over) / horizon_over)
+end
+-- #end
+
 -- #call: what follows runs on every call (in ratelua_v6, the function body)
 local tonumber, floor, format, find = tonumber, math.floor, string.format, string.find
 local unit, now, mode = ARGV[2], false, ARGV[4]
@@ -252,8 +263,10 @@ if n == 1 then
     -- #expand limits_error(bad, helpers, 1)
     return bad
   end
-  local state = redis.call('GET', key)
-  if not now then
+  local state = redis.pcall('GET', key)
+  -- #expand wrong_type(state, 'ar1')
+  local server = not now
+  if server then
     -- The server's TIME in the unit (server_now, its strings converted
     -- by arithmetic).
     local time = redis.call('TIME')
@@ -287,7 +300,20 @@ if n == 1 then
     if stored and stored >= 1 then
       c = stored
       if last > boundary then
-        boundary = last
+        -- A clock behind the last write's boundary (rarely). The state is
+        -- stale when that boundary's start lies more than the limit's
+        -- horizon ahead of now (and, for a caller's clock, of the
+        -- server's TIME): written by a clock far ahead, it is deleted
+        -- and the call counts from 0.
+        local horizon, gone
+        -- #expand horizon(horizon, decay, resolution)
+        -- #expand stale(gone, last * resolution, now, horizon, server, unit)
+        if gone then
+          redis.call('DEL', key)
+          c = 0
+        else
+          boundary = last
+        end
       elseif last < boundary then
         -- #expand decayed(c, stored, factor, boundary - last)
       end
@@ -361,7 +387,8 @@ end
 -- Two or more limits. The state counts only if it was written for these limits, which were
 -- checked then. counts[i]: limit i's count (as stored, then at stamp).
 local limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
-local state = redis.call('GET', key)
+local state = redis.pcall('GET', key)
+-- #expand wrong_type(state, 'ar1')
 local counts = {}
 local last = nil
 if state then
@@ -398,8 +425,29 @@ if last == nil then
     return bad
   end
 end
-if not now then
+local server = not now
+if server then
   -- #expand server_now(now, unit)
+end
+if last and last > now then
+  -- A clock behind the last write (rarely). The state is stale when its
+  -- last write lies more than the widest horizon of the limits ahead of
+  -- now (and, for a caller's clock, of the server's TIME): written by a
+  -- clock far ahead, it is deleted and the call counts from 0.
+  local widest = 0
+  for i = 5, #ARGV, 3 do
+    local horizon
+    -- #expand horizon(horizon, tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]))
+    if horizon > widest then
+      widest = horizon
+    end
+  end
+  local gone
+  -- #expand stale(gone, last, now, widest, server, unit)
+  if gone then
+    redis.call('DEL', key)
+    last = nil
+  end
 end
 local stamp = now
 if last and last > now then

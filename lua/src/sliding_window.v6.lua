@@ -185,7 +185,8 @@ if n == 1 then
 else
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
 end
-local stored = redis.call('HMGET', key, 'l', 'm')
+local stored = redis.pcall('HMGET', key, 'l', 'm')
+-- #expand wrong_type(stored, 'sliding_window')
 local meta = stored[2]
 
 -- The quiet case, whatever the number of limits: the last write recorded

@@ -121,6 +121,22 @@ do
 end
 -- #end
 
+-- deficit_at sets OUT to the deficit of the one-limit STATE (its text)
+-- at time AT under refill AMOUNT: X - AT * AMOUNT, or from "<t>
+-- <deficit>"; 0 for text of neither form.
+-- #define deficit_at(OUT, STATE, AT, AMOUNT)
+OUT = tonumber(STATE)
+if OUT then
+  OUT = OUT - AT * AMOUNT
+else
+  local deficit_time, deficit_behind = string.match(STATE, '^(%d+) (%d+)$')
+  OUT = 0
+  if deficit_time then
+    OUT = tonumber(deficit_behind) + (tonumber(deficit_time) - AT) * AMOUNT
+  end
+end
+-- #end
+
 -- #call: what follows runs on every call (in ratelua_v6, the function body)
 local tonumber, floor, format, find = tonumber, math.floor, string.format, string.find
 local unit, now, mode = ARGV[2], false, ARGV[4]
@@ -163,8 +179,10 @@ if n == 1 and count >= 0 then
     capacity = nil
   end
   if capacity and capacity <= 1000000000 and amount <= 1000000000 and capacity * interval <= 1125899906842624 then
-    local state = redis.call('GET', key)
-    if not now then
+    local state = redis.pcall('GET', key)
+    -- #expand wrong_type(state, 'token_bucket')
+    local server = not now
+    if server then
       -- #expand clock(now, unit)
     end
     -- level = tokens * interval, in [-full, full].
@@ -174,22 +192,34 @@ if n == 1 and count >= 0 then
       -- The deficit at now: X - now * amount, or from "<t> <deficit>". A
       -- product past 2^53 is rounded, but then the difference is far
       -- outside [0, 2 * full] on the same side, and clamped.
-      local deficit = tonumber(state)
-      if deficit then
-        deficit = deficit - now * amount
-      else
-        local time, behind = string.match(state, '^(%d+) (%d+)$')
-        deficit = 0
-        if time then
-          deficit = tonumber(behind) + (tonumber(time) - now) * amount
-        end
-      end
+      local deficit
+      -- #expand deficit_at(deficit, state, now, amount)
       if deficit > 2 * full then
         -- Below the floor: only a now behind the last write (or other
         -- limits) reads so. The bucket is at -capacity, and the call
         -- records nothing: a write would move X back, refilling the
         -- bucket for a caller whose clock is right.
         level, beyond = -full, true
+        if deficit > 3 * full then
+          -- Stale (rarely): the bucket is full again more than three
+          -- refill horizons (full / amount: an empty bucket's refill)
+          -- after now, so the last write lies more than one horizon
+          -- ahead of now (its deficit is at most 2 * full). For a
+          -- caller's clock, the server's TIME must read so too. A stale
+          -- state was written by a clock far ahead: deleted, and the call
+          -- counts from a full bucket.
+          local gone = true
+          if not server then
+            local clock_now, clock_deficit
+            -- #expand clock(clock_now, unit)
+            -- #expand deficit_at(clock_deficit, state, clock_now, amount)
+            gone = clock_deficit > 3 * full
+          end
+          if gone then
+            redis.call('DEL', key)
+            level, beyond = full, false
+          end
+        end
       elseif deficit > 0 then
         level = full - deficit
       end
@@ -258,7 +288,8 @@ end
 local limits, lim, last = nil, {}, nil
 if count >= 0 and n ~= 1 then
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
-  local state = redis.call('GET', key)
+  local state = redis.pcall('GET', key)
+  -- #expand wrong_type(state, 'token_bucket')
   if state then
     local stored, time, at
     stored, time, at = string.match(state, '^([^|]*)|(%d+)()')
@@ -289,8 +320,31 @@ if last == nil then
     return redis.error_reply('ERR ratelua: internal error: limit 1 checked twice')
   end
 end
-if not now then
+local server = not now
+if server then
   -- #expand server_now(now, unit)
+end
+if last and last > now then
+  -- A clock behind the last write (rarely). The state is stale when its
+  -- last write lies more than the widest refill horizon (the longest
+  -- ceil(capacity * refill_interval / refill_amount), an empty bucket's
+  -- refill) ahead of now and, for a caller's clock, of the server's TIME:
+  -- written by a clock far ahead, it is deleted and the call counts from
+  -- full buckets.
+  local widest = 0
+  for i = 5, #ARGV, 3 do
+    local full, amount = tonumber(ARGV[i]) * tonumber(ARGV[i + 2]), tonumber(ARGV[i + 1])
+    local horizon = (full + (-full) % amount) / amount
+    if horizon > widest then
+      widest = horizon
+    end
+  end
+  local gone
+  -- #expand stale(gone, last, now, widest, server, unit)
+  if gone then
+    redis.call('DEL', key)
+    last = nil
+  end
 end
 local stamp = now
 if last and last > now then

@@ -113,7 +113,9 @@ if n == 1 and count >= 0 then
     end
     -- first_index: the base of the newest event, as text.
     local last, newest, size, first_index = nil, 0, 0, nil
-    local top = redis.call('ZRANGE', key, '-1', '-1')[1]
+    local top = redis.pcall('ZRANGE', key, '-1', '-1')
+    -- #expand wrong_type(top, 'zset_log')
+    top = top[1]
     if top then
       local time, index
       time, index, first_index = match(top, '^(%d+):%l(%d+):(%d+)$')
@@ -351,7 +353,9 @@ end
 
 -- The newest event: the last write's time, and the indexes in the set.
 local last, newest, base = nil, 0, 1
-local top = redis.call('ZRANGE', key, '-1', '-1')[1]
+local top = redis.pcall('ZRANGE', key, '-1', '-1')
+-- #expand wrong_type(top, 'zset_log')
+top = top[1]
 if top then
   last, newest, base = member(top)
   if last == nil then

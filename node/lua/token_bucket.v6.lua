@@ -200,8 +200,13 @@ if n == 1 and count >= 0 then
     capacity = nil
   end
   if capacity and capacity <= 1000000000 and amount <= 1000000000 and capacity * interval <= 1125899906842624 then
-    local state = redis.call('GET', key)
-    if not now then
+    local state = redis.pcall('GET', key)
+    if type(state) == 'table' and state.err then
+      return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'token_bucket'
+        .. ' state (another script\'s state?): ' .. state.err)
+    end
+    local server = not now
+    if server then
       do
         local time = redis.call('TIME')
         if unit == 'ms' then
@@ -221,14 +226,15 @@ if n == 1 and count >= 0 then
       -- The deficit at now: X - now * amount, or from "<t> <deficit>". A
       -- product past 2^53 is rounded, but then the difference is far
       -- outside [0, 2 * full] on the same side, and clamped.
-      local deficit = tonumber(state)
+      local deficit
+      deficit = tonumber(state)
       if deficit then
         deficit = deficit - now * amount
       else
-        local time, behind = string.match(state, '^(%d+) (%d+)$')
+        local deficit_time, deficit_behind = string.match(state, '^(%d+) (%d+)$')
         deficit = 0
-        if time then
-          deficit = tonumber(behind) + (tonumber(time) - now) * amount
+        if deficit_time then
+          deficit = tonumber(deficit_behind) + (tonumber(deficit_time) - now) * amount
         end
       end
       if deficit > 2 * full then
@@ -237,6 +243,45 @@ if n == 1 and count >= 0 then
         -- records nothing: a write would move X back, refilling the
         -- bucket for a caller whose clock is right.
         level, beyond = -full, true
+        if deficit > 3 * full then
+          -- Stale (rarely): the bucket is full again more than three
+          -- refill horizons (full / amount: an empty bucket's refill)
+          -- after now, so the last write lies more than one horizon
+          -- ahead of now (its deficit is at most 2 * full). For a
+          -- caller's clock, the server's TIME must read so too. A stale
+          -- state was written by a clock far ahead: deleted, and the call
+          -- counts from a full bucket.
+          local gone = true
+          if not server then
+            local clock_now, clock_deficit
+            do
+              local time = redis.call('TIME')
+              if unit == 'ms' then
+                local micros = time[2] + 0
+                clock_now = time[1] * 1000 + (micros - micros % 1000) / 1000
+              elseif unit == 's' then
+                clock_now = time[1] + 0
+              else
+                clock_now = time[1] * 1000000 + time[2]
+              end
+            end
+            clock_deficit = tonumber(state)
+            if clock_deficit then
+              clock_deficit = clock_deficit - clock_now * amount
+            else
+              local deficit_time, deficit_behind = string.match(state, '^(%d+) (%d+)$')
+              clock_deficit = 0
+              if deficit_time then
+                clock_deficit = tonumber(deficit_behind) + (tonumber(deficit_time) - clock_now) * amount
+              end
+            end
+            gone = clock_deficit > 3 * full
+          end
+          if gone then
+            redis.call('DEL', key)
+            level, beyond = full, false
+          end
+        end
       elseif deficit > 0 then
         level = full - deficit
       end
@@ -326,7 +371,11 @@ end
 local limits, lim, last = nil, {}, nil
 if count >= 0 and n ~= 1 then
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
-  local state = redis.call('GET', key)
+  local state = redis.pcall('GET', key)
+  if type(state) == 'table' and state.err then
+    return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'token_bucket'
+      .. ' state (another script\'s state?): ' .. state.err)
+  end
   if state then
     local stored, time, at
     stored, time, at = string.match(state, '^([^|]*)|(%d+)()')
@@ -445,7 +494,8 @@ if last == nil then
     return redis.error_reply('ERR ratelua: internal error: limit 1 checked twice')
   end
 end
-if not now then
+local server = not now
+if server then
   do
     local time = redis.call('TIME')
     if unit == 's' then
@@ -455,6 +505,42 @@ if not now then
     else
       now = tonumber(time[1]) * 1000000 + tonumber(time[2])
     end
+  end
+end
+if last and last > now then
+  -- A clock behind the last write (rarely). The state is stale when its
+  -- last write lies more than the widest refill horizon (the longest
+  -- ceil(capacity * refill_interval / refill_amount), an empty bucket's
+  -- refill) ahead of now and, for a caller's clock, of the server's TIME:
+  -- written by a clock far ahead, it is deleted and the call counts from
+  -- full buckets.
+  local widest = 0
+  for i = 5, #ARGV, 3 do
+    local full, amount = tonumber(ARGV[i]) * tonumber(ARGV[i + 2]), tonumber(ARGV[i + 1])
+    local horizon = (full + (-full) % amount) / amount
+    if horizon > widest then
+      widest = horizon
+    end
+  end
+  local gone
+  gone = false
+  if last > now + widest then
+    gone = true
+    if not server then
+      -- The server's TIME in unit, as server_now (macros do not nest).
+      local stale_time = redis.call('TIME')
+      local stale_clock = tonumber(stale_time[1]) * 1000000 + tonumber(stale_time[2])
+      if unit == 's' then
+        stale_clock = tonumber(stale_time[1])
+      elseif unit == 'ms' then
+        stale_clock = tonumber(stale_time[1]) * 1000 + math.floor(tonumber(stale_time[2]) / 1000)
+      end
+      gone = last > stale_clock + widest
+    end
+  end
+  if gone then
+    redis.call('DEL', key)
+    last = nil
   end
 end
 local stamp = now

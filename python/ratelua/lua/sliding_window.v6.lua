@@ -314,7 +314,11 @@ if n == 1 then
 else
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
 end
-local stored = redis.call('HMGET', key, 'l', 'm')
+local stored = redis.pcall('HMGET', key, 'l', 'm')
+if type(stored) == 'table' and stored.err then
+  return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'sliding_window'
+    .. ' state (another script\'s state?): ' .. stored.err)
+end
 local meta = stored[2]
 
 -- The quiet case, whatever the number of limits: the last write recorded
