@@ -65,9 +65,9 @@ func startOracle(t *testing.T, name string, argv ...string) *oracle {
 // oracleAnswer is an oracle's answer: addrcases.Answer's fields, or the
 // exception the oracle raised.
 type oracleAnswer struct {
-	Key       string       `json:"key"`
+	Key       string                 `json:"key"`
 	Error     *addrcases.OptionError `json:"error,omitempty"`
-	Exception string       `json:"exception,omitempty"`
+	Exception string                 `json:"exception,omitempty"`
 }
 
 // ask sends a batch of cases and reads as many answers.

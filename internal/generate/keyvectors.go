@@ -97,7 +97,9 @@ func vectorLimits(r *rand.Rand, script string, count int, micro bool) ([]map[str
 			ws = append(ws, w)
 			out = append(out, map[string]any{"max": w.Max, "duration_us": us(w.Duration), "resolution_us": us(w.Resolution)})
 		}
-		return out, func(o ratelua.Options) (*ratelua.Limiter, error) { return ratelua.NewSlidingWindow(noClient{}, o, ws...) }
+		return out, func(o ratelua.Options) (*ratelua.Limiter, error) {
+			return ratelua.NewSlidingWindow(noClient{}, o, ws...)
+		}
 	case "token_bucket":
 		var bs []ratelua.Bucket
 		for range count {
