@@ -139,24 +139,24 @@ release-check: check-generated
 release-sums:
 	cd integration && $(GO) run ./cmd/release -root .. -sums
 
-## generate: rebuild lua/*.lua and lua/manifest.json from lua/src, then
-## the copies of every script version in python/ratelua/lua and node/lua,
-## the copies of LICENSE in python/ and node/, the key vectors
-## testdata/keyvectors.json the packages check, the client-address cases
-## testdata/clientaddr.json (Go's clientaddr answers them; the Python and
-## Node resolvers must agree), README.md's generated blocks (costs from
-## BENCHMARKS.md, raw calls), and the scripts table of
-## lua/README.md
+## generate: write every generated file from lua/src and the code that
+## answers for them (go run ./internal/luagen/cmd/luagen -write, which go
+## generate runs too): lua/*.lua, the Functions libraries and
+## lua/manifest.json; the copies of every script version in
+## python/ratelua/lua and node/lua, and of LICENSE in python/ and node/; the
+## key vectors testdata/keyvectors.json the packages check (from the Go
+## API); the client-address cases testdata/clientaddr.json (Go's clientaddr
+## answers them; the Python and Node resolvers must agree); the scripts
+## table of lua/README.md; README.md's generated blocks (costs from
+## BENCHMARKS.md, raw calls). Only files that differ are written.
 generate:
-	$(GO) generate ./...
-	RATELUA_WRITE_GENERATED=1 $(GO) test -count=1 -run '^(TestGenerated(Packages|KeyVectors|Readme)|TestLuaReadme)$$' .
-	RATELUA_WRITE_GENERATED=1 $(GO) test -count=1 -run '^TestGeneratedClientAddrVectors$$' ./clientaddr
+	$(GO) run ./internal/luagen/cmd/luagen -write
 
-## check-generated: fail if lua/ is not what lua/src generates, or the
-## packages' scripts, their LICENSE, testdata/keyvectors.json or
-## testdata/clientaddr.json are stale
+## check-generated: fail naming every generated file (the ones make
+## generate writes) that is stale, missing or left over, with an excerpt of
+## where it differs; writes nothing. The only check of generated files.
 check-generated:
-	$(GO) test -count=1 -run 'TestGenerated' . ./clientaddr
+	$(GO) run ./internal/luagen/cmd/luagen -check
 
 ## mutants: the planted bugs of mutants/, a test of the tests: each patch
 ## applied to a temporary copy of the tree, its test command run (it must

@@ -21,14 +21,10 @@ import (
 // order) and names no script file, SHA1, function or library the manifest
 // does not hold at that version.
 //
-// Under RATELUA_WRITE_GENERATED=1 (make generate) it first rewrites the
-// scripts table from the manifest, so that a development version's new
-// SHA1s reach the page; the rest of the page is written by hand.
+// The scripts table is written by make generate (internal/generate); the
+// rest of the page is written by hand.
 func TestLuaReadme(t *testing.T) {
 	readme, m := readLuaReadme(t)
-	if os.Getenv("RATELUA_WRITE_GENERATED") == "1" {
-		readme = writeScriptsTable(t, readme, m)
-	}
 	for _, problem := range checkLuaReadme(readme, m) {
 		t.Error("lua/README.md: " + problem)
 	}
@@ -89,30 +85,6 @@ func TestLuaReadmeCheckFails(t *testing.T) {
 		}
 		t.Logf("%s: %s", name, strings.Join(problems, "; "))
 	}
-}
-
-// scriptsTableRow matches a row of the README's scripts table.
-var scriptsTableRow = regexp.MustCompile("(?m)^\\| `[a-z_0-9]+` \\| [0-9]+ \\| `[a-z_0-9]+\\.v[0-9]+\\.lua` \\|.*\n")
-
-// writeScriptsTable replaces the rows of the README's scripts table with
-// the manifest's newest version of each script, writes the page and
-// returns it.
-func writeScriptsTable(t *testing.T, readme string, m manifest.Manifest) string {
-	t.Helper()
-	at := scriptsTableRow.FindStringIndex(readme)
-	if at == nil {
-		t.Fatal("lua/README.md: no scripts table to write")
-	}
-	var rows strings.Builder
-	for _, e := range newestEntries(m) {
-		fmt.Fprintf(&rows, "| `%s` | %d | `%s` | `%s` | `%s` | `%s` | %d |\n",
-			e.Name, e.Version, e.File, e.SHA1, e.Function, e.Library, e.StateVersion)
-	}
-	out := readme[:at[0]] + rows.String() + scriptsTableRow.ReplaceAllString(readme[at[0]:], "")
-	if err := os.WriteFile("lua/README.md", []byte(out), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func readLuaReadme(t *testing.T) (string, manifest.Manifest) {

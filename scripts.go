@@ -13,7 +13,7 @@ import (
 	"github.com/ratelua/ratelua/internal/manifest"
 )
 
-//go:generate go run ./internal/luagen/cmd/luagen
+//go:generate go run ./internal/luagen/cmd/luagen -write
 
 // The script names.
 const (

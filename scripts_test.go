@@ -105,45 +105,6 @@ func TestReleasedScriptsAreUnchanged(t *testing.T) {
 	}
 }
 
-// TestGenerated checks that lua/*.lua and lua/manifest.json are exactly what
-// lua/src generates (run `make generate` after editing lua/src).
-func TestGenerated(t *testing.T) {
-	scripts, err := luagen.AssembleAll(os.DirFS("lua"), "src")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for file, want := range scripts {
-		got, err := luaFiles.ReadFile("lua/" + file)
-		if err != nil {
-			t.Errorf("%s is not generated: %v", file, err)
-			continue
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("lua/%s differs from what lua/src generates: run make generate", file)
-		}
-	}
-	for _, version := range embeddedLibraries(t) {
-		library, err := luagen.SharedLibrary(os.DirFS("lua"), "src", version)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if lib, err := ReleaseLibrary(version); err != nil || lib.Source != string(library) {
-			t.Errorf("lua/%s differs from what lua/src generates: run make generate (%v)", luagen.LibraryFile(version), err)
-		}
-	}
-	manifest, err := luagen.Build(scripts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := luaFiles.ReadFile("lua/manifest.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, manifest) {
-		t.Error("lua/manifest.json differs from what lua/src generates: run make generate")
-	}
-}
-
 // TestLibraryRunsTheScripts: each function of a Functions library runs its
 // script's exact text: the shared prelude and the script's helpers run once
 // per load at the library's top level and the body is the script after its

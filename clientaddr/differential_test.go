@@ -1,4 +1,4 @@
-package clientaddr
+package clientaddr_test
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/ratelua/ratelua/internal/addrcases"
 )
 
 var (
@@ -60,12 +62,12 @@ func startOracle(t *testing.T, name string, argv ...string) *oracle {
 	return &oracle{name: name, cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}
 }
 
-// oracleAnswer is an oracle's answer: caseAnswer's fields, or the
+// oracleAnswer is an oracle's answer: addrcases.Answer's fields, or the
 // exception the oracle raised.
 type oracleAnswer struct {
-	Key       string       `json:"key"`
-	Error     *optionError `json:"error,omitempty"`
-	Exception string       `json:"exception,omitempty"`
+	Key       string                 `json:"key"`
+	Error     *addrcases.OptionError `json:"error,omitempty"`
+	Exception string                 `json:"exception,omitempty"`
 }
 
 // ask sends a batch of cases and reads as many answers.
@@ -98,11 +100,11 @@ func (o *oracle) ask(batch [][]byte) ([]oracleAnswer, error) {
 
 // TestClientAddrDifferential is the differential fuzz of Go's clientaddr
 // against the Python (ratelua.clientaddr) and Node (src/address.js)
-// resolvers: random options, peers and field lines (caseGen), in batches
+// resolvers: random options, peers and field lines (addrcases.Gen), in batches
 // through one Python and one Node process, every answer compared with
 // Go's. make test runs -clientaddr.cases (3000); make fuzz-clientaddr
 // FUZZTIME=60s runs it for a duration. A difference prints the case as a
-// line of testdata/clientaddr.json: add it to namedCases when fixing it.
+// line of testdata/clientaddr.json: add it to addrcases.Named (internal/addrcases) when fixing it.
 func TestClientAddrDifferential(t *testing.T) {
 	python := "/usr/bin/python3"
 	if _, err := os.Stat(python); err != nil {
@@ -117,7 +119,7 @@ func TestClientAddrDifferential(t *testing.T) {
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (-clientaddr.seed=%d repeats this run)", seed, seed)
-	g := caseGen{rand.New(rand.NewPCG(seed, 7239))}
+	g := addrcases.NewGen(rand.New(rand.NewPCG(seed, 7239)))
 	deadline := time.Now().Add(*diffTime)
 	const batchSize = 500
 	ran, differences := 0, 0
@@ -129,12 +131,12 @@ func TestClientAddrDifferential(t *testing.T) {
 		if *diffTime == 0 {
 			n = min(n, *diffCases-ran)
 		}
-		cases := make([]caseInput, n)
-		wants := make([]caseAnswer, n)
+		cases := make([]addrcases.Input, n)
+		wants := make([]addrcases.Answer, n)
 		batch := make([][]byte, n)
 		for i := range cases {
-			cases[i] = g.next()
-			a, err := cases[i].answer()
+			cases[i] = g.Next()
+			a, err := cases[i].Answer()
 			if err != nil {
 				t.Fatalf("Go: %v", err)
 			}
@@ -152,7 +154,7 @@ func TestClientAddrDifferential(t *testing.T) {
 				want := oracleAnswer{Key: wants[i].Key, Error: wants[i].Error}
 				if !reflect.DeepEqual(a, want) {
 					differences++
-					w, _ := json.Marshal(caseVector{cases[i], wants[i]})
+					w, _ := json.Marshal(addrcases.Vector{Input: cases[i], Answer: wants[i]})
 					t.Errorf("%s answers %+v, Go %+v (error %+v) to\n  %s", o.name, a, want, want.Error, w)
 				}
 			}

@@ -1,6 +1,8 @@
 package luagen
 
 import (
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -130,5 +132,40 @@ func TestMacros(t *testing.T) {
 	if err != nil || !strings.Contains(string(lib), "\nlocal K = 1\n") || strings.Contains(string(lib), "#define") ||
 		!strings.Contains(string(lib), "  y = g(1, 2) + 'a,b' -- y.x stays\n") {
 		t.Errorf("SharedLibrary: %v\n%s", err, lib)
+	}
+}
+
+// TestMarkerOnNewVersionsOnly: from FirstMarkedVersion on, a generated
+// script's first line and its library's second say it is generated; an
+// older version's text (released, pinned by SHA1) is left as it was.
+func TestMarkerOnNewVersionsOnly(t *testing.T) {
+	old, next := FirstMarkedVersion-1, FirstMarkedVersion
+	fsys := fstest.MapFS{}
+	for _, v := range []int{old, next} {
+		fsys[fmt.Sprintf("src/_p.v%d.lua", v)] = &fstest.MapFile{Data: []byte("local x = 1\n")}
+		fsys[fmt.Sprintf("src/a.v%d.lua", v)] = &fstest.MapFile{Data: []byte(fmt.Sprintf("-- a v%d\n-- #include _p.v%d.lua\n-- #call\nreturn x\n", v, v))}
+	}
+	all, err := AssembleAll(fsys, "src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := regexp.MustCompile(`^-- Code generated .* DO NOT EDIT\.$`)
+	oldText, nextText := string(all[fmt.Sprintf("a.v%d.lua", old)]), string(all[fmt.Sprintf("a.v%d.lua", next)])
+	if want := fmt.Sprintf("-- a v%d\nlocal x = 1\n-- #call\nreturn x\n", old); oldText != want {
+		t.Errorf("v%d = %q, want %q (no marker)", old, oldText, want)
+	}
+	first, rest, _ := strings.Cut(nextText, "\n")
+	if !marker.MatchString(first) || !strings.Contains(first, fmt.Sprintf("lua/src/a.v%d.lua", next)) || rest != fmt.Sprintf("-- a v%d\nlocal x = 1\n-- #call\nreturn x\n", next) {
+		t.Errorf("v%d = %q, want the marker naming its source, then the script", next, nextText)
+	}
+	for _, v := range []int{old, next} {
+		lib, err := SharedLibrary(fsys, "src", v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(lib), "\n")
+		if !strings.HasPrefix(lines[0], "#!lua name=") || marker.MatchString(lines[1]) != (v >= FirstMarkedVersion) {
+			t.Errorf("library v%d starts %q: the marker belongs on line 2 from v%d on", v, lines[:2], FirstMarkedVersion)
+		}
 	}
 }

@@ -1,37 +1,29 @@
-package clientaddr
+package addrcases
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"os"
 	"strings"
-	"testing"
 )
 
-// vectorsFile is the table of cases the Python and Node packages run
-// (python/tests/test_clientaddr.py, node/test/clientaddr.test.js): Go
-// writes it from this package under RATELUA_WRITE_GENERATED=1 (make
-// generate), and TestGeneratedClientAddrVectors fails when it is stale
-// (make check-generated).
-const vectorsFile = "../testdata/clientaddr.json"
-
-// namedCases are the cases chosen by hand: issue 30's H1 (a client's
+// Named returns the cases chosen by hand: issue 30's H1 (a client's
 // unbalanced quote in Forwarded), issue 36's rows 4 and 5 (IPv6 single
 // zero groups, IPv4-mapped trusted networks at /95, /96, /97), and the
 // edges of each parser.
-func namedCases() []caseInput {
-	var out []caseInput
-	add := func(name string, o caseOptions, peer string, fields ...string) {
+func Named() []Input {
+	var out []Input
+	add := func(name string, o Options, peer string, fields ...string) {
 		if fields == nil {
 			fields = []string{}
 		}
-		out = append(out, caseInput{Name: name, Options: o, Peer: toLatin1(peer), Fields: latin1All(fields)})
+		out = append(out, Input{Name: name, Options: o, Peer: ToLatin1(peer), Fields: latin1All(fields)})
 	}
-	fwd := caseOptions{TrustedProxies: []string{"10.0.0.0/8"}, ProxyHeader: "Forwarded", IPv6Prefix: 128}
-	xff := caseOptions{TrustedProxies: []string{"10.0.0.0/8", "fd00::/8"}}
+	fwd := Options{TrustedProxies: []string{"10.0.0.0/8"}, ProxyHeader: "Forwarded", IPv6Prefix: 128}
+	xff := Options{TrustedProxies: []string{"10.0.0.0/8", "fd00::/8"}}
 
 	// H1: the client's unbalanced quote and what the proxy appends.
 	for n := 1; n <= 3; n++ {
@@ -89,8 +81,8 @@ func namedCases() []caseInput {
 	add("XFF: a zone", xff, "10.0.0.1", "fe80::1%eth0")
 	add("XFF: an empty zone", xff, "10.0.0.1", "fe80::1%")
 	add("XFF: a trusted IPv6 proxy", xff, "[fd00::1]:443", "2001:db8::5, fd00::2")
-	add("X-Real-IP", caseOptions{TrustedProxies: []string{"10.0.0.1"}, ProxyHeader: "X-Real-IP"}, "10.0.0.1", "1.2.3.4")
-	add("X-Real-IP: a list", caseOptions{TrustedProxies: []string{"10.0.0.1"}, ProxyHeader: "x-real-ip"}, "10.0.0.1", "6.6.6.6, 1.2.3.4")
+	add("X-Real-IP", Options{TrustedProxies: []string{"10.0.0.1"}, ProxyHeader: "X-Real-IP"}, "10.0.0.1", "1.2.3.4")
+	add("X-Real-IP: a list", Options{TrustedProxies: []string{"10.0.0.1"}, ProxyHeader: "x-real-ip"}, "10.0.0.1", "6.6.6.6, 1.2.3.4")
 	add("no field", xff, "10.0.0.1")
 	add("an untrusted peer", xff, "203.0.113.1", "1.2.3.4")
 
@@ -102,11 +94,11 @@ func namedCases() []caseInput {
 		"1:2:3:4:5:6:7:1.2.3.4", "::ffff:01.2.3.4", "::ffff:1.2.3", "1.2.3.4%eth0", "%eth0", "::%", "ABCD:EF01::", "2001:db8::g",
 		"1.2.3.4 ", "\t::1", "1.2.3.4\x00", "\u0661.2.3.4",
 	} {
-		add("address "+strings.ToValidUTF8(a, "?"), caseOptions{IPv6Prefix: 128}, a)
-		add("hop "+strings.ToValidUTF8(a, "?"), caseOptions{TrustedProxies: []string{"10.0.0.0/8"}, IPv6Prefix: 128}, "10.0.0.1", a)
+		add("address "+strings.ToValidUTF8(a, "?"), Options{IPv6Prefix: 128}, a)
+		add("hop "+strings.ToValidUTF8(a, "?"), Options{TrustedProxies: []string{"10.0.0.0/8"}, IPv6Prefix: 128}, "10.0.0.1", a)
 	}
-	add("a peer that is no address", caseOptions{}, "@")
-	add("an empty peer", caseOptions{}, "")
+	add("a peer that is no address", Options{}, "@")
+	add("an empty peer", Options{}, "")
 
 	// Issue 36, row 4: every prefix length, on addresses whose groups
 	// (and whose masked groups) hold single zeros and runs of zeros.
@@ -115,25 +107,25 @@ func namedCases() []caseInput {
 		"2001:db8:0:1:0:0:1:1", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "1:0:1:0:1:0:1:0",
 	} {
 		for bits := 1; bits <= 128; bits++ {
-			add(fmt.Sprintf("IPv6 /%d of %s", bits, a), caseOptions{IPv6Prefix: bits}, "["+a+"]:443")
+			add(fmt.Sprintf("IPv6 /%d of %s", bits, a), Options{IPv6Prefix: bits}, "["+a+"]:443")
 		}
 	}
 	for _, a := range []string{"192.0.2.255", "255.255.255.255", "10.1.0.1"} {
 		for bits := 1; bits <= 32; bits++ {
-			add(fmt.Sprintf("IPv4 /%d of %s", bits, a), caseOptions{IPv4Prefix: bits}, a+":80")
+			add(fmt.Sprintf("IPv4 /%d of %s", bits, a), Options{IPv4Prefix: bits}, a+":80")
 		}
 	}
 
 	// Issue 36, row 5: IPv4-mapped trusted networks at the /96 boundary.
 	for _, bits := range []int{0, 1, 80, 95, 96, 97, 104, 120, 127, 128} {
 		for _, p := range []string{"::ffff:0.0.0.0", "::ffff:10.0.0.0", "::ffff:0:0"} {
-			o := caseOptions{TrustedProxies: []string{fmt.Sprintf("%s/%d", p, bits)}, IPv6Prefix: 128}
+			o := Options{TrustedProxies: []string{fmt.Sprintf("%s/%d", p, bits)}, IPv6Prefix: 128}
 			for _, peer := range []string{"10.0.0.1", "::ffff:10.0.0.1", "[::ffff:10.0.0.1]:80", "0.0.0.0", "::ffff:0:1", "::1", "11.0.0.1"} {
 				add(fmt.Sprintf("mapped %s/%d, peer %s", p, bits, peer), o, peer, "203.0.113.9")
 			}
 		}
 	}
-	add("a mapped trusted address", caseOptions{TrustedProxies: []string{"::ffff:10.0.0.1"}}, "10.0.0.1", "203.0.113.9")
+	add("a mapped trusted address", Options{TrustedProxies: []string{"::ffff:10.0.0.1"}}, "10.0.0.1", "203.0.113.9")
 
 	// Trusted proxies as configurations write them, and the refused.
 	for _, p := range []string{
@@ -141,16 +133,16 @@ func namedCases() []caseInput {
 		"10.0.0.0/8/8", "fe80::1%eth0", "fe80::/10%x", "fe80::1%eth0/64", "::/0", "0.0.0.0/0", "::ffff:10.0.0.0/129",
 		"10.0.0.1/32", "garbage", "", "10.0.0.1 /8", "\u0661\u0660.0.0.0/8", "10.0.0.0/\u0668",
 	} {
-		add("trusted "+p, caseOptions{TrustedProxies: []string{"192.0.2.1", p}}, "10.0.0.1", "203.0.113.9")
+		add("trusted "+p, Options{TrustedProxies: []string{"192.0.2.1", p}}, "10.0.0.1", "203.0.113.9")
 	}
 	for _, h := range []string{"", "FORWARDED", "x-real-ip", "X-Client-IP", "forwarded ", "constructor", "__proto__"} {
-		add("proxy header "+h, caseOptions{TrustedProxies: []string{"10.0.0.1"}, ProxyHeader: h}, "10.0.0.1", "203.0.113.9")
+		add("proxy header "+h, Options{TrustedProxies: []string{"10.0.0.1"}, ProxyHeader: h}, "10.0.0.1", "203.0.113.9")
 	}
 	for _, bits := range []int{-1, 0, 1, 32, 33} {
-		add(fmt.Sprintf("IPv4Prefix %d", bits), caseOptions{IPv4Prefix: bits}, "192.0.2.255")
+		add(fmt.Sprintf("IPv4Prefix %d", bits), Options{IPv4Prefix: bits}, "192.0.2.255")
 	}
 	for _, bits := range []int{-1, 0, 1, 64, 128, 129} {
-		add(fmt.Sprintf("IPv6Prefix %d", bits), caseOptions{IPv6Prefix: bits}, "2001:db8::1")
+		add(fmt.Sprintf("IPv6Prefix %d", bits), Options{IPv6Prefix: bits}, "2001:db8::1")
 	}
 	return out
 }
@@ -158,42 +150,45 @@ func namedCases() []caseInput {
 func latin1All(fields []string) []string {
 	out := make([]string, len(fields))
 	for i, f := range fields {
-		out[i] = toLatin1(f)
+		out[i] = ToLatin1(f)
 	}
 	return out
 }
 
-// clientAddrVectors are the named cases and 400 random ones (a fixed seed),
-// each with Go's answer.
-func clientAddrVectors(t *testing.T) []caseVector {
-	t.Helper()
-	cases := namedCases()
-	g := caseGen{rand.New(rand.NewPCG(30, 36))}
+// Vectors returns the named cases and 400 random ones (a fixed seed), each
+// with Go's answer: the rows of testdata/clientaddr.json.
+func Vectors() ([]Vector, error) {
+	cases := Named()
+	g := NewGen(rand.New(rand.NewPCG(30, 36)))
 	for i := range 400 {
-		c := g.next()
+		c := g.Next()
 		c.Name = fmt.Sprintf("random %d", i)
 		cases = append(cases, c)
 	}
-	out := make([]caseVector, len(cases))
+	out := make([]Vector, len(cases))
 	for i, c := range cases {
-		a, err := c.answer()
+		a, err := c.Answer()
 		if err != nil {
-			t.Fatalf("%s: %v", c.Name, err)
+			return nil, fmt.Errorf("addrcases: %s: %w", c.Name, err)
 		}
-		out[i] = caseVector{c, a}
+		out[i] = Vector{c, a}
 	}
-	return out
+	return out, nil
 }
 
-// TestGeneratedClientAddrVectors checks testdata/clientaddr.json, this
-// package's answers that the Python and Node packages must give, and that
-// the table covers what it must: every prefix length of both families,
-// addresses with a single zero group, the IPv4-mapped /95, /96 and /97,
-// the H1 smuggling, and refused options.
-func TestGeneratedClientAddrVectors(t *testing.T) {
-	vectors := clientAddrVectors(t)
+// ErrMissingCase is returned by Check when the table lacks a kind of case
+// it must hold, and when a case of issue 30's H1 answers with a value the
+// client wrote.
+var ErrMissingCase = errors.New("addrcases: the vectors miss a case")
+
+// Check reports whether the table covers what it must: every prefix length
+// of both families, addresses with a single zero group, the IPv4-mapped
+// /95, /96 and /97, the H1 smuggling (never answered with the client's
+// value), and refused options.
+func Check(vectors []Vector) error {
 	v6bits, v4bits := map[int]bool{}, map[int]bool{}
 	var singleZero, mapped, h1, refused int
+	var problems []string
 	for _, v := range vectors {
 		if v.Error != nil {
 			refused++
@@ -216,27 +211,38 @@ func TestGeneratedClientAddrVectors(t *testing.T) {
 			}
 		}
 		if strings.HasPrefix(v.Name, "H1") && v.Key != "10.0.0.1" && v.Key != "10.0.0.2" && !strings.HasPrefix(v.Key, "203.0.113.") {
-			t.Errorf("%s: %q: key %s, a value the client wrote", v.Name, v.Fields, v.Key)
+			problems = append(problems, fmt.Sprintf("%s: %q: key %s, a value the client wrote", v.Name, v.Fields, v.Key))
 		}
 		if strings.HasPrefix(v.Name, "H1") {
 			h1++
 		}
 	}
 	if len(v6bits) != 128 || len(v4bits) != 32 || singleZero == 0 || mapped == 0 || h1 == 0 || refused == 0 {
-		t.Fatalf("the vectors miss a case: IPv6 prefixes %d of 128, IPv4 %d of 32, single zero groups %d, mapped networks trusted %d, H1 %d, refused %d",
-			len(v6bits), len(v4bits), singleZero, mapped, h1, refused)
+		problems = append(problems, fmt.Sprintf("IPv6 prefixes %d of 128, IPv4 %d of 32, single zero groups %d, mapped networks trusted %d, H1 %d, refused %d",
+			len(v6bits), len(v4bits), singleZero, mapped, h1, refused))
 	}
-	// One case a line, so that a change reads as a diff of cases.
-	comment, err := json.Marshal("Generated by TestGeneratedClientAddrVectors from Go's clientaddr (make generate): for each case, the Resolver's options, the peer and the field lines (bytes written one character per byte, latin-1), and the key Go answers, or the option New refuses (its name as clientaddr.Options spells it, and its index in TrustedProxies, else -1). The Python (ratelua.clientaddr) and Node (src/address.js) resolvers must give the same answers.")
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s", ErrMissingCase, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// Table returns testdata/clientaddr.json: the vectors after Check, one
+// case a line, so that a change reads as a diff of cases.
+func Table(vectors []Vector) ([]byte, error) {
+	if err := Check(vectors); err != nil {
+		return nil, err
+	}
+	comment, err := json.Marshal("Code generated by luagen (make generate) from Go's clientaddr; DO NOT EDIT. For each case, the Resolver's options, the peer and the field lines (bytes written one character per byte, latin-1), and the key Go answers, or the option New refuses (its name as clientaddr.Options spells it, and its index in TrustedProxies, else -1). The Python (ratelua.clientaddr) and Node (src/address.js) resolvers must give the same answers.")
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("addrcases: %w", err)
 	}
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "{\n \"comment\": %s,\n \"cases\": [\n", comment)
 	for i, v := range vectors {
 		line, err := json.Marshal(v)
 		if err != nil {
-			t.Fatal(err)
+			return nil, fmt.Errorf("addrcases: %s: %w", v.Name, err)
 		}
 		sep := ","
 		if i == len(vectors)-1 {
@@ -245,25 +251,5 @@ func TestGeneratedClientAddrVectors(t *testing.T) {
 		fmt.Fprintf(&buf, "  %s%s\n", line, sep)
 	}
 	buf.WriteString(" ]\n}\n")
-	compareOrWrite(t, vectorsFile, buf.Bytes())
-}
-
-// compareOrWrite writes want to path under RATELUA_WRITE_GENERATED=1 and
-// otherwise fails unless the file holds exactly want.
-func compareOrWrite(t *testing.T, path string, want []byte) {
-	t.Helper()
-	if os.Getenv("RATELUA_WRITE_GENERATED") == "1" {
-		if err := os.WriteFile(path, want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	got, err := os.ReadFile(path)
-	if err != nil {
-		t.Errorf("%s is not generated (run make generate): %v", path, err)
-		return
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s is stale: run make generate", path)
-	}
+	return buf.Bytes(), nil
 }

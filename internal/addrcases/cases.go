@@ -1,4 +1,9 @@
-package clientaddr
+// Package addrcases holds the cases that ask a clientaddr.Resolver for a
+// client's key, as testdata/clientaddr.json and the differential fuzz (Go
+// against the Python and Node packages) ask them: the named cases, a
+// generator of random ones, and Go's answers. The generator
+// (internal/generate) writes the table; clientaddr's tests fuzz with it.
+package addrcases
 
 import (
 	"errors"
@@ -9,76 +14,79 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ratelua/ratelua/clientaddr"
 )
 
-// A case is one question to a Resolver, as testdata/clientaddr.json and
-// the differential fuzz (Go against the Python and Node packages) ask it:
-// the options, the peer and the field lines; the answer is the key, or the
-// option New refuses.
-type caseInput struct {
-	Name    string      `json:"name,omitempty"`
-	Options caseOptions `json:"options"`
+// Input is one case, a question to a Resolver, as testdata/clientaddr.json
+// and the differential fuzz (Go against the Python and Node packages) ask
+// it: the options, the peer and the field lines; the answer is the key, or
+// the option New refuses.
+type Input struct {
+	Name    string  `json:"name,omitempty"`
+	Options Options `json:"options"`
 	// Peer and Fields are bytes, written one character per byte
 	// (latin-1), as Python's ASGI servers and Node's http give them.
 	Peer   string   `json:"peer"`
 	Fields []string `json:"fields"`
 }
 
-// caseOptions are Options in the packages' JSON form. TrustedProxies are
+// Options are clientaddr.Options in the packages' JSON form. TrustedProxies are
 // text (UTF-8), as a configuration holds them.
-type caseOptions struct {
+type Options struct {
 	TrustedProxies []string `json:"trusted_proxies"`
 	ProxyHeader    string   `json:"proxy_header"`
 	IPv4Prefix     int      `json:"ipv4_prefix"`
 	IPv6Prefix     int      `json:"ipv6_prefix"`
 }
 
-// caseAnswer is what a Resolver answers: the key, or the refused option
+// Answer is what a Resolver answers: the key, or the refused option
 // (its name as Options spells it, and its index in TrustedProxies, else -1).
-type caseAnswer struct {
+type Answer struct {
 	Key   string       `json:"key"`
-	Error *optionError `json:"error,omitempty"`
+	Error *OptionError `json:"error,omitempty"`
 }
 
-type optionError struct {
+// OptionError names the option New refused.
+type OptionError struct {
 	Option string `json:"option"`
 	Index  int    `json:"index"`
 }
 
-// caseVector is a case and its answer, a row of testdata/clientaddr.json.
-type caseVector struct {
-	caseInput
-	caseAnswer
+// Vector is a case and its answer, a row of testdata/clientaddr.json.
+type Vector struct {
+	Input
+	Answer
 }
 
 var refusedOption = regexp.MustCompile(`^clientaddr: invalid option: (TrustedProxies|ProxyHeader|IPv4Prefix|IPv6Prefix)(?:\[(\d+)\])?`)
 
-// answer asks Go's Resolver.
-func (c caseInput) answer() (caseAnswer, error) {
-	r, err := New(Options{
+// Answer asks Go's Resolver.
+func (c Input) Answer() (Answer, error) {
+	r, err := clientaddr.New(clientaddr.Options{
 		TrustedProxies: c.Options.TrustedProxies, ProxyHeader: c.Options.ProxyHeader,
 		IPv4Prefix: c.Options.IPv4Prefix, IPv6Prefix: c.Options.IPv6Prefix,
 	})
 	if err != nil {
 		m := refusedOption.FindStringSubmatch(err.Error())
-		if m == nil || !errors.Is(err, ErrInvalidOption) {
-			return caseAnswer{}, fmt.Errorf("an error that names no option: %w", err)
+		if m == nil || !errors.Is(err, clientaddr.ErrInvalidOption) {
+			return Answer{}, fmt.Errorf("an error that names no option: %w", err)
 		}
 		index := -1
 		if m[2] != "" {
 			index, _ = strconv.Atoi(m[2])
 		}
-		return caseAnswer{Error: &optionError{Option: m[1], Index: index}}, nil
+		return Answer{Error: &OptionError{Option: m[1], Index: index}}, nil
 	}
 	fields := make([]string, len(c.Fields))
 	for i, f := range c.Fields {
-		fields[i] = fromLatin1(f)
+		fields[i] = FromLatin1(f)
 	}
-	return caseAnswer{Key: toLatin1(r.Key(fromLatin1(c.Peer), fields))}, nil
+	return Answer{Key: ToLatin1(r.Key(FromLatin1(c.Peer), fields))}, nil
 }
 
-// toLatin1 writes bytes one character per byte.
-func toLatin1(b string) string {
+// ToLatin1 writes bytes one character per byte.
+func ToLatin1(b string) string {
 	rs := make([]rune, len(b))
 	for i := 0; i < len(b); i++ {
 		rs[i] = rune(b[i])
@@ -86,9 +94,9 @@ func toLatin1(b string) string {
 	return string(rs)
 }
 
-// fromLatin1 reads what toLatin1 wrote (a character above U+00FF keeps its
+// FromLatin1 reads what ToLatin1 wrote (a character above U+00FF keeps its
 // low byte: the generators write none).
-func fromLatin1(s string) string {
+func FromLatin1(s string) string {
 	b := make([]byte, 0, len(s))
 	for _, r := range s {
 		b = append(b, byte(r))
@@ -96,12 +104,15 @@ func fromLatin1(s string) string {
 	return string(b)
 }
 
-// caseGen makes random cases: the options from pools of well-formed and
+// Gen makes random cases: the options from pools of well-formed and
 // broken values, a peer most often trusted (so that the fields matter),
 // and field lines that proxies appended to whatever a client wrote, with
 // the quotes, escapes, separators, addresses and bytes a parser can trip
 // on.
-type caseGen struct{ r *rand.Rand }
+type Gen struct{ r *rand.Rand }
+
+// NewGen returns a generator drawing from r.
+func NewGen(r *rand.Rand) Gen { return Gen{r} }
 
 var (
 	genTrusted = []string{
@@ -130,10 +141,10 @@ var (
 	}
 )
 
-func (g caseGen) pick(s []string) string { return s[g.r.IntN(len(s))] }
+func (g Gen) pick(s []string) string { return s[g.r.IntN(len(s))] }
 
 // addr returns an address as a proxy or a client may write it.
-func (g caseGen) addr() string {
+func (g Gen) addr() string {
 	switch g.r.IntN(4) {
 	case 0:
 		var b [4]byte
@@ -160,10 +171,10 @@ func (g caseGen) addr() string {
 }
 
 // hop writes an address the way a header carries it.
-func (g caseGen) hop(header string) string {
+func (g Gen) hop(header string) string {
 	a := g.addr()
 	v6 := strings.Contains(a, ":")
-	if strings.EqualFold(header, Forwarded) {
+	if strings.EqualFold(header, clientaddr.Forwarded) {
 		switch g.r.IntN(6) {
 		case 0:
 			return "for=" + a
@@ -195,7 +206,7 @@ func (g caseGen) hop(header string) string {
 }
 
 // noise is what a client may write: pieces, addresses and random bytes.
-func (g caseGen) noise(header string) string {
+func (g Gen) noise(header string) string {
 	if g.r.IntN(2) == 0 {
 		// Well-formed hops with one piece inserted: the smuggling attempts
 		// (an unbalanced quote, an escape, a stray separator) that a lax
@@ -222,9 +233,9 @@ func (g caseGen) noise(header string) string {
 	return b.String()
 }
 
-// next returns a random case.
-func (g caseGen) next() caseInput {
-	var c caseInput
+// Next returns a random case.
+func (g Gen) Next() Input {
+	var c Input
 	if g.r.IntN(20) > 0 {
 		c.Options.ProxyHeader = g.pick(genHeaders[:3])
 	} else {
@@ -236,7 +247,7 @@ func (g caseGen) next() caseInput {
 	if g.r.IntN(3) > 0 { // mostly a configuration that works
 		c.Options.TrustedProxies = append(c.Options.TrustedProxies, "10.0.0.0/8", "fd00::/8")
 		c.Options.TrustedProxies = slicesFilter(c.Options.TrustedProxies, func(s string) bool {
-			_, err := parsePrefix(s)
+			_, err := clientaddr.New(clientaddr.Options{TrustedProxies: []string{s}})
 			return err == nil
 		})
 	}
@@ -245,26 +256,26 @@ func (g caseGen) next() caseInput {
 		c.Options.IPv6Prefix = g.r.IntN(132) - 1
 	}
 	if g.r.IntN(4) > 0 {
-		c.Peer = toLatin1(g.hop(XForwardedFor))
+		c.Peer = ToLatin1(g.hop(clientaddr.XForwardedFor))
 		if g.r.IntN(2) == 0 {
 			c.Peer = "10.0.0." + strconv.Itoa(1+g.r.IntN(254))
 		}
 	} else {
-		c.Peer = toLatin1(g.pick(genPeers))
+		c.Peer = ToLatin1(g.pick(genPeers))
 	}
 	header := c.Options.ProxyHeader
 	if g.r.IntN(8) == 0 {
 		// The attack of issue 30's H1 and its kin: a client's element
 		// with a smuggling piece, then what the trusted proxy appends, on
 		// the client's line or a line of its own.
-		c.Options.ProxyHeader = Forwarded
+		c.Options.ProxyHeader = clientaddr.Forwarded
 		c.Peer = "10.0.0." + strconv.Itoa(1+g.r.IntN(254))
-		client := g.hop(Forwarded) + g.pick([]string{`;x="`, `;x="\"`, `\`, `;x="a`, ` "`, `;for=1.2.3.4`, `;x=`})
-		proxy := g.hop(Forwarded)
+		client := g.hop(clientaddr.Forwarded) + g.pick([]string{`;x="`, `;x="\"`, `\`, `;x="a`, ` "`, `;for=1.2.3.4`, `;x=`})
+		proxy := g.hop(clientaddr.Forwarded)
 		if g.r.IntN(2) == 0 {
-			c.Fields = []string{toLatin1(client + ", " + proxy)}
+			c.Fields = []string{ToLatin1(client + ", " + proxy)}
 		} else {
-			c.Fields = []string{toLatin1(client), toLatin1(proxy)}
+			c.Fields = []string{ToLatin1(client), ToLatin1(proxy)}
 		}
 		return c
 	}
@@ -286,7 +297,7 @@ func (g caseGen) next() caseInput {
 		}
 	}
 	for _, l := range lines {
-		c.Fields = append(c.Fields, toLatin1(l))
+		c.Fields = append(c.Fields, ToLatin1(l))
 	}
 	if c.Fields == nil {
 		c.Fields = []string{}
