@@ -128,7 +128,7 @@ func run(ctx context.Context, out io.Writer, root string, o options) error {
 	for _, m := range mods {
 		checks = append(checks,
 			check{"tidy " + m.Rel, func() error { return goIn(ctx, m.Dir, tidyEnv, "mod", "tidy", "-diff") }},
-			check{"vet " + m.Rel, func() error { return goIn(ctx, m.Dir, nil, "vet", "./...") }})
+			check{"vet " + m.Rel, func() error { return goIn(ctx, m.Dir, []string{"GOWORK=" + workOf(m)}, "vet", "./...") }})
 	}
 	if o.consumer {
 		checks = append(checks, check{"consumer", func() error { return consume(ctx, out, work, mods, e, o.verbose) }})
@@ -189,4 +189,14 @@ func consume(ctx context.Context, out io.Writer, work string, mods []release.Mod
 		c.Log = out
 	}
 	return c.Run(ctx)
+}
+
+// workOf is the GOWORK of a go command run in m's folder: its own go.work,
+// or none (a go.work further up, such as rls/go.work above rls/reference,
+// does not list m).
+func workOf(m release.Module) string {
+	if m.Work == nil {
+		return "off"
+	}
+	return filepath.Join(m.Dir, "go.work")
 }
