@@ -258,3 +258,38 @@ func TestSemaphoreOptions(t *testing.T) {
 		t.Errorf("keys %q %q %q: want Max and Lease out of the key, the unit in it", a.Key("x"), b.Key("x"), us.Key("x"))
 	}
 }
+
+// TestLeaseLostAfterARenewal: without a Clock, a lease renewed once whose
+// later renewals fail (the client is gone) is lost at its renewed
+// deadline: the renewal moved the timer with the deadline (issue 36 row 2).
+func TestLeaseLostAfterARenewal(t *testing.T) {
+	ctx := context.Background()
+	client := limitertest.NewEngineClient()
+	s, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "renewed-once"}, ratelua.Slots{Max: 1, Lease: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _, err := s.Acquire(ctx, "k")
+	if err != nil || a == nil {
+		t.Fatal(a, err)
+	}
+	first := a.Deadline()
+	// Renew until the deadline moves (the clock may not have ticked yet).
+	for a.Deadline().Equal(first) {
+		if err := a.Renew(ctx); err != nil {
+			t.Fatalf("renewal: %v", err)
+		}
+	}
+	client.SetDown(true)
+	if err := a.Renew(ctx); err == nil || errors.Is(err, ratelua.ErrLeaseLost) {
+		t.Fatalf("a renewal with the client gone: %v, want the call's error", err)
+	}
+	select {
+	case <-a.Lost():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Lost() not closed 10 s after a 200 ms lease renewed once: the timer did not follow the deadline")
+	}
+	if !errors.Is(a.Err(), ratelua.ErrLeaseLost) {
+		t.Errorf("Err %v, want ErrLeaseLost", a.Err())
+	}
+}
