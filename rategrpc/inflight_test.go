@@ -83,3 +83,54 @@ func TestInFlight(t *testing.T) {
 		}
 	})
 }
+
+// TestInFlightReleasedWhenALaterLimitPanics: when a later limit's Key or
+// Cost panics, the slots the call already acquired go back, and the panic
+// goes on as before (issue 30 row M7).
+func TestInFlightReleasedWhenALaterLimitPanics(t *testing.T) {
+	eachServer(t, func(t *testing.T, client ratelua.Client) {
+		for _, later := range []rategrpc.Limit{
+			{Name: "key", Key: func(context.Context, string) (string, bool) { panic("key boom") }},
+			{Name: "cost", Cost: func(context.Context, string) int64 { panic("cost boom") }},
+		} {
+			at := time.Unix(1_700_000_000, 0)
+			sem, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: t.Name() + later.Name, Clock: func() time.Time { return at }},
+				ratelua.Slots{Max: 2, Lease: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: t.Name() + later.Name + "-other", Clock: func() time.Time { return at }},
+				ratelua.Slots{Max: 2, Lease: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			later.Semaphore = other
+			in, err := rategrpc.New(rategrpc.Options{}, rategrpc.Limit{Semaphore: sem, Name: "inflight", Key: func(context.Context, string) (string, bool) { return "k", true }}, later)
+			if err != nil {
+				t.Fatal(err)
+			}
+			unary := in.Unary()
+			info := &grpc.UnaryServerInfo{FullMethod: "/grpc.health.v1.Health/Check"}
+			for i := range 2 {
+				func() {
+					defer func() {
+						if p := recover(); p == nil {
+							t.Errorf("%s: call %d: no panic, want the %s function's", later.Name, i, later.Name)
+						}
+					}()
+					_, _ = unary(context.Background(), nil, info, func(context.Context, any) (any, error) {
+						t.Error("the handler ran")
+						return nil, nil
+					})
+				}()
+			}
+			r, err := sem.Peek(context.Background(), "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Remaining != 2 {
+				t.Errorf("%d of 2 slots free after 2 calls whose later limit's %s panicked", r.Remaining, later.Name)
+			}
+		}
+	})
+}

@@ -302,8 +302,11 @@ const statusDetailsKey = "grpc-status-details-bin"
 // hold, the semaphores are asked too and the call's leases returned;
 // without, they are skipped.
 func (in *Interceptor) decide(ctx context.Context, method string, hold bool) (leases []*ratelua.Lease, err error) {
+	// decided is set on every return: a panic of a later limit's Key or
+	// Cost leaves it unset, and the slots already acquired go back too.
+	decided := false
 	defer func() {
-		if err != nil {
+		if err != nil || !decided {
 			in.release(ctx, leases)
 			leases = nil
 		}
@@ -343,12 +346,15 @@ func (in *Interceptor) decide(ctx context.Context, method string, hold bool) (le
 			in.onError(ctx, method, err)
 		}
 		if err != nil && !res.Allowed {
+			decided = true
 			return leases, status.Error(codes.Unavailable, "rategrpc: the rate limiter could not decide this call")
 		}
 		if err == nil && !res.Allowed {
+			decided = true
 			return leases, denied(l, res, n)
 		}
 	}
+	decided = true
 	return leases, nil
 }
 

@@ -154,3 +154,45 @@ func TestInFlightWithRateLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestInFlightReleasedWhenALaterLimitPanics: when a later limit's Key or
+// Cost panics, the slots the request already acquired go back, and the
+// panic goes on to the server as before (issue 30 row M7).
+func TestInFlightReleasedWhenALaterLimitPanics(t *testing.T) {
+	for _, later := range []ratehttp.Limit{
+		{Name: "key", Key: func(*http.Request) (string, bool) { panic("key boom") }},
+		{Name: "cost", Cost: func(*http.Request) int64 { panic("cost boom") }},
+	} {
+		t.Run(later.Name, func(t *testing.T) {
+			at := time.Unix(1_600_000_000, 0)
+			client := limitertest.NewEngineClient()
+			sem, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "inflight", Clock: func() time.Time { return at }}, ratelua.Slots{Max: 2, Lease: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "other", Clock: func() time.Time { return at }}, ratelua.Slots{Max: 2, Lease: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			later.Semaphore = other
+			mw, err := ratehttp.New(ratehttp.Options{}, ratehttp.Limit{Semaphore: sem, Name: "exports"}, later)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := mw.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { t.Error("the handler ran") }))
+			for i := range 2 {
+				func() {
+					defer func() {
+						if p := recover(); p == nil {
+							t.Errorf("request %d: no panic, want the %s function's", i, later.Name)
+						}
+					}()
+					h.ServeHTTP(httptest.NewRecorder(), get())
+				}()
+			}
+			if n := free(t, sem); n != 2 {
+				t.Errorf("%d of 2 slots free after 2 requests whose later limit's %s panicked", n, later.Name)
+			}
+		})
+	}
+}

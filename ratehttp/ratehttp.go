@@ -298,6 +298,10 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	var rep report
 	var client string
 	var leases []*ratelua.Lease // the slots held for the request
+	// Whatever ends the loop, a panic of a later limit's Key or Cost
+	// included, gives back the slots not handed to serveHolding (it
+	// releases its own): the panic goes on as before.
+	defer func() { m.release(r, leases) }()
 	for i := range m.limits {
 		l := &m.limits[i]
 		var key string
@@ -336,6 +340,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 				continue
 			}
 			m.release(r, leases)
+			leases = nil
 			m.setHeaders(w.Header(), &rep, false)
 			if err != nil {
 				m.fail(w, r)
@@ -353,6 +358,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		}
 		if err != nil && !res.Allowed {
 			m.release(r, leases)
+			leases = nil
 			m.setHeaders(w.Header(), &rep, false)
 			m.fail(w, r)
 			return
@@ -363,6 +369,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		rep.consider(l, res)
 		if !res.Allowed {
 			m.release(r, leases)
+			leases = nil
 			m.setHeaders(w.Header(), &rep, true)
 			m.deny(w, r, &rep, n)
 			return
@@ -373,7 +380,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		next.ServeHTTP(w, r)
 		return
 	}
-	m.serveHolding(w, r, next, leases)
+	held := leases
+	leases = nil
+	m.serveHolding(w, r, next, held)
 }
 
 // serveHolding runs next while the request holds leases, under a context
