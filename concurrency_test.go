@@ -15,7 +15,7 @@ import (
 func newLogins(t *testing.T, opts ratelua.Options) (*ratelua.Semaphore, *limitertest.EngineClient, *limitertest.ManualClock) {
 	t.Helper()
 	client := limitertest.NewEngineClient()
-	clock := limitertest.NewManualClock(time.Unix(1_800_000_000, 0))
+	clock := limitertest.NewManualClock(time.Unix(1_600_000_000, 0))
 	opts.Clock = clock.Now
 	s, err := ratelua.NewConcurrency(client, opts, ratelua.Slots{Max: 2, Lease: 30 * time.Second})
 	if err != nil {

@@ -27,7 +27,7 @@ var released = map[string]string{
 	"token_bucket@v5":   "d8e8a67049b1f4563ecb34d32b307cd4d7a94d74",
 	"zset_log@v5":       "20313d7d919b4996c3f81a69b57d43efce28cc27",
 	"ar1@v6":            "36469d7aa3bcdf88a4f01f7f04ec237d3aa2e61c",
-	"concurrency@v6":    "ecbbb0b668a8d08f9a3354650c744c06d502f018",
+	"concurrency@v6":    "dbb5ceb63a603f0ef503ce5421380d608b586d31",
 	"sliding_window@v6": "7d591b055bdb0603ca2869ad81fb805a123c4e4f",
 	"token_bucket@v6":   "ba79bcb87127413faaaff48cce4fdac9ceba9153",
 	"zset_log@v6":       "9b65d8ba007e39ed43fb2188db8b6eeb8c1de045",
@@ -36,7 +36,7 @@ var released = map[string]string{
 // releasedLibraries pins the SHA1 of every released Functions library.
 var releasedLibraries = map[int]string{
 	5: "298920f9ca406f17490499ae4fcc5816ff7bc413",
-	6: "c6b9222fcec1623f7879019c777b60c8cc5e0177",
+	6: "17ea0a56516d575eda24a8e1ac2b88d8d6f5b1f2",
 }
 
 // embeddedLibraries lists the release of every Functions library file

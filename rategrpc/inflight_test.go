@@ -20,7 +20,7 @@ import (
 // the semaphore.
 func TestInFlight(t *testing.T) {
 	eachServer(t, func(t *testing.T, client ratelua.Client) {
-		at := time.Unix(1_800_000_000, 0)
+		at := time.Unix(1_600_000_000, 0)
 		sem, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: t.Name(), Clock: func() time.Time { return at }},
 			ratelua.Slots{Max: 2, Lease: 30 * time.Second})
 		if err != nil {

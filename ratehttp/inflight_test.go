@@ -20,7 +20,7 @@ import (
 // expires by itself).
 func inFlight(t *testing.T, slots ratelua.Slots, opts ratehttp.Options) (*ratelua.Semaphore, *ratehttp.Middleware) {
 	t.Helper()
-	at := time.Unix(1_800_000_000, 0)
+	at := time.Unix(1_600_000_000, 0)
 	sem, err := ratelua.NewConcurrency(limitertest.NewEngineClient(), ratelua.Options{Prefix: "inflight", Clock: func() time.Time { return at }}, slots)
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func TestInFlightLost(t *testing.T) {
 // TestInFlightWithRateLimits: a rate limit after the semaphore that denies
 // gives the slot back; the RateLimit fields are the rate limit's alone.
 func TestInFlightWithRateLimits(t *testing.T) {
-	at := time.Unix(1_800_000_000, 0)
+	at := time.Unix(1_600_000_000, 0)
 	client := limitertest.NewEngineClient()
 	sem, _ := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "inflight", Clock: func() time.Time { return at }}, ratelua.Slots{Max: 2, Lease: time.Minute})
 	rate, _ := ratelua.NewTokenBucket(client, ratelua.Options{Prefix: "rate", Clock: func() time.Time { return at }}, ratelua.Bucket{Capacity: 1, RefillAmount: 1, RefillInterval: time.Minute})
