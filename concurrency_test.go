@@ -293,3 +293,51 @@ func TestLeaseLostAfterARenewal(t *testing.T) {
 		t.Errorf("Err %v, want ErrLeaseLost", a.Err())
 	}
 }
+
+// lateClient runs every call on the server, then, when the caller's
+// context has a deadline, waits for it and answers its error: the server
+// took the slots, the caller never learned it (a reply later than the
+// deadline).
+type lateClient struct{ ratelua.Client }
+
+func (c lateClient) Run(ctx context.Context, call ratelua.Call, reply []int64) error {
+	err := c.Client.Run(context.WithoutCancel(ctx), call, reply)
+	if _, ok := ctx.Deadline(); ok {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return err
+}
+
+// TestAcquireWithUnknownOutcome: acquires whose context ends while the
+// script runs hold no slot afterwards (each is released by its id in the
+// background) and are never admitted, not even by FailOpen; a patient
+// caller then gets a slot (issue 30 row H3).
+func TestAcquireWithUnknownOutcome(t *testing.T) {
+	for _, failOpen := range []bool{false, true} {
+		engine := limitertest.NewEngineClient()
+		clock := limitertest.NewManualClock(time.Unix(1_600_000_000, 0))
+		s, err := ratelua.NewConcurrency(lateClient{engine}, ratelua.Options{Prefix: "late", FailOpen: failOpen, Clock: clock.Now},
+			ratelua.Slots{Max: 2, Lease: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+			l, r, err := s.Acquire(ctx, "k")
+			cancel()
+			if l != nil || r.Allowed || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("FailOpen %v: acquire %d with a 5 ms deadline: %v %+v %v, want no lease, not allowed, the deadline's error", failOpen, i, l, r, err)
+			}
+		}
+		ratelua.WaitUnknownReleases(s)
+		r, err := s.Peek(context.Background(), "k")
+		if err != nil || r.Remaining != 2 {
+			t.Fatalf("FailOpen %v: after 3 acquires that ended with their deadline: %+v %v, want 2 of 2 slots free", failOpen, r, err)
+		}
+		l, r, err := s.Acquire(context.Background(), "k")
+		if err != nil || l == nil || !r.Allowed || l.Local() {
+			t.Fatalf("FailOpen %v: a patient caller: %v %+v %v", failOpen, l, r, err)
+		}
+	}
+}

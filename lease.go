@@ -62,8 +62,9 @@ func (c *Semaphore) deadlineOf(at time.Time) time.Time {
 	return at.Add(c.slots.Lease - c.deadlineSlack)
 }
 
-// ID returns the lease id the script handed out (0 for a local lease):
-// what a caller in another language passes to renew or release it.
+// ID returns the lease id (0 for a local lease), chosen at random by the
+// acquire: what a caller in another language passes to renew or release
+// it.
 func (le *Lease) ID() int64 { return le.id }
 
 // Slots returns how many slots the lease holds.
@@ -115,7 +116,7 @@ func (le *Lease) Renew(ctx context.Context) error {
 		return fmt.Errorf("%w: lease %d was released", ErrLeaseLost, le.id)
 	}
 	le.mu.Unlock()
-	at, reply, err := le.c.do(ctx, le.eventKey, le.slots, "renew", le.id)
+	at, reply, _, err := le.c.do(ctx, le.eventKey, le.slots, "renew", le.id)
 	if err != nil {
 		return err
 	}
@@ -160,7 +161,7 @@ func (le *Lease) Release(ctx context.Context) error {
 		return err
 	}
 	le.mu.Unlock()
-	_, reply, err := le.c.do(ctx, le.eventKey, le.slots, "release", le.id)
+	_, reply, _, err := le.c.do(ctx, le.eventKey, le.slots, "release", le.id)
 	if err != nil {
 		return err
 	}
