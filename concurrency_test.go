@@ -322,6 +322,12 @@ func TestAcquireWithUnknownOutcome(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Loaded first: an acquire's EVALSHA then runs (an unknown script
+		// would answer NOSCRIPT, and its EVAL would not be sent).
+		if r, err := s.Peek(context.Background(), "k"); err != nil || r.Remaining != 2 {
+			t.Fatalf("peek: %+v %v", r, err)
+		}
+		ran := engine.Ran()
 		for i := range 3 {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
 			l, r, err := s.Acquire(ctx, "k")
@@ -331,6 +337,9 @@ func TestAcquireWithUnknownOutcome(t *testing.T) {
 			}
 		}
 		ratelua.WaitUnknownReleases(s)
+		if n := engine.Ran() - ran; n < 3 {
+			t.Fatalf("FailOpen %v: %d calls ran, want the 3 acquires and their releases", failOpen, n)
+		}
 		r, err := s.Peek(context.Background(), "k")
 		if err != nil || r.Remaining != 2 {
 			t.Fatalf("FailOpen %v: after 3 acquires that ended with their deadline: %+v %v, want 2 of 2 slots free", failOpen, r, err)
