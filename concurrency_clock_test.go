@@ -120,3 +120,37 @@ func TestConcurrencyRefusesOtherState(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrencyCallerIDs: an acquire may name its lease id (ARGV[7]):
+// the reply's limit_index is that id, renewals and releases name it, an
+// id a live lease holds is refused with nothing written, and the counter
+// skips the ids live leases hold (issue 30 row H3).
+func TestConcurrencyCallerIDs(t *testing.T) {
+	e := frozenEngine()
+	src := source(t, Concurrency)
+	for i, s := range []concurrencyStep{
+		{1, 1000, "0", "2", ints64(1, 2, 0, 30, 2)},    // the caller's id 2
+		{1, 1001, "0", "", ints64(1, 1, 0, 30, 1)},     // the counter's 1
+		{1, 1002, "0", "", ints64(1, 0, 0, 30, 3)},     // the counter skips 2, held
+		{1, 1003, "renew", "2", ints64(1, 0, 0, 30, 2)}, // held until 1033
+		{1, 1004, "release", "2", ints64(1, 1, 0, 28, 2)},
+		{1, 1005, "0", "2", ints64(1, 0, 0, 30, 2)}, // released: free again
+		{1, 1006, "0", "4503599627370496", ints64(0, 0, 25, 29, 1)},
+	} {
+		args := concurrencyArgs(s, "3", "30")
+		got, _, err := run(t, e, src, args)
+		if err != nil || !equalInts(got, s.want) {
+			t.Fatalf("step %d %q: %v %v, want %v\nstate %v", i, args, got, err, s.want, e.Dump(testKey))
+		}
+	}
+	before, ttl := e.Dump(testKey), e.PTTL(testKey)
+	for _, id := range []string{"1", "2", "3"} {
+		_, _, err := run(t, e, src, []string{"1", "s", "1007", "0", "4", "30", id})
+		if err == nil || !strings.Contains(err.Error(), "ERR ratelua: ARGV[7] the lease id is held by a live lease") {
+			t.Errorf("an acquire of live lease %s's id: %v, want it refused", id, err)
+		}
+		if after := e.Dump(testKey); !equalDump(before, after) || e.PTTL(testKey) != ttl {
+			t.Errorf("the refused acquire of id %s changed the state: %v -> %v", id, before, after)
+		}
+	}
+}
