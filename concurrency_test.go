@@ -350,3 +350,36 @@ func TestAcquireWithUnknownOutcome(t *testing.T) {
 		}
 	}
 }
+
+// TestSemaphoreCallerClockBehind: through Options.Clock, a process whose
+// clock is 20 s behind holds its slot as long as the others count it:
+// with Max 2 a third holder is denied (issue 30 row M4).
+func TestSemaphoreCallerClockBehind(t *testing.T) {
+	ctx := context.Background()
+	client := limitertest.NewEngineClient()
+	clock := limitertest.NewManualClock(time.Unix(1_600_000_000, 0))
+	behind := func() time.Time { return clock.Now().Add(-20 * time.Second) }
+	slots := ratelua.Slots{Max: 2, Lease: 30 * time.Second}
+	on, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "p", Clock: clock.Now}, slots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "p", Clock: behind}, slots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, _, err := on.Acquire(ctx, "k"); err != nil || a == nil {
+		t.Fatal(a, err)
+	}
+	b, _, err := late.Acquire(ctx, "k")
+	if err != nil || b == nil {
+		t.Fatal(b, err)
+	}
+	clock.Advance(15 * time.Second)
+	if b.Err() != nil {
+		t.Fatalf("the late holder's lease, 15 s in: %v", b.Err())
+	}
+	if c, r, err := on.Acquire(ctx, "k"); err != nil || c != nil || r.Allowed {
+		t.Fatalf("a third holder 15 s later: %v %+v %v, want denied: the late holder still holds its slot", c, r, err)
+	}
+}
