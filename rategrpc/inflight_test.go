@@ -3,6 +3,7 @@ package rategrpc_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -130,6 +131,76 @@ func TestInFlightReleasedWhenALaterLimitPanics(t *testing.T) {
 			}
 			if r.Remaining != 2 {
 				t.Errorf("%d of 2 slots free after 2 calls whose later limit's %s panicked", r.Remaining, later.Name)
+			}
+		}
+	})
+}
+
+// lateClient runs every call on the server, then, when an acquire's
+// context has a deadline, waits for it and answers its error: the server
+// took the slots, the interceptor never learned it (a reply later than
+// the call's deadline).
+type lateClient struct{ ratelua.Client }
+
+func (c lateClient) Run(ctx context.Context, call ratelua.Call, reply []int64) error {
+	err := c.Client.Run(context.WithoutCancel(ctx), call, reply)
+	if _, ok := ctx.Deadline(); ok && call.Args[3] == "0" && call.Args[0] != "0" {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return err
+}
+
+// TestInFlightDeadlineDuringAcquire: 3 calls with a 5 ms deadline that
+// passes while their acquire runs leave both slots free afterwards (their
+// leases released by id in the background), FailOpen or not, and a
+// patient client then gets a slot (issue 30 row H3: 0 of 2 slots were
+// left, and the patient client got ResourceExhausted for 30 s).
+func TestInFlightDeadlineDuringAcquire(t *testing.T) {
+	eachServer(t, func(t *testing.T, client ratelua.Client) {
+		for _, failOpen := range []bool{false, true} {
+			sem, err := ratelua.NewConcurrency(lateClient{client}, ratelua.Options{Prefix: fmt.Sprintf("%s-%v", t.Name(), failOpen), FailOpen: failOpen},
+				ratelua.Slots{Max: 2, Lease: 30 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, err := rategrpc.New(rategrpc.Options{}, rategrpc.Limit{Semaphore: sem, Name: "inflight"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ran := make(chan struct{}, 3)
+			hc := healthServer(t, grpc.ChainUnaryInterceptor(in.Unary(), func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				ran <- struct{}{}
+				return h(ctx, req)
+			}))
+			free := func() int64 {
+				r, err := sem.Peek(context.Background(), "127.0.0.1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r.Remaining
+			}
+			free() // loads the script, so that the acquires' EVALSHA runs
+			for i := range 3 {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+				_, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
+				cancel()
+				if err == nil {
+					t.Fatalf("FailOpen %v: call %d with a 5 ms deadline answered", failOpen, i)
+				}
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for free() != 2 {
+				if time.Now().After(deadline) {
+					t.Fatalf("FailOpen %v: %d of 2 slots free 20 s after 3 calls whose deadline passed during the acquire", failOpen, free())
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if len(ran) != 0 {
+				t.Errorf("FailOpen %v: %d handlers ran for calls whose acquire ended with the deadline", failOpen, len(ran))
+			}
+			if err := check(hc); err != nil {
+				t.Fatalf("FailOpen %v: a patient client: %v", failOpen, err)
 			}
 		}
 	})

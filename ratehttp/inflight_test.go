@@ -196,3 +196,69 @@ func TestInFlightReleasedWhenALaterLimitPanics(t *testing.T) {
 		})
 	}
 }
+
+// hangUpClient runs every call on the engine; an acquire whose context can
+// end then says so on ran and waits for that end, answering its error:
+// the slots were taken, the middleware never learned it (a client that
+// hung up while the acquire ran).
+type hangUpClient struct {
+	ratelua.Client
+	ran chan struct{}
+}
+
+func (c hangUpClient) Run(ctx context.Context, call ratelua.Call, reply []int64) error {
+	err := c.Client.Run(context.WithoutCancel(ctx), call, reply)
+	if ctx.Done() != nil && call.Args[3] == "0" && call.Args[0] != "0" {
+		c.ran <- struct{}{}
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return err
+}
+
+// TestInFlightClientHangsUpDuringAcquire: requests whose client hangs up
+// while their acquire runs leave every slot free afterwards (their leases
+// released by id in the background), FailOpen or not, run no handler, and
+// a patient client then gets a slot (issue 30 row H3).
+func TestInFlightClientHangsUpDuringAcquire(t *testing.T) {
+	for _, failOpen := range []bool{false, true} {
+		client := hangUpClient{Client: limitertest.NewEngineClient(), ran: make(chan struct{})}
+		sem, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "hangup", FailOpen: failOpen}, ratelua.Slots{Max: 2, Lease: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mw, err := ratehttp.New(ratehttp.Options{}, ratehttp.Limit{Semaphore: sem, Name: "exports"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		handled := 0
+		h := mw.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { handled++ }))
+		free(t, sem) // loads the script, so that the acquires' EVALSHA runs
+		for range 3 {
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				h.ServeHTTP(httptest.NewRecorder(), get().WithContext(ctx))
+			}()
+			<-client.ran
+			cancel()
+			<-done
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for free(t, sem) != 2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("FailOpen %v: %d of 2 slots free 20 s after 3 clients hung up during their acquire", failOpen, free(t, sem))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if handled != 0 {
+			t.Errorf("FailOpen %v: %d handlers ran for clients that hung up during the acquire", failOpen, handled)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, get())
+		if w.Code != http.StatusOK || handled != 1 {
+			t.Fatalf("FailOpen %v: a patient client: %d, %d handled", failOpen, w.Code, handled)
+		}
+	}
+}
