@@ -129,9 +129,9 @@ func TestConcurrencyCallerIDs(t *testing.T) {
 	e := frozenEngine()
 	src := source(t, Concurrency)
 	for i, s := range []concurrencyStep{
-		{1, 1000, "0", "2", ints64(1, 2, 0, 30, 2)},    // the caller's id 2
-		{1, 1001, "0", "", ints64(1, 1, 0, 30, 1)},     // the counter's 1
-		{1, 1002, "0", "", ints64(1, 0, 0, 30, 3)},     // the counter skips 2, held
+		{1, 1000, "0", "2", ints64(1, 2, 0, 30, 2)},     // the caller's id 2
+		{1, 1001, "0", "", ints64(1, 1, 0, 30, 1)},      // the counter's 1
+		{1, 1002, "0", "", ints64(1, 0, 0, 30, 3)},      // the counter skips 2, held
 		{1, 1003, "renew", "2", ints64(1, 0, 0, 30, 2)}, // held until 1033
 		{1, 1004, "release", "2", ints64(1, 1, 0, 28, 2)},
 		{1, 1005, "0", "2", ints64(1, 0, 0, 30, 2)}, // released: free again
