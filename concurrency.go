@@ -37,7 +37,8 @@ type Slots struct {
 // Fallback, which it refuses: a slot released early makes a cached denial
 // wrong, and a share of a count of holders kept per process is no bound.
 // Under FailOpen an acquire the server could not answer is admitted with a
-// local lease (Lease.Local); under DryRun a denied acquire is admitted with
+// local lease (Lease.Local), unless the caller's context ended while it
+// ran; under DryRun a denied acquire is admitted with
 // one. The state key does not depend on Max or Lease, so processes that
 // change either keep counting the same holders.
 type Semaphore struct {

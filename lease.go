@@ -20,8 +20,9 @@ import (
 // script's clock, read before the call was sent, so it never passes after
 // the server's expiry. Once it has passed the lease is lost, and Renew and
 // Release send nothing: after the key's last lease expires the key
-// vanishes and its lease ids are handed out again, so a late call could
-// name another holder's lease. Without Options.Clock a timer marks the
+// vanishes, and a late call could name a lease another holder acquired
+// since under the same id (an id of the key's counter, as callers in
+// other languages get, or, far less likely, the same random id). Without Options.Clock a timer marks the
 // loss at the deadline; with a Clock, the next Renew, Release, Err or
 // Deadline call does.
 type Lease struct {

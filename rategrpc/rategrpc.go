@@ -78,8 +78,11 @@ type Limit struct {
 	// or panics; the handler's context is cancelled (cause
 	// ratelua.ErrLeaseLost) if the lease is lost. A denied call fails
 	// with ResourceExhausted, its RetryInfo the time until the soonest
-	// lease ends if none is released or renewed. Interceptor.Limit, which
-	// cannot release, skips it.
+	// lease ends if none is released or renewed. The slots acquired for a
+	// call go back on every path, a panic of a later limit's Key or Cost
+	// included, and those of a call whose deadline passed while its
+	// acquire ran are released in the background (Semaphore.AcquireN).
+	// Interceptor.Limit, which cannot release, skips it.
 	Semaphore *ratelua.Semaphore
 	// Name names the limiter's policy in errors and QuotaFailure: a
 	// limiter with several limits names limit i Name-<its window>, e.g.

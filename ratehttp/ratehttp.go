@@ -28,7 +28,10 @@ type Limit struct {
 	// is answered 429 with Retry-After: the time until the soonest lease
 	// ends if none is released or renewed. It has no window, so it is in
 	// no RateLimit field. Give its Semaphore a Slots.Renew for requests
-	// that may outlast a lease.
+	// that may outlast a lease. The slots acquired for a request go back
+	// on every path, a panic of a later limit's Key or Cost included, and
+	// those of a client that hung up while its acquire ran are released
+	// in the background (Semaphore.AcquireN).
 	Semaphore *ratelua.Semaphore
 	// Name names the limiter's policy in the headers and in the problem
 	// body. A limiter with one limit is one policy, Name; with several,
