@@ -3,6 +3,7 @@ package ratelua_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -265,7 +266,7 @@ func TestSemaphoreOptions(t *testing.T) {
 func TestLeaseLostAfterARenewal(t *testing.T) {
 	ctx := context.Background()
 	client := limitertest.NewEngineClient()
-	s, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "renewed-once"}, ratelua.Slots{Max: 1, Lease: 200 * time.Millisecond})
+	s, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "renewed-once"}, ratelua.Slots{Max: 1, Lease: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +288,7 @@ func TestLeaseLostAfterARenewal(t *testing.T) {
 	select {
 	case <-a.Lost():
 	case <-time.After(10 * time.Second):
-		t.Fatal("Lost() not closed 10 s after a 200 ms lease renewed once: the timer did not follow the deadline")
+		t.Fatal("Lost() not closed 10 s after a 1 s lease renewed once: the timer did not follow the deadline")
 	}
 	if !errors.Is(a.Err(), ratelua.ErrLeaseLost) {
 		t.Errorf("Err %v, want ErrLeaseLost", a.Err())
@@ -297,12 +298,16 @@ func TestLeaseLostAfterARenewal(t *testing.T) {
 // lateClient runs every call on the server, then, when an acquire's
 // context has a deadline, waits for it and answers its error: the server
 // took the slots, the caller never learned it (a reply later than the
-// deadline).
-type lateClient struct{ ratelua.Client }
+// deadline). late counts those acquires.
+type lateClient struct {
+	ratelua.Client
+	late *atomic.Int64
+}
 
 func (c lateClient) Run(ctx context.Context, call ratelua.Call, reply []int64) error {
 	err := c.Client.Run(context.WithoutCancel(ctx), call, reply)
 	if _, ok := ctx.Deadline(); ok && call.Args[3] == "0" && call.Args[0] != "0" {
+		c.late.Add(1)
 		<-ctx.Done()
 		return ctx.Err()
 	}
@@ -317,7 +322,8 @@ func TestAcquireWithUnknownOutcome(t *testing.T) {
 	for _, failOpen := range []bool{false, true} {
 		engine := limitertest.NewEngineClient()
 		clock := limitertest.NewManualClock(time.Unix(1_600_000_000, 0))
-		s, err := ratelua.NewConcurrency(lateClient{engine}, ratelua.Options{Prefix: "late", FailOpen: failOpen, Clock: clock.Now},
+		late := new(atomic.Int64)
+		s, err := ratelua.NewConcurrency(lateClient{engine, late}, ratelua.Options{Prefix: "late", FailOpen: failOpen, Clock: clock.Now},
 			ratelua.Slots{Max: 2, Lease: 30 * time.Second})
 		if err != nil {
 			t.Fatal(err)
@@ -327,8 +333,12 @@ func TestAcquireWithUnknownOutcome(t *testing.T) {
 		if r, err := s.Peek(context.Background(), "k"); err != nil || r.Remaining != 2 {
 			t.Fatalf("peek: %+v %v", r, err)
 		}
-		ran := engine.Ran()
-		for i := range 3 {
+		// 3 acquires that reach the server (on a busy machine a 5 ms
+		// deadline may pass before one is sent: then it is tried again).
+		for i := 0; late.Load() < 3; i++ {
+			if i == 100 {
+				t.Fatalf("FailOpen %v: %d of 100 acquires with a 5 ms deadline reached the server", failOpen, late.Load())
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
 			l, r, err := s.Acquire(ctx, "k")
 			cancel()
@@ -337,9 +347,6 @@ func TestAcquireWithUnknownOutcome(t *testing.T) {
 			}
 		}
 		ratelua.WaitUnknownReleases(s)
-		if n := engine.Ran() - ran; n < 3 {
-			t.Fatalf("FailOpen %v: %d calls ran, want the 3 acquires and their releases", failOpen, n)
-		}
 		r, err := s.Peek(context.Background(), "k")
 		if err != nil || r.Remaining != 2 {
 			t.Fatalf("FailOpen %v: after 3 acquires that ended with their deadline: %+v %v, want 2 of 2 slots free", failOpen, r, err)

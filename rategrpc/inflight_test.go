@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,11 +141,15 @@ func TestInFlightReleasedWhenALaterLimitPanics(t *testing.T) {
 // context has a deadline, waits for it and answers its error: the server
 // took the slots, the interceptor never learned it (a reply later than
 // the call's deadline).
-type lateClient struct{ ratelua.Client }
+type lateClient struct {
+	ratelua.Client
+	late *atomic.Int64 // the acquires answered late
+}
 
 func (c lateClient) Run(ctx context.Context, call ratelua.Call, reply []int64) error {
 	err := c.Client.Run(context.WithoutCancel(ctx), call, reply)
 	if _, ok := ctx.Deadline(); ok && call.Args[3] == "0" && call.Args[0] != "0" {
+		c.late.Add(1)
 		<-ctx.Done()
 		return ctx.Err()
 	}
@@ -159,7 +164,8 @@ func (c lateClient) Run(ctx context.Context, call ratelua.Call, reply []int64) e
 func TestInFlightDeadlineDuringAcquire(t *testing.T) {
 	eachServer(t, func(t *testing.T, client ratelua.Client) {
 		for _, failOpen := range []bool{false, true} {
-			sem, err := ratelua.NewConcurrency(lateClient{client}, ratelua.Options{Prefix: fmt.Sprintf("%s-%v", t.Name(), failOpen), FailOpen: failOpen},
+			late := new(atomic.Int64)
+			sem, err := ratelua.NewConcurrency(lateClient{client, late}, ratelua.Options{Prefix: fmt.Sprintf("%s-%v", t.Name(), failOpen), FailOpen: failOpen},
 				ratelua.Slots{Max: 2, Lease: 30 * time.Second})
 			if err != nil {
 				t.Fatal(err)
@@ -168,7 +174,7 @@ func TestInFlightDeadlineDuringAcquire(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ran := make(chan struct{}, 3)
+			ran := make(chan struct{}, 100)
 			hc := healthServer(t, grpc.ChainUnaryInterceptor(in.Unary(), func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 				ran <- struct{}{}
 				return h(ctx, req)
@@ -181,7 +187,12 @@ func TestInFlightDeadlineDuringAcquire(t *testing.T) {
 				return r.Remaining
 			}
 			free() // loads the script, so that the acquires' EVALSHA runs
-			for i := range 3 {
+			// 3 calls whose acquire reaches the server (on a busy machine a
+			// 5 ms deadline may pass before: then another call is made).
+			for i := 0; late.Load() < 3; i++ {
+				if i == 100 {
+					t.Fatalf("FailOpen %v: %d of 100 calls with a 5 ms deadline reached the server", failOpen, late.Load())
+				}
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
 				_, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
 				cancel()

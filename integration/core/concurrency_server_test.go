@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,11 +20,15 @@ import (
 // context has a deadline, waits for it and answers its error: the server
 // took the slots, the caller never learned it (a reply later than the
 // deadline, as a 5 ms deadline gets on a busy network).
-type lateClient struct{ ratelua.Client }
+type lateClient struct {
+	ratelua.Client
+	late *atomic.Int64 // the acquires answered late
+}
 
 func (c lateClient) Run(ctx context.Context, call ratelua.Call, reply []int64) error {
 	err := c.Client.Run(context.WithoutCancel(ctx), call, reply)
 	if _, ok := ctx.Deadline(); ok && call.Args[3] == "0" && call.Args[0] != "0" {
+		c.late.Add(1)
 		<-ctx.Done()
 		return ctx.Err()
 	}
@@ -54,7 +59,8 @@ func TestConcurrencyUnknownOutcomeOnServers(t *testing.T) {
 	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
 		for _, failOpen := range []bool{false, true} {
 			prefix := fmt.Sprintf("unknown-%s-%v", t.Name(), failOpen)
-			sem, err := ratelua.NewConcurrency(lateClient{ratelua.Rueidis(client)}, ratelua.Options{Prefix: prefix, FailOpen: failOpen},
+			late := new(atomic.Int64)
+			sem, err := ratelua.NewConcurrency(lateClient{ratelua.Rueidis(client), late}, ratelua.Options{Prefix: prefix, FailOpen: failOpen},
 				ratelua.Slots{Max: 2, Lease: 30 * time.Second})
 			if err != nil {
 				t.Fatal(err)
@@ -63,7 +69,12 @@ func TestConcurrencyUnknownOutcomeOnServers(t *testing.T) {
 			if _, err := sem.Peek(context.Background(), "k"); err != nil {
 				t.Fatal(err)
 			}
-			for i := range 3 {
+			// 3 acquires that reach the server (on a busy machine a 5 ms
+			// deadline may pass before one is sent: then it is tried again).
+			for i := 0; late.Load() < 3; i++ {
+				if i == 100 {
+					t.Fatalf("FailOpen %v: %d of 100 acquires with a 5 ms deadline reached the server", failOpen, late.Load())
+				}
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
 				l, r, err := sem.Acquire(ctx, "k")
 				cancel()
