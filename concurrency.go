@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -34,7 +37,8 @@ type Slots struct {
 // Fallback, which it refuses: a slot released early makes a cached denial
 // wrong, and a share of a count of holders kept per process is no bound.
 // Under FailOpen an acquire the server could not answer is admitted with a
-// local lease (Lease.Local); under DryRun a denied acquire is admitted with
+// local lease (Lease.Local), unless the caller's context ended while it
+// ran; under DryRun a denied acquire is admitted with
 // one. The state key does not depend on Max or Lease, so processes that
 // change either keep counting the same holders.
 type Semaphore struct {
@@ -43,7 +47,15 @@ type Semaphore struct {
 	// deadlineSlack is taken off a lease's local deadline: the script reads
 	// now rounded down to its unit.
 	deadlineSlack time.Duration
+	// releases counts the background releases of acquires whose outcome
+	// is unknown (see AcquireN) that have not ended.
+	releases sync.WaitGroup
 }
+
+// unknownReleaseTimeout bounds the background release of an acquire whose
+// outcome is unknown (at most the lease time, after which the slots are
+// free anyway).
+const unknownReleaseTimeout = 2 * time.Second
 
 // NewConcurrency returns a Semaphore (script concurrency): at most
 // slots.Max slots held at once per event key.
@@ -89,10 +101,11 @@ func (c *Semaphore) Script() Script { return c.l.script }
 func (c *Semaphore) Key(eventKey string) string { return c.l.Key(eventKey) }
 
 // Args returns the ARGV of an acquire of n slots (0: a decision, < 0: a
-// reset) at the semaphore's clock, exactly as it sends it: any language
-// can replay it by EVALSHA on Key. A renewal or release of a lease sends
-// the lease's slots as ARGV[1], "renew" or "release" as ARGV[4], and the
-// lease's ID after these.
+// reset) at the semaphore's clock, as it sends it without a lease id: any
+// language can replay it by EVALSHA on Key. Acquire and AcquireN also send
+// the lease id they chose, after these. A renewal or release of a lease
+// sends the lease's slots as ARGV[1], "renew" or "release" as ARGV[4], and
+// the lease's ID after these.
 func (c *Semaphore) Args(n int64) []string {
 	l := c.l
 	now, _ := l.now()
@@ -108,6 +121,13 @@ func (c *Semaphore) Acquire(ctx context.Context, eventKey string) (*Lease, Resul
 
 // AcquireN takes n slots (n >= 1) of eventKey under one lease. More than
 // Max slots are never granted (RetryAfter is Never).
+//
+// The lease id is chosen here, at random, and sent with the acquire. When
+// the outcome is unknown (the context ended while the call ran, a
+// timeout, a connection lost), the server may hold the slots: they are
+// released by that id in the background, within a few seconds, and the
+// acquire is not admitted, even under FailOpen when the caller's context
+// ended.
 func (c *Semaphore) AcquireN(ctx context.Context, eventKey string, n int64) (*Lease, Result, error) {
 	l := c.l
 	start := time.Now()
@@ -117,8 +137,16 @@ func (c *Semaphore) AcquireN(ctx context.Context, eventKey string, n int64) (*Le
 		d.r, d.err = l.failed(&LimitError{Index: -1, Field: "n", Reason: fmt.Sprintf("must be in [1, 2^52], got %d", n)})
 		d.local = true
 	} else {
-		at, reply, err := c.do(ctx, eventKey, n, "0", 0)
+		id := 1 + rand.Int64N(maxScriptInt)
+		at, reply, sent, err := c.do(ctx, eventKey, n, "0", id)
+		var se *ServerError
+		if err != nil && sent && !errors.As(err, &se) {
+			c.releaseUnknown(eventKey, n, id)
+		}
 		switch {
+		case err != nil && sent && ctx.Err() != nil:
+			// The caller gave up while the call ran: no admission.
+			d.r, d.err = Result{Limit: -1}, err
 		case err != nil:
 			d.r, d.err = l.failed(err)
 		default:
@@ -140,7 +168,7 @@ func (c *Semaphore) AcquireN(ctx context.Context, eventKey string, n int64) (*Le
 // how many are (Remaining) and when the last lease held ends if none is
 // renewed (ResetAfter), acquiring nothing.
 func (c *Semaphore) Peek(ctx context.Context, eventKey string) (Result, error) {
-	_, reply, err := c.do(ctx, eventKey, 0, "0", 0)
+	_, reply, _, err := c.do(ctx, eventKey, 0, "0", 0)
 	if err != nil {
 		return Result{Limit: -1}, err
 	}
@@ -150,33 +178,49 @@ func (c *Semaphore) Peek(ctx context.Context, eventKey string) (Result, error) {
 // Reset drops every lease of eventKey: their holders' renewals and
 // releases find them lost. The lease ids go on counting.
 func (c *Semaphore) Reset(ctx context.Context, eventKey string) error {
-	_, _, err := c.do(ctx, eventKey, -1, "0", 0)
+	_, _, _, err := c.do(ctx, eventKey, -1, "0", 0)
 	return err
 }
 
+// releaseUnknown releases, in the background and within
+// unknownReleaseTimeout, lease id of n slots of eventKey, whose acquire
+// has an unknown outcome. A lease the server does not hold is left alone.
+func (c *Semaphore) releaseUnknown(eventKey string, n, id int64) {
+	c.releases.Add(1)
+	go func() {
+		defer c.releases.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), min(unknownReleaseTimeout, c.slots.Lease))
+		defer cancel()
+		// A failure leaves the slots to the lease's expiry.
+		_, _, _, _ = c.do(ctx, eventKey, n, "release", id)
+	}()
+}
+
 // do makes one call of the script on eventKey: eventCount n in mode, and
-// the lease id in modes renew and release. at is the time the call began
-// by the lease clock (see Lease.Deadline).
-func (c *Semaphore) do(ctx context.Context, eventKey string, n int64, mode string, id int64) (at time.Time, reply [5]int64, err error) {
+// the lease id (ARGV[7]) unless 0: in modes renew and release the lease's,
+// in an acquire the caller's choice. at is the time the call began by the
+// lease clock (see Lease.Deadline); sent reports that the call was sent
+// (it may have run even when err is set).
+func (c *Semaphore) do(ctx context.Context, eventKey string, n int64, mode string, id int64) (at time.Time, reply [5]int64, sent bool, err error) {
 	l := c.l
 	if err := ctx.Err(); err != nil {
-		return at, reply, callerGaveUp(l.name, err)
+		return at, reply, false, callerGaveUp(l.name, err)
 	}
 	at = c.clock()
 	now := ""
 	if l.clock != nil {
 		if now, err = l.nowOf(at); err != nil {
-			return at, reply, err
+			return at, reply, false, err
 		}
 	}
 	args := make([]string, 0, 7)
 	args = append(args, strconv.FormatInt(n, 10), l.unit.name, now, mode)
 	args = append(args, l.limits...)
-	if mode != "0" {
+	if id != 0 {
 		args = append(args, strconv.FormatInt(id, 10))
 	}
 	err = l.run(ctx, l.newCall(l.Key(eventKey), args), reply[:])
-	return at, reply, classify(l.name, err)
+	return at, reply, true, classify(l.name, err)
 }
 
 // clock is the lease clock: the limiter's Clock, or the process's.

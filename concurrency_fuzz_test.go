@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ratelua/ratelua/internal/model"
+	"github.com/ratelua/ratelua/internal/modeltest"
 )
 
 // concurrencyTarget is the concurrency script's fuzz target: limits are
@@ -14,7 +15,7 @@ var concurrencyTarget = fuzzTarget{
 	modelOf: func(argv []string) model.Model {
 		max, _ := strconv.ParseInt(argv[4], 10, 64)
 		lease, _ := strconv.ParseInt(argv[5], 10, 64)
-		return &model.Concurrency{Max: max, Lease: lease}
+		return &model.Concurrency{Max: max, Lease: lease, V6: true, ServerUs: modeltest.FrozenUs}
 	},
 	shape: concurrencyShape,
 	// An acquire of n slots writes n members, one sorted insert each in
@@ -121,6 +122,7 @@ func FuzzConcurrency(f *testing.F) {
 	f.Fuzz(func(t *testing.T, count1, unit, now, mode1, limits, count2, mode2, lease2 string, step int64, key string) {
 		in := fuzzInput{count1, unit, now, mode1, limits, count2, step, key}
 		fc := &fuzzCase{t: t, ft: ft, src: latest.Source, in: in, e: frozenEngine()}
+		fc.ft.accepts = acceptsCallerID(ft.accepts, fc)
 		lim := fuzzSplitLimits(limits)
 		argv1 := append([]string{count1, unit, now, mode1}, lim...)
 		argv2 := append([]string{count2, unit, fc.secondNow(), mode2}, lim...)
@@ -159,5 +161,33 @@ func TestConcurrencyShapeCanFail(t *testing.T) {
 	}
 	if p := concurrencyShape([]string{"1", "ms", "5", "renew", "2", "5", "7"}, []int64{1, 1, 0, 5, 7}); p != "" {
 		t.Errorf("a good renewal refused: %s", p)
+	}
+}
+
+// acceptsCallerID is the contract of v6's concurrency acquire on top of
+// accepts: in mode '0' an optional ARGV[7], the caller's lease id (a
+// canonical integer in [1, 2^52]), refused for an acquire (eventCount >
+// 0) when a live lease holds that id, which fc's model tells.
+func acceptsCallerID(accepts func(name string, keys, argv []string) bool, fc *fuzzCase) func(name string, keys, argv []string) bool {
+	return func(name string, keys, argv []string) bool {
+		if len(argv) != 7 || argv[3] != "0" {
+			return accepts(name, keys, argv)
+		}
+		id, err := strconv.ParseInt(argv[6], 10, 64)
+		if err != nil || id < 1 || id > model.MaxTime || strconv.FormatInt(id, 10) != argv[6] || !accepts(name, keys, argv[:6]) {
+			return false
+		}
+		count, _ := strconv.ParseInt(argv[0], 10, 64)
+		m, ok := fc.m.(*model.Concurrency)
+		if count <= 0 || !ok {
+			return true
+		}
+		c := model.Call{Count: count, Unit: argv[1], Lease: id}
+		if argv[2] == "" {
+			c.Now, _ = fc.unitNow(argv[1])
+		} else {
+			c.Now, _ = strconv.ParseInt(argv[2], 10, 64)
+		}
+		return !m.Holds(c)
 	}
 }

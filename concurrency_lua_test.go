@@ -73,9 +73,10 @@ func TestConcurrencyLogins(t *testing.T) {
 			t.Fatalf("step %d %q: PTTL %d, want %d", i, args, pttl, s.ttl)
 		}
 	}
-	// The members: the counter, and lease 5's slot is gone.
-	if got := e.Dump(testKey); len(got.([]luatest.ZMember)) != 1 {
-		t.Errorf("state %v, want the counter alone", got)
+	// The members: the counter and the last write's time ('#' and '@'),
+	// and lease 5's slot is gone.
+	if got := e.Dump(testKey); len(got.([]luatest.ZMember)) != 2 {
+		t.Errorf("state %v, want the counter and the last write's time alone", got)
 	}
 }
 
@@ -124,8 +125,11 @@ func TestConcurrencyValidation(t *testing.T) {
 		{[]string{"1", "s", "1000", "\x00", "2", "30"}, `ARGV[4] mode must be '0' (acquire), 'renew' or 'release', got '\x00'`},
 		{[]string{"0", "s", "1000", "renew", "2", "30", "1"}, "ARGV[1] eventCount must be the slots of the lease, an integer in [1, 10^6], in mode renew, got '0'"},
 		{[]string{"1000001", "s", "1000", "release", "2", "30", "1"}, "ARGV[1] eventCount must be the slots of the lease"},
-		{[]string{"1", "s", "1000", "0", "2"}, "expected 2 arguments after ARGV[4] in mode '0' (max, lease), got 1"},
-		{[]string{"1", "s", "1000", "0", "2", "30", "1"}, "expected 2 arguments after ARGV[4] in mode '0' (max, lease), got 3"},
+		{[]string{"1", "s", "1000", "0", "2"}, "expected 2 or 3 arguments after ARGV[4] in mode '0' (max, lease, and the caller's lease id), got 1"},
+		{[]string{"1", "s", "1000", "0", "2", "30", "7", "1"}, "expected 2 or 3 arguments after ARGV[4] in mode '0' (max, lease, and the caller's lease id), got 4"},
+		{[]string{"1", "s", "1000", "0", "2", "30", "1"}, "ARGV[7] the lease id is held by a live lease: choose another, got '1'"},
+		{[]string{"1", "s", "1000", "0", "2", "30", "0"}, "ARGV[7] the lease id must be a canonical integer in [1, 2^52], got '0'"},
+		{[]string{"0", "s", "1000", "0", "2", "30", "x"}, "ARGV[7] the lease id must be"},
 		{[]string{"1", "s", "1000", "renew", "2", "30"}, "expected 3 arguments after ARGV[4] in mode 'renew' (max, lease, lease id), got 2"},
 		{[]string{"1", "s", "1000", "release", "2", "30", "1", "1"}, "expected 3 arguments after ARGV[4] in mode 'release'"},
 		{[]string{"1", "s", "1000", "0", "0", "30"}, "ARGV[5] max must be a canonical integer in [1, 10^6], got '0'"},
@@ -215,8 +219,8 @@ func TestConcurrencyManySlots(t *testing.T) {
 		if !equalInts(got, c.want) {
 			t.Fatalf("call %d %q: %v, want %v", i, c.args[:4], got, c.want)
 		}
-		if i == 0 && res.Count("ZADD") != 3 {
-			t.Errorf("2500 slots took %d ZADDs, want 3 (1000 members each)", res.Count("ZADD"))
+		if i == 0 && res.Count("ZADD") != 4 {
+			t.Errorf("2500 slots took %d ZADDs, want 3 (1000 members each) and the counter's", res.Count("ZADD"))
 		}
 	}
 }

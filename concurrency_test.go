@@ -3,6 +3,8 @@ package ratelua_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,7 +17,7 @@ import (
 func newLogins(t *testing.T, opts ratelua.Options) (*ratelua.Semaphore, *limitertest.EngineClient, *limitertest.ManualClock) {
 	t.Helper()
 	client := limitertest.NewEngineClient()
-	clock := limitertest.NewManualClock(time.Unix(1_800_000_000, 0))
+	clock := limitertest.NewManualClock(time.Unix(1_600_000_000, 0))
 	opts.Clock = clock.Now
 	s, err := ratelua.NewConcurrency(client, opts, ratelua.Slots{Max: 2, Lease: 30 * time.Second})
 	if err != nil {
@@ -256,5 +258,151 @@ func TestSemaphoreOptions(t *testing.T) {
 	us, _ := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "p"}, ratelua.Slots{Max: 2, Lease: 1500 * time.Microsecond})
 	if a.Key("x") != b.Key("x") || a.Key("x") == us.Key("x") {
 		t.Errorf("keys %q %q %q: want Max and Lease out of the key, the unit in it", a.Key("x"), b.Key("x"), us.Key("x"))
+	}
+}
+
+// TestLeaseLostAfterARenewal: without a Clock, a lease renewed once whose
+// later renewals fail (the client is gone) is lost at its renewed
+// deadline: the renewal moved the timer with the deadline (issue 36 row 2).
+func TestLeaseLostAfterARenewal(t *testing.T) {
+	ctx := context.Background()
+	client := limitertest.NewEngineClient()
+	const lease = 2 * time.Second
+	s, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "renewed-once"}, ratelua.Slots{Max: 1, Lease: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The holder works half its lease, then renews once: the deadline
+	// moves by about a second. A machine so busy that the lease ran out
+	// meanwhile starts again.
+	var a *ratelua.Lease
+	for attempt := 0; a == nil; attempt++ {
+		if attempt == 5 {
+			t.Fatal("5 leases of 2 s lost before a renewal half-way")
+		}
+		l, _, err := s.Acquire(ctx, fmt.Sprint("k", attempt))
+		if err != nil || l == nil {
+			t.Fatal(l, err)
+		}
+		first := l.Deadline()
+		<-time.After(lease / 2)
+		err = l.Renew(ctx)
+		switch {
+		case errors.Is(err, ratelua.ErrLeaseLost):
+			continue
+		case err != nil:
+			t.Fatalf("renewal: %v", err)
+		case !l.Deadline().After(first.Add(lease / 4)):
+			t.Fatalf("the renewal half-way moved the deadline from %v to %v", first, l.Deadline())
+		}
+		a = l
+	}
+	client.SetDown(true)
+	if err := a.Renew(ctx); err == nil || errors.Is(err, ratelua.ErrLeaseLost) {
+		t.Fatalf("a renewal with the client gone: %v, want the call's error", err)
+	}
+	select {
+	case <-a.Lost():
+	case <-time.After(15 * time.Second):
+		t.Fatal("Lost() not closed 15 s after a 2 s lease renewed once: the timer did not follow the deadline")
+	}
+	if !errors.Is(a.Err(), ratelua.ErrLeaseLost) {
+		t.Errorf("Err %v, want ErrLeaseLost", a.Err())
+	}
+}
+
+// lateClient runs every call on the server, then, when an acquire's
+// context has a deadline, waits for it and answers its error: the server
+// took the slots, the caller never learned it (a reply later than the
+// deadline). late counts those acquires.
+type lateClient struct {
+	ratelua.Client
+	late *atomic.Int64
+}
+
+func (c lateClient) Run(ctx context.Context, call ratelua.Call, reply []int64) error {
+	err := c.Client.Run(context.WithoutCancel(ctx), call, reply)
+	if _, ok := ctx.Deadline(); ok && call.Args[3] == "0" && call.Args[0] != "0" {
+		c.late.Add(1)
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return err
+}
+
+// TestAcquireWithUnknownOutcome: acquires whose context ends while the
+// script runs hold no slot afterwards (each is released by its id in the
+// background) and are never admitted, not even by FailOpen; a patient
+// caller then gets a slot (issue 30 row H3).
+func TestAcquireWithUnknownOutcome(t *testing.T) {
+	for _, failOpen := range []bool{false, true} {
+		engine := limitertest.NewEngineClient()
+		clock := limitertest.NewManualClock(time.Unix(1_600_000_000, 0))
+		late := new(atomic.Int64)
+		s, err := ratelua.NewConcurrency(lateClient{engine, late}, ratelua.Options{Prefix: "late", FailOpen: failOpen, Clock: clock.Now},
+			ratelua.Slots{Max: 2, Lease: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Loaded first: an acquire's EVALSHA then runs (an unknown script
+		// would answer NOSCRIPT, and its EVAL would not be sent).
+		if r, err := s.Peek(context.Background(), "k"); err != nil || r.Remaining != 2 {
+			t.Fatalf("peek: %+v %v", r, err)
+		}
+		// 3 acquires that reach the server (on a busy machine a 5 ms
+		// deadline may pass before one is sent: then it is tried again).
+		for i := 0; late.Load() < 3; i++ {
+			if i == 100 {
+				t.Fatalf("FailOpen %v: %d of 100 acquires with a 5 ms deadline reached the server", failOpen, late.Load())
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+			l, r, err := s.Acquire(ctx, "k")
+			cancel()
+			if l != nil || r.Allowed || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("FailOpen %v: acquire %d with a 5 ms deadline: %v %+v %v, want no lease, not allowed, the deadline's error", failOpen, i, l, r, err)
+			}
+		}
+		ratelua.WaitUnknownReleases(s)
+		r, err := s.Peek(context.Background(), "k")
+		if err != nil || r.Remaining != 2 {
+			t.Fatalf("FailOpen %v: after 3 acquires that ended with their deadline: %+v %v, want 2 of 2 slots free", failOpen, r, err)
+		}
+		l, r, err := s.Acquire(context.Background(), "k")
+		if err != nil || l == nil || !r.Allowed || l.Local() {
+			t.Fatalf("FailOpen %v: a patient caller: %v %+v %v", failOpen, l, r, err)
+		}
+	}
+}
+
+// TestSemaphoreCallerClockBehind: through Options.Clock, a process whose
+// clock is 20 s behind holds its slot as long as the others count it:
+// with Max 2 a third holder is denied (issue 30 row M4).
+func TestSemaphoreCallerClockBehind(t *testing.T) {
+	ctx := context.Background()
+	client := limitertest.NewEngineClient()
+	clock := limitertest.NewManualClock(time.Unix(1_600_000_000, 0))
+	behind := func() time.Time { return clock.Now().Add(-20 * time.Second) }
+	slots := ratelua.Slots{Max: 2, Lease: 30 * time.Second}
+	on, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "p", Clock: clock.Now}, slots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "p", Clock: behind}, slots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, _, err := on.Acquire(ctx, "k"); err != nil || a == nil {
+		t.Fatal(a, err)
+	}
+	b, _, err := late.Acquire(ctx, "k")
+	if err != nil || b == nil {
+		t.Fatal(b, err)
+	}
+	clock.Advance(15 * time.Second)
+	if b.Err() != nil {
+		t.Fatalf("the late holder's lease, 15 s in: %v", b.Err())
+	}
+	if c, r, err := on.Acquire(ctx, "k"); err != nil || c != nil || r.Allowed {
+		t.Fatalf("a third holder 15 s later: %v %+v %v, want denied: the late holder still holds its slot", c, r, err)
 	}
 }

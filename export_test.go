@@ -6,3 +6,7 @@ func DenyCacheLen(l *Limiter) int { return l.deny.keys.len() }
 
 // FallbackLen is how many event keys l's fallback holds.
 func FallbackLen(l *Limiter) int { return l.fallback.len() }
+
+// WaitUnknownReleases waits until c's background releases of acquires
+// whose outcome was unknown have ended.
+func WaitUnknownReleases(c *Semaphore) { c.releases.Wait() }

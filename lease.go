@@ -20,8 +20,9 @@ import (
 // script's clock, read before the call was sent, so it never passes after
 // the server's expiry. Once it has passed the lease is lost, and Renew and
 // Release send nothing: after the key's last lease expires the key
-// vanishes and its lease ids are handed out again, so a late call could
-// name another holder's lease. Without Options.Clock a timer marks the
+// vanishes, and a late call could name a lease another holder acquired
+// since under the same id (an id of the key's counter, as callers in
+// other languages get, or, far less likely, the same random id). Without Options.Clock a timer marks the
 // loss at the deadline; with a Clock, the next Renew, Release, Err or
 // Deadline call does.
 type Lease struct {
@@ -62,8 +63,9 @@ func (c *Semaphore) deadlineOf(at time.Time) time.Time {
 	return at.Add(c.slots.Lease - c.deadlineSlack)
 }
 
-// ID returns the lease id the script handed out (0 for a local lease):
-// what a caller in another language passes to renew or release it.
+// ID returns the lease id (0 for a local lease), chosen at random by the
+// acquire: what a caller in another language passes to renew or release
+// it.
 func (le *Lease) ID() int64 { return le.id }
 
 // Slots returns how many slots the lease holds.
@@ -115,7 +117,7 @@ func (le *Lease) Renew(ctx context.Context) error {
 		return fmt.Errorf("%w: lease %d was released", ErrLeaseLost, le.id)
 	}
 	le.mu.Unlock()
-	at, reply, err := le.c.do(ctx, le.eventKey, le.slots, "renew", le.id)
+	at, reply, _, err := le.c.do(ctx, le.eventKey, le.slots, "renew", le.id)
 	if err != nil {
 		return err
 	}
@@ -160,7 +162,7 @@ func (le *Lease) Release(ctx context.Context) error {
 		return err
 	}
 	le.mu.Unlock()
-	_, reply, err := le.c.do(ctx, le.eventKey, le.slots, "release", le.id)
+	_, reply, _, err := le.c.do(ctx, le.eventKey, le.slots, "release", le.id)
 	if err != nil {
 		return err
 	}

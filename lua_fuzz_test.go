@@ -305,6 +305,10 @@ func (fc *fuzzCase) call(n int, argv []string) {
 	switch argv[3] {
 	case "0", "1":
 		c.Mode = int(argv[3][0] - '0')
+		if fc.ft.name == Concurrency && len(argv) == 7 {
+			// A v6 acquire of the caller's lease id.
+			c.Lease, _ = strconv.ParseInt(argv[6], 10, 64)
+		}
 	default:
 		// The concurrency script's renew or release of lease ARGV[7].
 		c.Op = argv[3]

@@ -27,7 +27,7 @@ var released = map[string]string{
 	"token_bucket@v5":   "d8e8a67049b1f4563ecb34d32b307cd4d7a94d74",
 	"zset_log@v5":       "20313d7d919b4996c3f81a69b57d43efce28cc27",
 	"ar1@v6":            "dc1edb0253762c16a12479d63f339c2ed065420b",
-	"concurrency@v6":    "ecbbb0b668a8d08f9a3354650c744c06d502f018",
+	"concurrency@v6":    "dbb5ceb63a603f0ef503ce5421380d608b586d31",
 	"sliding_window@v6": "3cb2db3cf067274b12389e8573b6834fd296685f",
 	"token_bucket@v6":   "c45e25b0f7af4813d94a25e367ef826eb8179205",
 	"zset_log@v6":       "2ba225a7d9123ff504ff64dce434e108130302f6",
@@ -36,7 +36,7 @@ var released = map[string]string{
 // releasedLibraries pins the SHA1 of every released Functions library.
 var releasedLibraries = map[int]string{
 	5: "298920f9ca406f17490499ae4fcc5816ff7bc413",
-	6: "ad81ab5151c12018619843e73b71269e63eecda6",
+	6: "678d5bb865237a7b2da247f4a71e04721e840621",
 }
 
 // embeddedLibraries lists the release of every Functions library file

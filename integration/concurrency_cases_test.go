@@ -19,7 +19,9 @@ import (
 // ResetPrefix deletes the semaphore's keys.
 func caseConcurrency(t *testing.T, e env) {
 	ctx := context.Background()
-	at := time.Unix(1_800_000_000, 0)
+	// Behind the server's clock: v6 counts a caller clock ahead of TIME
+	// as TIME, which moves.
+	at := time.Unix(1_700_000_000, 0)
 	for _, functions := range []bool{false, true} {
 		prefix := fmt.Sprintf("%s-%v", e.prefix, functions)
 		sem, err := ratelua.NewConcurrency(e.client, ratelua.Options{Prefix: prefix, Clock: func() time.Time { return at }, Functions: functions},

@@ -1241,8 +1241,8 @@ end
 if not acquire and (count < 1 or count > 1000000) then
   return refused(ARGV, 1, 'eventCount must be the slots of the lease, an integer in [1, 10^6], in mode ' .. mode)
 end
-if acquire and #ARGV ~= 6 then
-  return redis.error_reply("ERR ratelua: expected 2 arguments after ARGV[4] in mode '0' (max, lease), got " .. math.max(#ARGV - 4, 0))
+if acquire and #ARGV ~= 6 and #ARGV ~= 7 then
+  return redis.error_reply("ERR ratelua: expected 2 or 3 arguments after ARGV[4] in mode '0' (max, lease, and the caller's lease id), got " .. math.max(#ARGV - 4, 0))
 elseif not acquire and #ARGV ~= 7 then
   return redis.error_reply("ERR ratelua: expected 3 arguments after ARGV[4] in mode '" .. mode .. "' (max, lease, lease id), got " .. math.max(#ARGV - 4, 0))
 end
@@ -1254,20 +1254,63 @@ if not (lease and lease >= 1 and lease <= MAX_TIME and format('%d', lease) == AR
   return refused(ARGV, 6, 'lease must be a canonical integer in [1, 2^52]')
 end
 local key = KEYS[1]
+-- name: the lease id's text, of a renewal or release, or the caller's own
+-- id for an acquire (ARGV[7] of mode '0'); nil for an acquire without one.
+local name, id = ARGV[7], nil
+if name then
+  id = tonumber(name)
+  if not (id and id >= 1 and id <= MAX_TIME and format('%d', id) == name) then
+    return refused(ARGV, 7, 'the lease id must be a canonical integer in [1, 2^52]')
+  end
+end
 
--- A reset drops every lease and keeps the counter, with its TTL.
+-- The marks '#' (the counter) and '@' (the last write's time), and in
+-- modes renew and release the lease's first, last and next member, read
+-- by one ZMSCORE that also tells the key's shape: another type is an
+-- error here, and a sorted set without either mark is another script's.
+local marks
+if acquire then
+  if name and count > 0 then
+    marks = redis.pcall('ZMSCORE', key, '#', '@', name)
+  else
+    marks = redis.pcall('ZMSCORE', key, '#', '@')
+  end
+elseif count == 1 then
+  marks = redis.pcall('ZMSCORE', key, '#', '@', name, name .. '.2')
+else
+  marks = redis.pcall('ZMSCORE', key, '#', '@', name, format('%s.%d', name, count), format('%s.%d', name, count + 1))
+end
+local fresh = false
+if type(marks) ~= 'table' or marks.err or not marks[1] and not marks[2] then
+  if type(marks) == 'table' and not marks.err then
+    fresh = redis.call('EXISTS', key) == 0
+  end
+  if not fresh then
+    local kind = redis.call('TYPE', key)
+    return redis.error_reply("ERR ratelua: KEYS[1] holds a " .. tostring(kind.ok or kind)
+      .. " that is not a concurrency state (another script's or version's): left unchanged")
+  end
+end
+
+-- A reset drops every lease and keeps the counter and the last write's
+-- time, with the TTL.
 if acquire and count < 0 then
   redis.call('ZREMRANGEBYSCORE', key, '0', '+inf')
   return { 1, max, 0, 0, 0 }
 end
 
-local id
-if not acquire then
-  id = tonumber(ARGV[7])
-  if not (id and id >= 1 and id <= MAX_TIME and format('%d', id) == ARGV[7]) then
-    return refused(ARGV, 7, 'the lease id must be a canonical integer in [1, 2^52]')
-  end
+-- The time of the call. '@' holds the last acquire's or renewal's time t
+-- as the score t - 2^53 (below 0, below every expiry). A now earlier than
+-- it counts as that time. The server's TIME is read for the server clock,
+-- and for a caller's now more than one lease time from the last write (or
+-- on a fresh key): neither now nor the last write then counts later than
+-- TIME, so a caller clock ahead of the server's cannot expire others'
+-- leases early nor hold the key beyond the lease time.
+local last = false
+if marks[2] then
+  last = tonumber(marks[2]) + 2 * MAX_TIME
 end
+local server = false
 if not now then
   do
     local time = redis.call('TIME')
@@ -1279,10 +1322,37 @@ if not now then
       now = tonumber(time[1]) * 1000000 + tonumber(time[2])
     end
   end
+  server = now
+elseif not last or now - last > lease or last - now > lease then
+  do
+    local time = redis.call('TIME')
+    if unit == 's' then
+      server = tonumber(time[1])
+    elseif unit == 'ms' then
+      server = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    else
+      server = tonumber(time[1]) * 1000000 + tonumber(time[2])
+    end
+  end
+end
+if server then
+  if now > server then
+    now = server
+  end
+  if last and last > server then
+    last = server
+  end
+end
+if last and now < last then
+  now = last
 end
 local live = format('(%d', now)
+local mark = format('%d', now - 2 * MAX_TIME)
 
 if acquire then
+  if name and count > 0 and marks[3] and tonumber(marks[3]) > now then
+    return refused(ARGV, 7, 'the lease id is held by a live lease: choose another')
+  end
   local held = redis.call('ZCOUNT', key, live, '+inf')
   local asked = count
   if asked < 1 then
@@ -1301,16 +1371,39 @@ if acquire then
       return { 1, remaining, 0, reset_after, 1 }
     end
     redis.call('ZREMRANGEBYSCORE', key, '0', format('%d', now))
-    id = -tonumber(redis.call('ZINCRBY', key, '-1', '#'))
     local expiry = format('%d', now + lease)
-    local name = format('%d', id)
-    if count == 1 then
-      redis.call('ZADD', key, expiry, name)
+    if name then
+      -- The caller's id (not live: checked above; an expired one is gone).
+      if count == 1 then
+        redis.call('ZADD', key, expiry, name, mark, '@')
+      else
+        each_member({ 'ZADD', key }, name, count, expiry)
+        redis.call('ZADD', key, mark, '@')
+      end
     else
-      each_member({ 'ZADD', key }, name, count, expiry)
+      -- The next id of the counter that no live lease holds (a caller may
+      -- have chosen it).
+      id = 1
+      if marks[1] then
+        id = 1 - tonumber(marks[1])
+      end
+      name = format('%d', id)
+      if count == 1 then
+        while redis.call('ZADD', key, 'NX', expiry, name) == 0 do
+          id = id + 1
+          name = format('%d', id)
+        end
+      else
+        while redis.call('ZSCORE', key, name) do
+          id = id + 1
+          name = format('%d', id)
+        end
+        each_member({ 'ZADD', key }, name, count, expiry)
+      end
+      redis.call('ZADD', key, format('%d', -id), '#', mark, '@')
     end
     local reset_after = until_last(key, now)
-    -- A fresh key (id 1) has no TTL yet: GT would treat it as infinite.
+    -- A fresh key has no TTL yet: GT would treat it as infinite.
     local ttl
     do
       local ms = reset_after
@@ -1334,7 +1427,7 @@ if acquire then
       end
       ttl = string.format('%d', ms)
     end
-    if id == 1 then
+    if fresh then
       redis.call('PEXPIRE', key, ttl)
     else
       redis.call('PEXPIRE', key, ttl, 'GT')
@@ -1363,22 +1456,17 @@ end
 
 -- Renew or release lease ARGV[7] of count slots: it is held when '<id>'
 -- (and '<id>.<count>') expire after now and '<id>.<count + 1>' does not
--- exist; the slots of one lease always share one score.
-local name = ARGV[7]
-local scores
-if count == 1 then
-  scores = redis.call('ZMSCORE', key, name, name .. '.2')
-else
-  scores = redis.call('ZMSCORE', key, name, format('%s.%d', name, count), format('%s.%d', name, count + 1))
-end
-local held = scores[1] and tonumber(scores[1]) > now and scores[#scores - 1] and not scores[#scores]
+-- exist; the slots of one lease always share one score. marks[3..] are
+-- these members' scores.
+local held = marks[3] and tonumber(marks[3]) > now and marks[#marks - 1] and not marks[#marks]
 if held then
   if mode == 'renew' then
     local expiry = format('%d', now + lease)
     if count == 1 then
-      redis.call('ZADD', key, 'XX', 'GT', expiry, name)
+      redis.call('ZADD', key, 'XX', 'GT', expiry, name, mark, '@')
     else
       each_member({ 'ZADD', key, 'XX', 'GT' }, name, count, expiry)
+      redis.call('ZADD', key, 'XX', 'GT', mark, '@')
     end
   else
     if count == 1 then

@@ -3,6 +3,8 @@ package rategrpc_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,7 +22,7 @@ import (
 // the semaphore.
 func TestInFlight(t *testing.T) {
 	eachServer(t, func(t *testing.T, client ratelua.Client) {
-		at := time.Unix(1_800_000_000, 0)
+		at := time.Unix(1_600_000_000, 0)
 		sem, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: t.Name(), Clock: func() time.Time { return at }},
 			ratelua.Slots{Max: 2, Lease: 30 * time.Second})
 		if err != nil {
@@ -80,6 +82,137 @@ func TestInFlight(t *testing.T) {
 		}
 		if _, err := rategrpc.New(rategrpc.Options{}, rategrpc.Limit{Semaphore: sem, Limiter: &ratelua.Limiter{}, Name: "x"}); !errors.Is(err, rategrpc.ErrInvalidConfig) {
 			t.Errorf("a Limiter and a Semaphore: %v", err)
+		}
+	})
+}
+
+// TestInFlightReleasedWhenALaterLimitPanics: when a later limit's Key or
+// Cost panics, the slots the call already acquired go back, and the panic
+// goes on as before (issue 30 row M7).
+func TestInFlightReleasedWhenALaterLimitPanics(t *testing.T) {
+	eachServer(t, func(t *testing.T, client ratelua.Client) {
+		for _, later := range []rategrpc.Limit{
+			{Name: "key", Key: func(context.Context, string) (string, bool) { panic("key boom") }},
+			{Name: "cost", Cost: func(context.Context, string) int64 { panic("cost boom") }},
+		} {
+			at := time.Unix(1_700_000_000, 0)
+			sem, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: t.Name() + later.Name, Clock: func() time.Time { return at }},
+				ratelua.Slots{Max: 2, Lease: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: t.Name() + later.Name + "-other", Clock: func() time.Time { return at }},
+				ratelua.Slots{Max: 2, Lease: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			later.Semaphore = other
+			in, err := rategrpc.New(rategrpc.Options{}, rategrpc.Limit{Semaphore: sem, Name: "inflight", Key: func(context.Context, string) (string, bool) { return "k", true }}, later)
+			if err != nil {
+				t.Fatal(err)
+			}
+			unary := in.Unary()
+			info := &grpc.UnaryServerInfo{FullMethod: "/grpc.health.v1.Health/Check"}
+			for i := range 2 {
+				func() {
+					defer func() {
+						if p := recover(); p == nil {
+							t.Errorf("%s: call %d: no panic, want the %s function's", later.Name, i, later.Name)
+						}
+					}()
+					_, _ = unary(context.Background(), nil, info, func(context.Context, any) (any, error) {
+						t.Error("the handler ran")
+						return nil, nil
+					})
+				}()
+			}
+			r, err := sem.Peek(context.Background(), "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Remaining != 2 {
+				t.Errorf("%d of 2 slots free after 2 calls whose later limit's %s panicked", r.Remaining, later.Name)
+			}
+		}
+	})
+}
+
+// lateClient runs every call on the server, then, when an acquire's
+// context has a deadline, waits for it and answers its error: the server
+// took the slots, the interceptor never learned it (a reply later than
+// the call's deadline).
+type lateClient struct {
+	ratelua.Client
+	late *atomic.Int64 // the acquires answered late
+}
+
+func (c lateClient) Run(ctx context.Context, call ratelua.Call, reply []int64) error {
+	err := c.Client.Run(context.WithoutCancel(ctx), call, reply)
+	if _, ok := ctx.Deadline(); ok && call.Args[3] == "0" && call.Args[0] != "0" {
+		c.late.Add(1)
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return err
+}
+
+// TestInFlightDeadlineDuringAcquire: 3 calls with a 5 ms deadline that
+// passes while their acquire runs leave both slots free afterwards (their
+// leases released by id in the background), FailOpen or not, and a
+// patient client then gets a slot (issue 30 row H3: 0 of 2 slots were
+// left, and the patient client got ResourceExhausted for 30 s).
+func TestInFlightDeadlineDuringAcquire(t *testing.T) {
+	eachServer(t, func(t *testing.T, client ratelua.Client) {
+		for _, failOpen := range []bool{false, true} {
+			late := new(atomic.Int64)
+			sem, err := ratelua.NewConcurrency(lateClient{client, late}, ratelua.Options{Prefix: fmt.Sprintf("%s-%v", t.Name(), failOpen), FailOpen: failOpen},
+				ratelua.Slots{Max: 2, Lease: 30 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, err := rategrpc.New(rategrpc.Options{}, rategrpc.Limit{Semaphore: sem, Name: "inflight"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ran := make(chan struct{}, 100)
+			hc := healthServer(t, grpc.ChainUnaryInterceptor(in.Unary(), func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				ran <- struct{}{}
+				return h(ctx, req)
+			}))
+			free := func() int64 {
+				r, err := sem.Peek(context.Background(), "127.0.0.1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r.Remaining
+			}
+			free() // loads the script, so that the acquires' EVALSHA runs
+			// 3 calls whose acquire reaches the server (on a busy machine a
+			// 5 ms deadline may pass before: then another call is made).
+			for i := 0; late.Load() < 3; i++ {
+				if i == 100 {
+					t.Fatalf("FailOpen %v: %d of 100 calls with a 5 ms deadline reached the server", failOpen, late.Load())
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+				_, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
+				cancel()
+				if err == nil {
+					t.Fatalf("FailOpen %v: call %d with a 5 ms deadline answered", failOpen, i)
+				}
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for free() != 2 {
+				if time.Now().After(deadline) {
+					t.Fatalf("FailOpen %v: %d of 2 slots free 20 s after 3 calls whose deadline passed during the acquire", failOpen, free())
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if len(ran) != 0 {
+				t.Errorf("FailOpen %v: %d handlers ran for calls whose acquire ended with the deadline", failOpen, len(ran))
+			}
+			if err := check(hc); err != nil {
+				t.Fatalf("FailOpen %v: a patient client: %v", failOpen, err)
+			}
 		}
 	})
 }

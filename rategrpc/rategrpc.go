@@ -78,8 +78,11 @@ type Limit struct {
 	// or panics; the handler's context is cancelled (cause
 	// ratelua.ErrLeaseLost) if the lease is lost. A denied call fails
 	// with ResourceExhausted, its RetryInfo the time until the soonest
-	// lease ends if none is released or renewed. Interceptor.Limit, which
-	// cannot release, skips it.
+	// lease ends if none is released or renewed. The slots acquired for a
+	// call go back on every path, a panic of a later limit's Key or Cost
+	// included, and those of a call whose deadline passed while its
+	// acquire ran are released in the background (Semaphore.AcquireN).
+	// Interceptor.Limit, which cannot release, skips it.
 	Semaphore *ratelua.Semaphore
 	// Name names the limiter's policy in errors and QuotaFailure: a
 	// limiter with several limits names limit i Name-<its window>, e.g.
@@ -302,8 +305,11 @@ const statusDetailsKey = "grpc-status-details-bin"
 // hold, the semaphores are asked too and the call's leases returned;
 // without, they are skipped.
 func (in *Interceptor) decide(ctx context.Context, method string, hold bool) (leases []*ratelua.Lease, err error) {
+	// decided is set on every return: a panic of a later limit's Key or
+	// Cost leaves it unset, and the slots already acquired go back too.
+	decided := false
 	defer func() {
-		if err != nil {
+		if err != nil || !decided {
 			in.release(ctx, leases)
 			leases = nil
 		}
@@ -343,12 +349,15 @@ func (in *Interceptor) decide(ctx context.Context, method string, hold bool) (le
 			in.onError(ctx, method, err)
 		}
 		if err != nil && !res.Allowed {
+			decided = true
 			return leases, status.Error(codes.Unavailable, "rategrpc: the rate limiter could not decide this call")
 		}
 		if err == nil && !res.Allowed {
+			decided = true
 			return leases, denied(l, res, n)
 		}
 	}
+	decided = true
 	return leases, nil
 }
 

@@ -20,7 +20,7 @@ import (
 // expires by itself).
 func inFlight(t *testing.T, slots ratelua.Slots, opts ratehttp.Options) (*ratelua.Semaphore, *ratehttp.Middleware) {
 	t.Helper()
-	at := time.Unix(1_800_000_000, 0)
+	at := time.Unix(1_600_000_000, 0)
 	sem, err := ratelua.NewConcurrency(limitertest.NewEngineClient(), ratelua.Options{Prefix: "inflight", Clock: func() time.Time { return at }}, slots)
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func TestInFlightLost(t *testing.T) {
 // TestInFlightWithRateLimits: a rate limit after the semaphore that denies
 // gives the slot back; the RateLimit fields are the rate limit's alone.
 func TestInFlightWithRateLimits(t *testing.T) {
-	at := time.Unix(1_800_000_000, 0)
+	at := time.Unix(1_600_000_000, 0)
 	client := limitertest.NewEngineClient()
 	sem, _ := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "inflight", Clock: func() time.Time { return at }}, ratelua.Slots{Max: 2, Lease: time.Minute})
 	rate, _ := ratelua.NewTokenBucket(client, ratelua.Options{Prefix: "rate", Clock: func() time.Time { return at }}, ratelua.Bucket{Capacity: 1, RefillAmount: 1, RefillInterval: time.Minute})
@@ -151,6 +151,114 @@ func TestInFlightWithRateLimits(t *testing.T) {
 	} {
 		if _, err := ratehttp.New(ratehttp.Options{}, bad); !errors.Is(err, ratehttp.ErrInvalidConfig) {
 			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+}
+
+// TestInFlightReleasedWhenALaterLimitPanics: when a later limit's Key or
+// Cost panics, the slots the request already acquired go back, and the
+// panic goes on to the server as before (issue 30 row M7).
+func TestInFlightReleasedWhenALaterLimitPanics(t *testing.T) {
+	for _, later := range []ratehttp.Limit{
+		{Name: "key", Key: func(*http.Request) (string, bool) { panic("key boom") }},
+		{Name: "cost", Cost: func(*http.Request) int64 { panic("cost boom") }},
+	} {
+		t.Run(later.Name, func(t *testing.T) {
+			at := time.Unix(1_600_000_000, 0)
+			client := limitertest.NewEngineClient()
+			sem, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "inflight", Clock: func() time.Time { return at }}, ratelua.Slots{Max: 2, Lease: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "other", Clock: func() time.Time { return at }}, ratelua.Slots{Max: 2, Lease: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			later.Semaphore = other
+			mw, err := ratehttp.New(ratehttp.Options{}, ratehttp.Limit{Semaphore: sem, Name: "exports"}, later)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := mw.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { t.Error("the handler ran") }))
+			for i := range 2 {
+				func() {
+					defer func() {
+						if p := recover(); p == nil {
+							t.Errorf("request %d: no panic, want the %s function's", i, later.Name)
+						}
+					}()
+					h.ServeHTTP(httptest.NewRecorder(), get())
+				}()
+			}
+			if n := free(t, sem); n != 2 {
+				t.Errorf("%d of 2 slots free after 2 requests whose later limit's %s panicked", n, later.Name)
+			}
+		})
+	}
+}
+
+// hangUpClient runs every call on the engine; an acquire whose context can
+// end then says so on ran and waits for that end, answering its error:
+// the slots were taken, the middleware never learned it (a client that
+// hung up while the acquire ran).
+type hangUpClient struct {
+	ratelua.Client
+	ran chan struct{}
+}
+
+func (c hangUpClient) Run(ctx context.Context, call ratelua.Call, reply []int64) error {
+	err := c.Client.Run(context.WithoutCancel(ctx), call, reply)
+	if ctx.Done() != nil && call.Args[3] == "0" && call.Args[0] != "0" {
+		c.ran <- struct{}{}
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return err
+}
+
+// TestInFlightClientHangsUpDuringAcquire: requests whose client hangs up
+// while their acquire runs leave every slot free afterwards (their leases
+// released by id in the background), FailOpen or not, run no handler, and
+// a patient client then gets a slot (issue 30 row H3).
+func TestInFlightClientHangsUpDuringAcquire(t *testing.T) {
+	for _, failOpen := range []bool{false, true} {
+		client := hangUpClient{Client: limitertest.NewEngineClient(), ran: make(chan struct{})}
+		sem, err := ratelua.NewConcurrency(client, ratelua.Options{Prefix: "hangup", FailOpen: failOpen}, ratelua.Slots{Max: 2, Lease: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mw, err := ratehttp.New(ratehttp.Options{}, ratehttp.Limit{Semaphore: sem, Name: "exports"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		handled := 0
+		h := mw.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { handled++ }))
+		free(t, sem) // loads the script, so that the acquires' EVALSHA runs
+		for range 3 {
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				h.ServeHTTP(httptest.NewRecorder(), get().WithContext(ctx))
+			}()
+			<-client.ran
+			cancel()
+			<-done
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for free(t, sem) != 2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("FailOpen %v: %d of 2 slots free 20 s after 3 clients hung up during their acquire", failOpen, free(t, sem))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if handled != 0 {
+			t.Errorf("FailOpen %v: %d handlers ran for clients that hung up during the acquire", failOpen, handled)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, get())
+		if w.Code != http.StatusOK || handled != 1 {
+			t.Fatalf("FailOpen %v: a patient client: %d, %d handled", failOpen, w.Code, handled)
 		}
 	}
 }

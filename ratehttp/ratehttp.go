@@ -28,7 +28,10 @@ type Limit struct {
 	// is answered 429 with Retry-After: the time until the soonest lease
 	// ends if none is released or renewed. It has no window, so it is in
 	// no RateLimit field. Give its Semaphore a Slots.Renew for requests
-	// that may outlast a lease.
+	// that may outlast a lease. The slots acquired for a request go back
+	// on every path, a panic of a later limit's Key or Cost included, and
+	// those of a client that hung up while its acquire ran are released
+	// in the background (Semaphore.AcquireN).
 	Semaphore *ratelua.Semaphore
 	// Name names the limiter's policy in the headers and in the problem
 	// body. A limiter with one limit is one policy, Name; with several,
@@ -298,6 +301,10 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	var rep report
 	var client string
 	var leases []*ratelua.Lease // the slots held for the request
+	// Whatever ends the loop, a panic of a later limit's Key or Cost
+	// included, gives back the slots not handed to serveHolding (it
+	// releases its own): the panic goes on as before.
+	defer func() { m.release(r, leases) }()
 	for i := range m.limits {
 		l := &m.limits[i]
 		var key string
@@ -336,6 +343,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 				continue
 			}
 			m.release(r, leases)
+			leases = nil
 			m.setHeaders(w.Header(), &rep, false)
 			if err != nil {
 				m.fail(w, r)
@@ -353,6 +361,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		}
 		if err != nil && !res.Allowed {
 			m.release(r, leases)
+			leases = nil
 			m.setHeaders(w.Header(), &rep, false)
 			m.fail(w, r)
 			return
@@ -363,6 +372,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		rep.consider(l, res)
 		if !res.Allowed {
 			m.release(r, leases)
+			leases = nil
 			m.setHeaders(w.Header(), &rep, true)
 			m.deny(w, r, &rep, n)
 			return
@@ -373,7 +383,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		next.ServeHTTP(w, r)
 		return
 	}
-	m.serveHolding(w, r, next, leases)
+	held := leases
+	leases = nil
+	m.serveHolding(w, r, next, held)
 }
 
 // serveHolding runs next while the request holds leases, under a context

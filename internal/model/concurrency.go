@@ -1,6 +1,9 @@
 package model
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // The operations of the concurrency script besides mode 0 (acquire,
 // decide, reset by eventCount): Call.Op.
@@ -12,11 +15,25 @@ const (
 // Concurrency models the concurrency script as the plain list of leases:
 // at most Max slots held at once, a lease held while its expiry is after
 // now.
+//
+// With V6 it follows v6's rules: an acquire's Call.Lease, when not 0, is
+// the lease id the caller chose (never one a live lease holds: the script
+// refuses that, the model does not model it); the counter's next id skips
+// the ids live leases hold; and the clock rule: a now earlier than the
+// last acquire's or renewal's time counts as that time, and a now more
+// than Lease from it (or on a key without one) is compared with the
+// server's TIME, ServerUs: neither it nor the last write counts later.
 type Concurrency struct {
 	Max, Lease int64
+	// V6 selects v6's rules (above); ServerUs is the server's TIME in
+	// microseconds, for V6.
+	V6       bool
+	ServerUs int64
 
 	leases  []lease // in id order
 	counter int64   // the last lease id handed out
+	last    int64   // the time of the last acquire or renewal (V6)
+	hasLast bool
 	exists  bool
 	ttl     int64
 }
@@ -75,10 +92,12 @@ func (m *Concurrency) Do(c Call) Reply {
 		return m.renewOrRelease(c)
 	}
 	if c.Count < 0 {
-		// The leases go; the counter and the TTL stay.
+		// The leases go; the counter, the last write's time and the TTL
+		// stay.
 		m.leases = nil
 		return Reply{Allowed: 1, Remaining: m.Max}
 	}
+	c.Now = m.at(c)
 	slots := m.live(c.Now)
 	held := int64(len(slots))
 	asked := max(c.Count, 1)
@@ -93,12 +112,21 @@ func (m *Concurrency) Do(c Call) Reply {
 				kept = append(kept, l)
 			}
 		}
-		m.counter++
-		m.leases = append(kept, lease{id: m.counter, slots: c.Count, expiry: c.Now + m.Lease})
+		id := c.Lease
+		if !m.V6 || id == 0 {
+			// The counter's next id that no live lease holds.
+			id = m.counter + 1
+			for slices.ContainsFunc(kept, func(l lease) bool { return l.id == id }) {
+				id++
+			}
+			m.counter = id
+		}
+		m.leases = append(kept, lease{id: id, slots: c.Count, expiry: c.Now + m.Lease})
+		m.wrote(c.Now)
 		latest := m.latest()
 		reset := clampDuration(latest - c.Now)
 		m.setTTL(c.Unit, reset)
-		return Reply{Allowed: 1, Remaining: remaining - c.Count, ResetAfter: reset, LimitIndex: m.counter}
+		return Reply{Allowed: 1, Remaining: remaining - c.Count, ResetAfter: reset, LimitIndex: id}
 	}
 	r := Reply{Remaining: remaining, RetryAfter: -1, ResetAfter: resetAfter(slots, c.Now), LimitIndex: 1}
 	if asked <= m.Max {
@@ -111,6 +139,7 @@ func (m *Concurrency) Do(c Call) Reply {
 // renewOrRelease is a call in mode renew or release of lease c.Lease of
 // c.Count slots.
 func (m *Concurrency) renewOrRelease(c Call) Reply {
+	c.Now = m.at(c)
 	at := -1
 	for i, l := range m.leases {
 		if l.id == c.Lease && l.slots == c.Count && l.expiry > c.Now {
@@ -120,6 +149,7 @@ func (m *Concurrency) renewOrRelease(c Call) Reply {
 	if at >= 0 {
 		if c.Op == OpRenew {
 			m.leases[at].expiry = max(m.leases[at].expiry, c.Now+m.Lease)
+			m.wrote(c.Now)
 		} else {
 			m.leases = append(m.leases[:at], m.leases[at+1:]...)
 		}
@@ -155,4 +185,47 @@ func (m *Concurrency) setTTL(unit string, reset int64) {
 		return
 	}
 	m.ttl = max(m.ttl, ttl)
+}
+
+// at is the time a call is decided at: its now under v5's rules; under
+// v6's, a now earlier than the last write counts as the last write, and a
+// now more than Lease from the last write (or on a key without one) is
+// compared with the server's TIME, later than which neither it nor the
+// last write counts.
+func (m *Concurrency) at(c Call) int64 {
+	if !m.V6 {
+		return c.Now
+	}
+	now, last := c.Now, m.last
+	if !m.hasLast || now-last > m.Lease || last-now > m.Lease {
+		server := m.ServerUs
+		switch c.Unit {
+		case "s":
+			server /= 1_000_000
+		case "ms":
+			server /= 1000
+		}
+		now, last = min(now, server), min(last, server)
+	}
+	if m.hasLast && now < last {
+		now = last
+	}
+	return now
+}
+
+// wrote records the time of an acquire or a renewal (v6's '@').
+func (m *Concurrency) wrote(now int64) {
+	m.last, m.hasLast = now, true
+}
+
+// Holds reports whether acquire c names (Call.Lease) the id of a lease
+// held at the call's time, which v6 refuses.
+func (m *Concurrency) Holds(c Call) bool {
+	now := m.at(c)
+	for _, l := range m.leases {
+		if l.id == c.Lease && l.expiry > now {
+			return true
+		}
+	}
+	return false
 }

@@ -5,6 +5,7 @@ package modeltest
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strconv"
 
 	"github.com/ratelua/ratelua/internal/model"
@@ -98,7 +99,7 @@ var Generators = map[string]Generator{
 	},
 	"concurrency": func(r *rand.Rand, unit string, _ int) (model.Model, []string, int64) {
 		// One limit per call, whatever was asked.
-		m := &model.Concurrency{Max: 1 + r.Int64N(8), Lease: 1 + r.Int64N(30*Scale(unit))}
+		m := &model.Concurrency{Max: 1 + r.Int64N(8), Lease: 1 + r.Int64N(30*Scale(unit)), ServerUs: FrozenUs}
 		if r.IntN(10) == 0 {
 			m.Max = 1 + r.Int64N(1000)
 		}
@@ -148,6 +149,9 @@ func ConcurrencyCall(r *rand.Rand, m *model.Concurrency, now int64, unit string,
 	switch p := r.IntN(100); {
 	case p < 40:
 		c.Count = 1 + r.Int64N(2)
+		if m.V6 && r.IntN(2) == 0 {
+			c.Lease = callerID(r, m)
+		}
 	case p < 47:
 		c.Count = 1 + r.Int64N(m.Max+3)
 	case p < 48:
@@ -195,6 +199,23 @@ func ConcurrencyCall(r *rand.Rand, m *model.Concurrency, now int64, unit string,
 // EngineSeconds is the server clock (TIME) of the tests' frozen luatest
 // engines, in seconds: the calls drawn here carry it as their Server.
 const EngineSeconds = 1_700_000_000
+
+// callerID draws the lease id a v6 caller chooses for an acquire: mostly
+// random in [1, 2^52], sometimes one the counter would hand out next (so
+// that the counter must skip it), never one of a lease in the state (it
+// may be live at the call's time, which the script refuses).
+func callerID(r *rand.Rand, m *model.Concurrency) int64 {
+	ids, _ := m.Leases()
+	for {
+		id := 1 + r.Int64N(1<<52)
+		if r.IntN(3) == 0 {
+			id = m.Counter() + 1 + r.Int64N(3)
+		}
+		if !slices.Contains(ids, id) {
+			return id
+		}
+	}
+}
 
 // RandomCall draws the next call: counts including 0, negative and huge;
 // time steps including zero, large jumps and steps backwards.
@@ -264,6 +285,10 @@ func CallArgs(c model.Call, limits []string) []string {
 		args[3] = c.Op
 		return append(append(args, limits...), strconv.FormatInt(c.Lease, 10))
 	}
+	if c.Lease != 0 {
+		// A v6 acquire of the caller's lease id.
+		return append(append(args, limits...), strconv.FormatInt(c.Lease, 10))
+	}
 	return append(args, limits...)
 }
 
@@ -281,5 +306,12 @@ func ForVersion(m model.Model, version int) model.Model {
 	case *model.ZSetLog:
 		m.KeepsStale = version < 6
 	}
+	if c, ok := m.(*model.Concurrency); ok {
+		c.V6 = version >= 6
+	}
 	return m
 }
+
+// FrozenUs is the clock of the tests' frozen engines (TIME), 1.7e9 s, in
+// microseconds.
+const FrozenUs = 1_700_000_000 * 1_000_000

@@ -16,7 +16,11 @@
 -- ARGV[5]  max: slots held at once, 1..10^6 (one limit per call: a key
 --          holds one set of leases)
 -- ARGV[6]  lease: the lease time, in the unit, 1..2^52
--- ARGV[7]  in modes 'renew' and 'release' only: the lease id, 1..2^52
+-- ARGV[7]  in modes 'renew' and 'release': the lease id, 1..2^52. In mode
+--          '0', optional: the id the caller chose for the lease it
+--          acquires (random, so that a caller that did not get the reply
+--          can release it by that id); refused when a live lease holds it.
+--          Without it the key's counter numbers the lease
 -- reply    {allowed, remaining, retry_after, reset_after, limit_index}:
 --          allowed      1 when the slots were acquired (for 0: one slot
 --                       is free), or the lease renewed or released
@@ -37,11 +41,22 @@
 --
 -- A lease is held at now while its expiry > now. An acquire of n slots is
 -- allowed when held + n <= max; it first drops the expired leases, then
--- takes the next lease id. The executable specification is
--- internal/model/concurrency.go.
+-- takes the caller's id or the counter's next id that no live lease holds.
+-- The executable specification is internal/model/concurrency.go.
+--
+-- The clock: a now earlier than the last acquire's or renewal's time
+-- counts as that time. The server's TIME is read with an empty now, and
+-- with a caller's now more than one lease time (ARGV[6]) from the last
+-- write or on a key without one: neither now nor the last write then
+-- counts later than TIME, so a caller clock far ahead cannot expire
+-- others' live leases nor hold the key beyond the lease time. Replies
+-- count from the time the call was decided at.
 --
 -- State: a sorted set. The member '#' counts the lease ids handed out
--- (score -<last id>, below every expiry). A lease of n slots is the
+-- (score -<last id>, below every expiry); the member '@' is the time t of
+-- the last acquire or renewal (score t - 2^53, below 0). A key of another
+-- type, or a sorted set with neither member, is another script's: refused,
+-- left unchanged. A lease of n slots is the
 -- members '<id>' and '<id>.2' .. '<id>.<n>', each scored by the lease's
 -- expiry in the unit, so that the live slots are ZCOUNT (now +inf. TTL: a
 -- write sets it to the latest expiry (ms, rounded up), and on a key that
@@ -51,7 +66,10 @@
 -- unit must not change for a key; max and the lease time may.
 --
 -- What v6 does apart from v5: the prelude's helpers are macros expanded in
--- place (no closure built for them on a call); replies and state are v5's.
+-- place (no closure built for them on a call); an acquire may name its own
+-- lease id (ARGV[7]); the clock rule above and the member '@'; another
+-- script's state is refused. The state stays v5's otherwise (state version
+-- 5: v5 ignores '@', and v6 reads v5's keys).
 
 -- ratelua v6 prelude, shared by every v6 script (generated into each
 -- released file; do not edit there). It holds two constants and macros
@@ -222,8 +240,8 @@ end
 if not acquire and (count < 1 or count > 1000000) then
   return refused(ARGV, 1, 'eventCount must be the slots of the lease, an integer in [1, 10^6], in mode ' .. mode)
 end
-if acquire and #ARGV ~= 6 then
-  return redis.error_reply("ERR ratelua: expected 2 arguments after ARGV[4] in mode '0' (max, lease), got " .. math.max(#ARGV - 4, 0))
+if acquire and #ARGV ~= 6 and #ARGV ~= 7 then
+  return redis.error_reply("ERR ratelua: expected 2 or 3 arguments after ARGV[4] in mode '0' (max, lease, and the caller's lease id), got " .. math.max(#ARGV - 4, 0))
 elseif not acquire and #ARGV ~= 7 then
   return redis.error_reply("ERR ratelua: expected 3 arguments after ARGV[4] in mode '" .. mode .. "' (max, lease, lease id), got " .. math.max(#ARGV - 4, 0))
 end
@@ -235,20 +253,63 @@ if not (lease and lease >= 1 and lease <= MAX_TIME and format('%d', lease) == AR
   return refused(ARGV, 6, 'lease must be a canonical integer in [1, 2^52]')
 end
 local key = KEYS[1]
+-- name: the lease id's text, of a renewal or release, or the caller's own
+-- id for an acquire (ARGV[7] of mode '0'); nil for an acquire without one.
+local name, id = ARGV[7], nil
+if name then
+  id = tonumber(name)
+  if not (id and id >= 1 and id <= MAX_TIME and format('%d', id) == name) then
+    return refused(ARGV, 7, 'the lease id must be a canonical integer in [1, 2^52]')
+  end
+end
 
--- A reset drops every lease and keeps the counter, with its TTL.
+-- The marks '#' (the counter) and '@' (the last write's time), and in
+-- modes renew and release the lease's first, last and next member, read
+-- by one ZMSCORE that also tells the key's shape: another type is an
+-- error here, and a sorted set without either mark is another script's.
+local marks
+if acquire then
+  if name and count > 0 then
+    marks = redis.pcall('ZMSCORE', key, '#', '@', name)
+  else
+    marks = redis.pcall('ZMSCORE', key, '#', '@')
+  end
+elseif count == 1 then
+  marks = redis.pcall('ZMSCORE', key, '#', '@', name, name .. '.2')
+else
+  marks = redis.pcall('ZMSCORE', key, '#', '@', name, format('%s.%d', name, count), format('%s.%d', name, count + 1))
+end
+local fresh = false
+if type(marks) ~= 'table' or marks.err or not marks[1] and not marks[2] then
+  if type(marks) == 'table' and not marks.err then
+    fresh = redis.call('EXISTS', key) == 0
+  end
+  if not fresh then
+    local kind = redis.call('TYPE', key)
+    return redis.error_reply("ERR ratelua: KEYS[1] holds a " .. tostring(kind.ok or kind)
+      .. " that is not a concurrency state (another script's or version's): left unchanged")
+  end
+end
+
+-- A reset drops every lease and keeps the counter and the last write's
+-- time, with the TTL.
 if acquire and count < 0 then
   redis.call('ZREMRANGEBYSCORE', key, '0', '+inf')
   return { 1, max, 0, 0, 0 }
 end
 
-local id
-if not acquire then
-  id = tonumber(ARGV[7])
-  if not (id and id >= 1 and id <= MAX_TIME and format('%d', id) == ARGV[7]) then
-    return refused(ARGV, 7, 'the lease id must be a canonical integer in [1, 2^52]')
-  end
+-- The time of the call. '@' holds the last acquire's or renewal's time t
+-- as the score t - 2^53 (below 0, below every expiry). A now earlier than
+-- it counts as that time. The server's TIME is read for the server clock,
+-- and for a caller's now more than one lease time from the last write (or
+-- on a fresh key): neither now nor the last write then counts later than
+-- TIME, so a caller clock ahead of the server's cannot expire others'
+-- leases early nor hold the key beyond the lease time.
+local last = false
+if marks[2] then
+  last = tonumber(marks[2]) + 2 * MAX_TIME
 end
+local server = false
 if not now then
   do
     local time = redis.call('TIME')
@@ -260,10 +321,37 @@ if not now then
       now = tonumber(time[1]) * 1000000 + tonumber(time[2])
     end
   end
+  server = now
+elseif not last or now - last > lease or last - now > lease then
+  do
+    local time = redis.call('TIME')
+    if unit == 's' then
+      server = tonumber(time[1])
+    elseif unit == 'ms' then
+      server = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    else
+      server = tonumber(time[1]) * 1000000 + tonumber(time[2])
+    end
+  end
+end
+if server then
+  if now > server then
+    now = server
+  end
+  if last and last > server then
+    last = server
+  end
+end
+if last and now < last then
+  now = last
 end
 local live = format('(%d', now)
+local mark = format('%d', now - 2 * MAX_TIME)
 
 if acquire then
+  if name and count > 0 and marks[3] and tonumber(marks[3]) > now then
+    return refused(ARGV, 7, 'the lease id is held by a live lease: choose another')
+  end
   local held = redis.call('ZCOUNT', key, live, '+inf')
   local asked = count
   if asked < 1 then
@@ -282,16 +370,39 @@ if acquire then
       return { 1, remaining, 0, reset_after, 1 }
     end
     redis.call('ZREMRANGEBYSCORE', key, '0', format('%d', now))
-    id = -tonumber(redis.call('ZINCRBY', key, '-1', '#'))
     local expiry = format('%d', now + lease)
-    local name = format('%d', id)
-    if count == 1 then
-      redis.call('ZADD', key, expiry, name)
+    if name then
+      -- The caller's id (not live: checked above; an expired one is gone).
+      if count == 1 then
+        redis.call('ZADD', key, expiry, name, mark, '@')
+      else
+        each_member({ 'ZADD', key }, name, count, expiry)
+        redis.call('ZADD', key, mark, '@')
+      end
     else
-      each_member({ 'ZADD', key }, name, count, expiry)
+      -- The next id of the counter that no live lease holds (a caller may
+      -- have chosen it).
+      id = 1
+      if marks[1] then
+        id = 1 - tonumber(marks[1])
+      end
+      name = format('%d', id)
+      if count == 1 then
+        while redis.call('ZADD', key, 'NX', expiry, name) == 0 do
+          id = id + 1
+          name = format('%d', id)
+        end
+      else
+        while redis.call('ZSCORE', key, name) do
+          id = id + 1
+          name = format('%d', id)
+        end
+        each_member({ 'ZADD', key }, name, count, expiry)
+      end
+      redis.call('ZADD', key, format('%d', -id), '#', mark, '@')
     end
     local reset_after = until_last(key, now)
-    -- A fresh key (id 1) has no TTL yet: GT would treat it as infinite.
+    -- A fresh key has no TTL yet: GT would treat it as infinite.
     local ttl
     do
       local ms = reset_after
@@ -315,7 +426,7 @@ if acquire then
       end
       ttl = string.format('%d', ms)
     end
-    if id == 1 then
+    if fresh then
       redis.call('PEXPIRE', key, ttl)
     else
       redis.call('PEXPIRE', key, ttl, 'GT')
@@ -344,22 +455,17 @@ end
 
 -- Renew or release lease ARGV[7] of count slots: it is held when '<id>'
 -- (and '<id>.<count>') expire after now and '<id>.<count + 1>' does not
--- exist; the slots of one lease always share one score.
-local name = ARGV[7]
-local scores
-if count == 1 then
-  scores = redis.call('ZMSCORE', key, name, name .. '.2')
-else
-  scores = redis.call('ZMSCORE', key, name, format('%s.%d', name, count), format('%s.%d', name, count + 1))
-end
-local held = scores[1] and tonumber(scores[1]) > now and scores[#scores - 1] and not scores[#scores]
+-- exist; the slots of one lease always share one score. marks[3..] are
+-- these members' scores.
+local held = marks[3] and tonumber(marks[3]) > now and marks[#marks - 1] and not marks[#marks]
 if held then
   if mode == 'renew' then
     local expiry = format('%d', now + lease)
     if count == 1 then
-      redis.call('ZADD', key, 'XX', 'GT', expiry, name)
+      redis.call('ZADD', key, 'XX', 'GT', expiry, name, mark, '@')
     else
       each_member({ 'ZADD', key, 'XX', 'GT' }, name, count, expiry)
+      redis.call('ZADD', key, 'XX', 'GT', mark, '@')
     end
   else
     if count == 1 then
