@@ -39,6 +39,7 @@ type Lease struct {
 	lost     chan struct{} // closed with err set
 	timer    *time.Timer   // fires at the deadline (without a Clock)
 	stop     chan struct{} // closed to end the renewals
+	renewals chan struct{} // closed when the renewals have ended (nil without)
 }
 
 // newLease is the lease id of n slots of eventKey acquired by a call that
@@ -52,7 +53,7 @@ func (c *Semaphore) newLease(eventKey string, n, id int64, at time.Time) *Lease 
 		le.timer = time.AfterFunc(time.Until(le.deadline), le.expire)
 	}
 	if c.slots.Renew > 0 {
-		le.stop = make(chan struct{})
+		le.stop, le.renewals = make(chan struct{}), make(chan struct{})
 		go le.renewing(c.slots.Renew)
 	}
 	return le
@@ -145,7 +146,9 @@ func (le *Lease) Renew(ctx context.Context) error {
 // without its slot), and the call's error when the server could not
 // answer: then the slots come back when the lease expires. A context that
 // is done sends nothing, so release with one that outlives the work, such
-// as context.WithoutCancel of a request's.
+// as context.WithoutCancel of a request's. With Slots.Renew, Release first
+// waits for a renewal on its way (at most one renewal period, or until ctx
+// is done), so that no renewal reaches the server after the release.
 func (le *Lease) Release(ctx context.Context) error {
 	le.mu.Lock()
 	if le.released || le.local {
@@ -161,7 +164,16 @@ func (le *Lease) Release(ctx context.Context) error {
 		le.mu.Unlock()
 		return err
 	}
+	renewals := le.renewals
 	le.mu.Unlock()
+	if renewals != nil {
+		// The renewals' goroutine ends at the stop closed above, or once
+		// the renewal it sent is answered (each has a period's timeout).
+		select {
+		case <-renewals:
+		case <-ctx.Done():
+		}
+	}
 	_, reply, _, err := le.c.do(ctx, le.eventKey, le.slots, "release", le.id)
 	if err != nil {
 		return err
@@ -221,8 +233,9 @@ func (le *Lease) end() {
 // next one, and the deadline ends the lease if none succeeds.
 func (le *Lease) renewing(period time.Duration) {
 	le.mu.Lock()
-	stop := le.stop
+	stop, done := le.stop, le.renewals
 	le.mu.Unlock()
+	defer close(done)
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
