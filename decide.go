@@ -36,7 +36,8 @@ type Check struct {
 // the fallback may answer it without a round trip, FailOpen, DryRun and
 // Observe apply to it, and an invalid check (a nil Limiter, N out of
 // range, At outside what the scripts take) is answered with a
-// *LimitError and sends nothing, as is every check once ctx is done. The
+// *LimitError naming what was wrong and sends nothing; once ctx is done,
+// nothing is sent and each error wraps the context's. The
 // outcomes are in the order of checks; each carries its own error, its
 // Kind and whether it was decided in the process.
 func Decide(ctx context.Context, client Client, checks []Check) []Outcome {
