@@ -27,7 +27,8 @@ type decision struct {
 	eventKey string
 	n        int64
 	start    time.Time // when the call began, zero when nothing needs it
-	at       time.Time // the time of the decision: the Clock's reading, or start
+	at       time.Time // the time of the decision: the Clock's reading, a Check's At, or start
+	clocked  bool      // at is a caller's time (a Clock's reading or a Check's At), not the server's
 	slot     int       // the state key's hash slot, -1 when not followed
 	probe    bool      // this call asks the server for the fallback
 	flight   bool      // registered in flight in the deny cache
@@ -130,7 +131,7 @@ func (l *Limiter) begin(eventKey string, n int64) (d decision, now string, err e
 	}
 	d.at = d.start
 	if l.clock != nil {
-		d.at = l.clock()
+		d.at, d.clocked = l.clock(), true
 		now, err = l.nowOf(d.at)
 	}
 	return d, now, err
@@ -145,7 +146,7 @@ func (l *Limiter) answerLocally(ctx context.Context, d *decision) bool {
 		return false
 	}
 	if l.deny != nil {
-		r, gen, ok := l.deny.answer(d.eventKey, max(d.n, 1), l.denyTime(d.at), l.unit)
+		r, gen, ok := l.deny.answer(d.eventKey, max(d.n, 1), denyTime(d, l.unit), l.unit)
 		if ok {
 			d.r, d.local = r, true
 			return true
@@ -278,11 +279,11 @@ func (l *Limiter) settle(ctx context.Context, d *decision, r Result, err error) 
 		var denied *denial
 		if err == nil && !r.Allowed && r.RetryAfter > 0 {
 			var slack time.Duration
-			if l.clock == nil {
+			if !d.clocked {
 				// The server read its clock after d.start and rounded it down.
 				slack = l.unit.size
 			}
-			denied = denialOf(max(d.n, 1), l.denyTime(d.at), slack, r)
+			denied = denialOf(max(d.n, 1), denyTime(d, l.unit), slack, r)
 		}
 		l.deny.settle(d.eventKey, d.gen, recorded, denied)
 		d.flight = false
@@ -369,6 +370,7 @@ func (l *Limiter) finish(ctx context.Context, d *decision) (Result, error) {
 		}
 		l.emit(ctx, Event{Kind: kind, N: d.n, Result: d.r, Err: cause, Latency: time.Since(d.start), Local: d.local})
 	}
+	d.kind = kind
 	return d.r, d.err
 }
 
@@ -416,14 +418,14 @@ func (l *Limiter) refuse(ctx context.Context, n int64, err error) (Result, error
 	return l.finish(ctx, &d)
 }
 
-// denyTime is the deny cache's time of a decision at t: with a Clock, its
-// reading rounded down to the unit, as the script reads it; else t, the
-// process's clock when the call began.
-func (l *Limiter) denyTime(t time.Time) time.Time {
-	if l.clock == nil {
-		return t
+// denyTime is the deny cache's time of decision d: a caller's time (a
+// Clock's reading or a Check's At) rounded down to the unit u, as the
+// script reads it; else d.at, the process's clock when the call began.
+func denyTime(d *decision, u unit) time.Time {
+	if !d.clocked {
+		return d.at
 	}
-	return t.Truncate(l.unit.size)
+	return d.at.Truncate(u.size)
 }
 
 // noAnswer reports an error of a call that got no answer, the only one

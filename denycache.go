@@ -4,6 +4,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ratelua/ratelua/internal/lru"
 )
 
 // denyCache remembers event keys the server denied with a RetryAfter, so
@@ -21,7 +23,7 @@ import (
 // is never answered locally.
 type denyCache struct {
 	mu      sync.Mutex
-	keys    *lru[denial]
+	keys    *lru.LRU[denial]
 	flights map[string]flight // the keys with calls in flight
 }
 
@@ -42,7 +44,7 @@ type flight struct {
 }
 
 func newDenyCache(keys int) *denyCache {
-	return &denyCache{keys: newLRU[denial](keys), flights: map[string]flight{}}
+	return &denyCache{keys: lru.New[denial](keys), flights: map[string]flight{}}
 }
 
 // answer is the local answer for asked events of key at now, if the server
@@ -52,9 +54,9 @@ func newDenyCache(keys int) *denyCache {
 func (c *denyCache) answer(key string, asked int64, now time.Time, u unit) (r Result, gen uint64, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if d, ok := c.keys.get(key); ok {
+	if d, ok := c.keys.Get(key); ok {
 		if !now.Before(d.until) {
-			c.keys.remove(key)
+			c.keys.Remove(key)
 		} else if d.asked == asked {
 			return Result{
 				Remaining:  d.remaining,
@@ -87,7 +89,7 @@ func (c *denyCache) settle(key string, gen uint64, recorded bool, denied *denial
 		f.gen++
 	}
 	if denied != nil && f.gen == gen {
-		c.keys.put(key, *denied)
+		c.keys.Put(key, *denied)
 	}
 	if f.calls--; f.calls <= 0 {
 		delete(c.flights, key)
@@ -105,7 +107,7 @@ func (c *denyCache) changed(key string) {
 }
 
 func (c *denyCache) changedLocked(key string) {
-	c.keys.remove(key)
+	c.keys.Remove(key)
 	if f, ok := c.flights[key]; ok {
 		f.gen++
 		c.flights[key] = f

@@ -33,7 +33,8 @@
 //
 // Allow records one event and decides it, AllowN records n, Peek decides
 // without recording, Reset forgets an event key, AllowBatch and ResetMany
-// take many keys in one round trip per node. A Result says whether the
+// take many keys in one round trip per node, and Decide many checks of
+// many limiters, each at its own time if asked (Check.At). A Result says whether the
 // events were admitted, how many more would be, when to retry, when the
 // state is fresh again, and which limit decided. Options choose the key
 // prefix, whether denied attempts count, the clock (the server's by

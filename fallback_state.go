@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"sync"
 
+	"github.com/ratelua/ratelua/internal/lru"
 	"github.com/ratelua/ratelua/internal/model"
 )
 
@@ -26,7 +27,7 @@ const (
 // keyShard holds the state of the event keys whose hash falls in it.
 type keyShard struct {
 	mu     sync.Mutex
-	models *lru[model.Model]
+	models *lru.LRU[model.Model]
 	// letGo holds the usage of the keys the bound let go.
 	letGo sketch
 	// recorded counts, per key, the events recorded since the server was
@@ -51,10 +52,10 @@ func newShards(keys int) []keyShard {
 		if i < keys%n {
 			bound++
 		}
-		s.models = newLRU[model.Model](bound)
+		s.models = lru.New[model.Model](bound)
 		s.letGo = sketch{seed: maphash.MakeSeed(), width: uint64(max(bound, 16))}
 		s.recorded, s.maxRecorded = map[string]int64{}, bound
-		s.models.evicted = func(key string, m model.Model) {
+		s.models.Evicted = func(key string, m model.Model) {
 			if u, ok := m.(usager); ok {
 				if usage, ok := u.Usage(); ok {
 					s.letGo.add(key, usage)
@@ -77,13 +78,13 @@ func (f *fallback) decide(eventKey string, c model.Call) [5]int64 {
 	s := f.shard(eventKey)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m, ok := s.models.get(eventKey)
+	m, ok := s.models.Get(eventKey)
 	if !ok {
 		fresh := f.newModel()
 		if u, ok := s.letGo.read(eventKey, c.Now); ok {
 			fresh.Do(u.Seed(c.Unit))
 		}
-		m = s.models.put(eventKey, fresh)
+		m = s.models.Put(eventKey, fresh)
 	}
 	r := (*m).Do(c)
 	if c, ok := (*m).(interface{ Compact() }); ok {
@@ -105,9 +106,9 @@ func (f *fallback) forget(eventKey string) {
 	defer s.mu.Unlock()
 	delete(s.recorded, eventKey)
 	if s.letGo.holds(eventKey) {
-		s.models.put(eventKey, f.newModel())
+		s.models.Put(eventKey, f.newModel())
 	} else {
-		s.models.remove(eventKey)
+		s.models.Remove(eventKey)
 	}
 }
 
@@ -141,7 +142,7 @@ func (f *fallback) len() int {
 	for i := range f.shards {
 		s := &f.shards[i]
 		s.mu.Lock()
-		n += s.models.len()
+		n += s.models.Len()
 		s.mu.Unlock()
 	}
 	return n

@@ -2,13 +2,7 @@ package rls
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math"
-	"slices"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -122,15 +116,6 @@ func newDecider(r *Rule, o limiterOptions) (*decider, error) {
 	return d, nil
 }
 
-// decision is one descriptor's answer from its limiter.
-type decision struct {
-	allowed    bool
-	remaining  int64
-	retryAfter time.Duration // ratelua.Never when it can never be admitted
-	resetAfter time.Duration
-	index      int // 0-based
-}
-
 // job is one descriptor to decide.
 type job struct {
 	d     *decider
@@ -138,7 +123,7 @@ type job struct {
 	n     uint64 // hits
 	limit uint32 // a reference rule's requests_per_unit
 	kept  uint64 // hits the deny cache answered before, sent with these
-	out   decision
+	out   ratelua.Result
 	err   error
 
 	// How a reference rule's job was answered, besides by the server:
@@ -165,264 +150,39 @@ func (j *job) counts(share float64) (before, after, limit uint64) {
 		top = int64(shareOf(refMax, share))
 		limit = shareOf(uint64(j.limit), share)
 	}
-	after = uint64(top - min(max(j.out.remaining, 0), top))
+	after = uint64(top - min(max(j.out.Remaining, 0), top))
 	if sent := uint64(j.scriptN()); after >= sent {
 		before = after - sent + min(j.kept, sent)
 	}
 	return before, after, limit
 }
 
-// decideBatch decides every job in one round trip per node (when the
-// client batches), now being the request's time for reference rules.
-func decideBatch(ctx context.Context, client ratelua.Client, jobs []*job, now time.Time) {
+// decide decides every job through ratelua.Decide, in one round trip per
+// node when the client batches, each with its limiter's options (the deny
+// cache of extension rules, the fallback, FailOpen): a reference rule's
+// at now, the request's time; an extension rule's at its limiter's clock.
+func decide(ctx context.Context, client ratelua.Client, jobs []*job, now time.Time) {
 	if len(jobs) == 0 {
 		return
 	}
-	calls := make([]ratelua.Call, len(jobs))
-	replies := make([][]int64, len(jobs))
-	flat := make([]int64, 5*len(jobs))
+	checks := make([]ratelua.Check, len(jobs))
 	for i, j := range jobs {
-		args := j.d.limiter.Args(j.scriptN())
+		checks[i] = ratelua.Check{Limiter: j.d.limiter, Key: j.key, N: j.scriptN()}
 		if j.d.reference {
-			args[2] = nowIn(args[1], now)
+			checks[i].At = now
 		}
-		calls[i] = ratelua.Call{Command: "EVALSHA", Script: j.d.limiter.Script().SHA1, Key: j.d.limiter.Key(j.key), Args: args}
-		replies[i] = flat[5*i : 5*i+5]
 	}
-	errs := runBatch(ctx, client, calls, replies)
-	for i, j := range jobs {
-		err := errs[i]
-		if isNoScript(err) {
-			// Script.Run loads the script on that node (EVAL).
-			err = j.d.limiter.Script().Run(ctx, client, calls[i].Key, calls[i].Args, replies[i])
-		}
-		if err != nil {
-			j.err = err
+	for i, o := range ratelua.Decide(ctx, client, checks) {
+		j := jobs[i]
+		switch {
+		case o.Err != nil && !o.Result.Allowed:
+			j.err = o.Err
 			continue
+		case o.Err != nil:
+			j.open = true
+		case o.Kind == ratelua.KindFallback:
+			j.fallback = true
 		}
-		j.out = decode(replies[i], calls[i].Args[1])
+		j.out = o.Result
 	}
-}
-
-// runBatch sends calls in one round trip per node when the client
-// batches, else one by one.
-func runBatch(ctx context.Context, client ratelua.Client, calls []ratelua.Call, replies [][]int64) []error {
-	if b, ok := client.(interface {
-		RunBatch(context.Context, []ratelua.Call, [][]int64) []error
-	}); ok {
-		return b.RunBatch(ctx, calls, replies)
-	}
-	errs := make([]error, len(calls))
-	for i := range calls {
-		errs[i] = client.Run(ctx, calls[i], replies[i])
-	}
-	return errs
-}
-
-// decideGathered decides every job through its Limiter, the path that
-// keeps the limiters' deny cache, fallback and fail-open, and still sends
-// the request's calls in one round trip per node: each job runs on its
-// own goroutine, and the gathering client the limiters were built on
-// holds each call until every job has made its call or answered without
-// one, then sends them together (a second round only for the calls that
-// met NOSCRIPT). A reference rule's call is made at now, the request's
-// time.
-func decideGathered(ctx context.Context, client ratelua.Client, jobs []*job, now time.Time) {
-	if len(jobs) == 0 {
-		return
-	}
-	var t *trip
-	if len(jobs) > 1 {
-		t = &trip{ctx: ctx, client: client, active: len(jobs)}
-	}
-	var wg sync.WaitGroup
-	for i, j := range jobs {
-		r := &jobRun{trip: t, index: i}
-		if j.d.reference {
-			r.now = now
-		}
-		run := func() {
-			decideOne(context.WithValue(ctx, jobKey{}, r), j, r)
-			if t != nil {
-				t.leave()
-			}
-		}
-		if i == len(jobs)-1 {
-			run()
-			continue
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); run() }()
-	}
-	wg.Wait()
-}
-
-// decideOne decides one job by its limiter.
-func decideOne(ctx context.Context, j *job, r *jobRun) {
-	var res ratelua.Result
-	var err error
-	if n := j.scriptN(); n == 0 {
-		res, err = j.d.limiter.Peek(ctx, j.key)
-	} else {
-		res, err = j.d.limiter.AllowN(ctx, j.key, n)
-	}
-	switch {
-	case err != nil && !res.Allowed:
-		j.err = err
-		return
-	case err != nil:
-		j.open = true
-	case !r.answered:
-		// No error, and the server did not answer: the fallback did (or,
-		// for an extension rule, possibly the deny cache).
-		j.fallback = true
-	}
-	j.out = decision{allowed: res.Allowed, remaining: res.Remaining, retryAfter: res.RetryAfter, resetAfter: res.ResetAfter, index: res.Limit}
-}
-
-// jobKey is the context key of a job's jobRun.
-type jobKey struct{}
-
-// jobRun is what the gathering client knows of the job whose limiter
-// calls it: the round trip it joins, the time of a reference rule's call,
-// and whether the server answered its last call.
-type jobRun struct {
-	trip     *trip
-	index    int       // the job's place in the request
-	now      time.Time // zero: the limiter's own
-	answered bool
-}
-
-// gathering is the Client of the limiters on the path with options: a
-// call made for a job of decideGathered joins the job's round trip; any
-// other goes straight to the client.
-type gathering struct {
-	client ratelua.Client
-}
-
-// Run sends call, or has it sent with the calls of the other jobs of its
-// request.
-func (g gathering) Run(ctx context.Context, call ratelua.Call, reply []int64) error {
-	r, _ := ctx.Value(jobKey{}).(*jobRun)
-	if r == nil {
-		return g.client.Run(ctx, call, reply)
-	}
-	if !r.now.IsZero() && len(call.Args) > 2 {
-		call.Args = slices.Clone(call.Args)
-		call.Args[2] = nowIn(call.Args[1], r.now)
-	}
-	var err error
-	if r.trip != nil {
-		err = r.trip.run(r.index, call, reply)
-	} else {
-		err = g.client.Run(ctx, call, reply)
-	}
-	r.answered = err == nil
-	return err
-}
-
-// trip gathers the calls of a request's jobs into one round trip per
-// node: the calls wait until every job still deciding has made one.
-type trip struct {
-	ctx    context.Context
-	client ratelua.Client
-
-	mu     sync.Mutex
-	active int // jobs still deciding
-	queue  []queued
-}
-
-// queued is one call waiting for its round trip.
-type queued struct {
-	index int // the job's place in the request
-	call  ratelua.Call
-	reply []int64
-	done  chan error
-}
-
-// run queues the call of the job at index and waits for its answer.
-func (t *trip) run(index int, call ratelua.Call, reply []int64) error {
-	done := make(chan error, 1)
-	t.mu.Lock()
-	t.queue = append(t.queue, queued{index: index, call: call, reply: reply, done: done})
-	ready := t.take()
-	t.mu.Unlock()
-	t.send(ready)
-	return <-done
-}
-
-// leave says a job has decided: the calls waiting for it go.
-func (t *trip) leave() {
-	t.mu.Lock()
-	t.active--
-	ready := t.take()
-	t.mu.Unlock()
-	t.send(ready)
-}
-
-// take returns the queue when every job still deciding is in it.
-func (t *trip) take() []queued {
-	if len(t.queue) == 0 || len(t.queue) < t.active {
-		return nil
-	}
-	q := t.queue
-	t.queue = nil
-	return q
-}
-
-// send makes one round trip per node of the calls q, in the order of the
-// request's descriptors (as the reference sends them, which decides what
-// two descriptors of one count see).
-func (t *trip) send(q []queued) {
-	if len(q) == 0 {
-		return
-	}
-	slices.SortFunc(q, func(a, b queued) int { return a.index - b.index })
-	calls := make([]ratelua.Call, len(q))
-	replies := make([][]int64, len(q))
-	for i, c := range q {
-		calls[i], replies[i] = c.call, c.reply
-	}
-	for i, err := range runBatch(t.ctx, t.client, calls, replies) {
-		q[i].done <- err
-	}
-}
-
-// isNoScript reports whether err is the server's NOSCRIPT.
-func isNoScript(err error) bool {
-	var se *ratelua.ServerError
-	return errors.As(err, &se) && strings.HasPrefix(se.Message, "NOSCRIPT")
-}
-
-// nowIn is t in a script's time unit.
-func nowIn(unit string, t time.Time) string {
-	switch unit {
-	case "s":
-		return strconv.FormatInt(t.Unix(), 10)
-	case "us":
-		return strconv.FormatInt(t.UnixMicro(), 10)
-	}
-	return strconv.FormatInt(t.UnixMilli(), 10)
-}
-
-// decode reads a script's reply {allowed, remaining, retry_after,
-// reset_after, limit_index} in the call's unit.
-func decode(reply []int64, unit string) decision {
-	scale := time.Millisecond
-	switch unit {
-	case "s":
-		scale = time.Second
-	case "us":
-		scale = time.Microsecond
-	}
-	dur := func(v int64) time.Duration {
-		if v < 0 {
-			return ratelua.Never
-		}
-		if v > int64(math.MaxInt64/scale) {
-			return math.MaxInt64
-		}
-		return time.Duration(v) * scale
-	}
-	return decision{allowed: reply[0] == 1, remaining: reply[1], retryAfter: dur(reply[2]), resetAfter: dur(reply[3]), index: int(reply[4]) - 1}
 }

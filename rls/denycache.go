@@ -1,8 +1,9 @@
 package rls
 
 import (
-	"container/list"
 	"sync"
+
+	"github.com/ratelua/ratelua/internal/lru"
 )
 
 // denyCache answers reference rules over their limit without a round
@@ -35,14 +36,11 @@ import (
 // than the one the cache answered for.
 type denyCache struct {
 	mu      sync.Mutex
-	max     int
-	order   *list.List // of *denyEntry, the most recently used first
-	entries map[string]*list.Element
+	entries *lru.LRU[denyEntry] // by state key
 }
 
 // denyEntry is what the cache knows of one state key.
 type denyEntry struct {
-	key    string
 	window int64  // the window's index: the process's Unix time / the unit
 	count  uint64 // a count the window has reached
 	kept   uint64 // hits answered here and not yet sent
@@ -50,7 +48,7 @@ type denyEntry struct {
 
 // newDenyCache returns a cache of at most max state keys.
 func newDenyCache(max int) *denyCache {
-	return &denyCache{max: max, order: list.New(), entries: map[string]*list.Element{}}
+	return &denyCache{entries: lru.New[denyEntry](max)}
 }
 
 // answer reports whether the count of key in window is known to be above
@@ -92,21 +90,18 @@ func (c *denyCache) giveBack(key string, window int64, kept uint64) {
 }
 
 // entry returns the entry of key in window, dropping one of an earlier
-// window; the lock is held.
+// window; the lock is held. The pointer is valid until the next put.
 func (c *denyCache) entry(key string, window int64) *denyEntry {
-	e, ok := c.entries[key]
+	d, ok := c.entries.Get(key)
 	if !ok {
 		return nil
 	}
-	d := e.Value.(*denyEntry)
 	if d.window != window {
 		if d.window < window {
-			c.order.Remove(e)
-			delete(c.entries, key)
+			c.entries.Remove(key)
 		}
 		return nil
 	}
-	c.order.MoveToFront(e)
 	return d
 }
 
@@ -115,8 +110,7 @@ func (c *denyCache) entry(key string, window int64) *denyEntry {
 func (c *denyCache) put(key string, window int64, count uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.entries[key]; ok {
-		d := e.Value.(*denyEntry)
+	if d, ok := c.entries.Get(key); ok {
 		switch {
 		case window > d.window:
 			d.window, d.count, d.kept = window, count, 0
@@ -125,13 +119,7 @@ func (c *denyCache) put(key string, window int64, count uint64) {
 			// is kept here since, and what the cache counted.
 			d.count = max(d.count, count+d.kept)
 		}
-		c.order.MoveToFront(e)
 		return
 	}
-	c.entries[key] = c.order.PushFront(&denyEntry{key: key, window: window, count: count})
-	if c.order.Len() > c.max {
-		last := c.order.Back()
-		c.order.Remove(last)
-		delete(c.entries, last.Value.(*denyEntry).key)
-	}
+	c.entries.Put(key, denyEntry{window: window, count: count})
 }

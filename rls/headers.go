@@ -32,8 +32,8 @@ func ietfHeaders(sl *slot, st *pb.RateLimitResponse_DescriptorStatus) []*core.He
 			decided = i
 		}
 	}
-	if sl.job != nil && !sl.job.d.reference && sl.job.out.index >= 0 && sl.job.out.index < len(r.Limits) {
-		decided = sl.job.out.index
+	if sl.job != nil && !sl.job.d.reference && sl.job.out.Limit >= 0 && sl.job.out.Limit < len(r.Limits) {
+		decided = sl.job.out.Limit
 	}
 	t := st.GetDurationUntilReset().GetSeconds()
 	return []*core.HeaderValue{

@@ -40,9 +40,9 @@ type Options struct {
 	// rule's exactly as the server would (see denyCache), an extension
 	// rule's as the limiters' Options.DenyCache does. Fallback and
 	// FailOpen are the limiters' options (ratelua.Options); a reference
-	// rule's fallback holds its requests_per_unit times Fallback. With any
-	// of the three, each descriptor is decided by its limiter, and a
-	// request's calls still go in one round trip per node.
+	// rule's fallback holds its requests_per_unit times Fallback. Every
+	// descriptor is decided by its limiter (ratelua.Decide), a request's
+	// calls in one round trip per node.
 	DenyCache int
 	Fallback  float64
 	FailOpen  bool
@@ -67,11 +67,7 @@ type Service struct {
 	pb.UnimplementedRateLimitServiceServer
 	opts   Options
 	config atomic.Pointer[Config]
-	// client is the limiters' client: Options.Client, gathering the calls
-	// of a request when the limiters decide (gather).
-	client ratelua.Client
-	gather bool
-	deny   *denyCache
+	deny   *denyCache // of the reference rules
 	// refs are the reference rules' deciders by unit; refErr the error
 	// that made one.
 	refs   map[pb.RateLimitResponse_RateLimit_Unit]*decider
@@ -87,11 +83,7 @@ func NewService(opts Options) *Service {
 	if opts.MaxDescriptors == 0 {
 		opts.MaxDescriptors = 1000
 	}
-	s := &Service{opts: opts, client: opts.Client, refs: map[pb.RateLimitResponse_RateLimit_Unit]*decider{}}
-	if opts.DenyCache > 0 || opts.Fallback > 0 || opts.FailOpen {
-		s.gather = true
-		s.client = gathering{client: opts.Client}
-	}
+	s := &Service{opts: opts, refs: map[pb.RateLimitResponse_RateLimit_Unit]*decider{}}
 	if opts.DenyCache > 0 {
 		s.deny = newDenyCache(opts.DenyCache)
 	}
@@ -111,7 +103,7 @@ func NewService(opts Options) *Service {
 }
 
 func (s *Service) limiterOptions() limiterOptions {
-	return limiterOptions{Prefix: s.opts.Prefix, Client: s.client, DenyCache: s.opts.DenyCache, Fallback: s.opts.Fallback, FailOpen: s.opts.FailOpen, Clock: s.opts.Clock}
+	return limiterOptions{Prefix: s.opts.Prefix, Client: s.opts.Client, DenyCache: s.opts.DenyCache, Fallback: s.opts.Fallback, FailOpen: s.opts.FailOpen, Clock: s.opts.Clock}
 }
 
 // SetConfig builds the limiters of c's rules and makes c the configuration
@@ -235,11 +227,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 		}
 		jobs = append(jobs, sl.job)
 	}
-	if s.gather {
-		decideGathered(ctx, s.opts.Client, jobs, now)
-	} else {
-		decideBatch(ctx, s.opts.Client, jobs, now)
-	}
+	decide(ctx, s.opts.Client, jobs, now)
 	if s.deny != nil {
 		for _, j := range jobs {
 			s.remember(j, now)
@@ -271,7 +259,7 @@ func (s *Service) answerLocally(j *job, now time.Time) bool {
 	}
 	j.local = true
 	after := min(before+j.n, refMax)
-	j.out = decision{remaining: refMax - int64(after)}
+	j.out = ratelua.Result{Remaining: refMax - int64(after)}
 	return true
 }
 
@@ -428,17 +416,17 @@ func (s *Service) status(sl *slot, now time.Time) (*pb.RateLimitResponse_Descrip
 			c = s.opts.Stats.referenceCounts(j.n, before, after, held, r.ShadowMode, j.local)
 		}
 	} else {
-		over = !out.allowed
-		if out.index >= 0 && out.index < len(r.Limits) {
-			limit = r.Limits[out.index]
+		over = !out.Allowed
+		if out.Limit >= 0 && out.Limit < len(r.Limits) {
+			limit = r.Limits[out.Limit]
 		}
-		if out.allowed {
-			remaining = out.remaining
-			reset = ceilSeconds(out.resetAfter)
-		} else if out.retryAfter == ratelua.Never {
+		if out.Allowed {
+			remaining = out.Remaining
+			reset = ceilSeconds(out.ResetAfter)
+		} else if out.RetryAfter == ratelua.Never {
 			reset = int64(limit.Duration() / time.Second)
 		} else {
-			reset = ceilSeconds(out.retryAfter)
+			reset = ceilSeconds(out.RetryAfter)
 		}
 		if j.open {
 			c = counts{0: j.n, 3: j.n}

@@ -12,6 +12,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/ratelua/ratelua"
 )
 
 // MeterScope is the instrumentation scope of the service's meter.
@@ -238,13 +240,13 @@ func (s *Stats) referenceCounts(n, before, after, limit uint64, shadow, local bo
 // request records nothing, so all its hits are over the limit; an
 // admitted one is within, and near by the hits past the near-limit
 // threshold (the count after it is the limit less its remaining).
-func (s *Stats) extensionCounts(n, limit uint64, out decision, shadow bool) counts {
+func (s *Stats) extensionCounts(n, limit uint64, out ratelua.Result, shadow bool) counts {
 	var c counts
 	c[0] = n
 	if s == nil {
 		return c
 	}
-	if !out.allowed {
+	if !out.Allowed {
 		c[1] = n
 		if shadow {
 			c[4] = n
@@ -252,7 +254,7 @@ func (s *Stats) extensionCounts(n, limit uint64, out decision, shadow bool) coun
 		return c
 	}
 	c[3] = n
-	after := limit - min(uint64(max(out.remaining, 0)), limit)
+	after := limit - min(uint64(max(out.Remaining, 0)), limit)
 	if near := s.nearThreshold(limit); after > near {
 		c[2] = min(n, after-near)
 	}

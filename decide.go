@@ -1,0 +1,198 @@
+package ratelua
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Check is one decision of Decide: N events of Key by Limiter (N 0 peeks)
+// at the time At.
+type Check struct {
+	// Limiter decides the events, with all of its options.
+	Limiter *Limiter
+	// Key is the event key.
+	Key string
+	// N is the number of events, 0 to 2^52: 0 decides as Peek, N >= 1
+	// as AllowN.
+	N int64
+	// At is the time of the decision, sent to the script as its now and
+	// used by the deny cache and the fallback as a Clock's reading would
+	// be. Zero means the limiter's clock: Options.Clock, or the server's.
+	At time.Time
+}
+
+// Decide decides many checks, of one limiter or many, in one round trip
+// per node where client batches (Rueidis, goredis and valkeygo do), the
+// NOSCRIPT or missing-function recovery in one more. client sends the
+// calls: the client the limiters were made with, or one to the same
+// deployment; each limiter's own client does the rest (the fallback's
+// events recorded on the server when it answers again, the library loaded
+// on every master).
+//
+// Each check is decided as a call of AllowN (Peek for N 0) of its limiter
+// would decide it, with every option of that limiter: the deny cache and
+// the fallback may answer it without a round trip, FailOpen, DryRun and
+// Observe apply to it, and an invalid check (a nil Limiter, N out of
+// range, At outside what the scripts take) is answered with a
+// *LimitError naming what was wrong and sends nothing; once ctx is done,
+// nothing is sent and each error wraps the context's. The
+// outcomes are in the order of checks; each carries its own error, its
+// Kind and whether it was decided in the process.
+func Decide(ctx context.Context, client Client, checks []Check) []Outcome {
+	return decideChecks(ctx, client, checks, false)
+}
+
+// decideChecks is Decide; fromClock says that each At is a reading of
+// its limiter's Clock (AllowBatch), which names the Clock in an error.
+func decideChecks(ctx context.Context, client Client, checks []Check, fromClock bool) []Outcome {
+	out := make([]Outcome, len(checks))
+	start := time.Now()
+	var calls []Call
+	var pending []pendingCheck
+	for i, c := range checks {
+		l := c.Limiter
+		switch {
+		case l == nil:
+			out[i] = Outcome{Result: Result{Limit: -1}, Err: &LimitError{Index: -1, Field: "Limiter", Reason: fmt.Sprintf("of check %d is nil", i)}, Kind: KindError, Local: true}
+			continue
+		case client == nil:
+			out[i] = l.refusal(ctx, c.N, &LimitError{Index: -1, Field: "client", Reason: "is nil"})
+			continue
+		case c.N < 0 || c.N > maxScriptInt:
+			out[i] = l.refusal(ctx, c.N, &LimitError{Index: -1, Field: "N", Reason: fmt.Sprintf("must be in [0, 2^52], got %d (use Reset to reset)", c.N)})
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			// The caller gave up before asking: nothing is sent.
+			out[i] = l.refusal(ctx, c.N, callerGaveUp(l.name, err))
+			continue
+		}
+		d := decision{eventKey: c.Key, n: c.N, start: start, at: start, slot: -1}
+		var now string
+		var err error
+		switch {
+		case !c.At.IsZero():
+			d.at, d.clocked = c.At, true
+			now, err = l.nowOf(c.At)
+			var le *LimitError
+			if !fromClock && errors.As(err, &le) {
+				err = &LimitError{Index: -1, Field: "At", Reason: le.Reason}
+			}
+		case l.clock != nil:
+			d.at, d.clocked = l.clock(), true
+			now, err = l.nowOf(d.at)
+		}
+		if err != nil {
+			out[i] = l.refusal(ctx, c.N, err)
+			continue
+		}
+		if l.extras && l.answerLocally(ctx, &d) {
+			l.finish(ctx, &d)
+			out[i] = Outcome{Result: d.r, Err: d.err, Kind: d.kind, Local: true}
+			continue
+		}
+		calls = append(calls, l.newCall(l.Key(c.Key), l.appendArgs(make([]string, 0, 4+len(l.limits)), c.N, now)))
+		pending = append(pending, pendingCheck{index: i, l: l, d: d})
+	}
+	if len(calls) == 0 {
+		return out
+	}
+	limiters := make([]*Limiter, len(pending))
+	for j, p := range pending {
+		limiters[j] = p.l
+	}
+	replies, errs := execCalls(ctx, client, limiters, calls)
+	for j := range pending {
+		p := &pending[j]
+		l := p.l
+		r, err := l.decode(replies[j], errs[j])
+		if !l.extras {
+			out[p.index] = Outcome{Result: r, Err: err, Kind: kindOf(r, err)}
+			continue
+		}
+		l.settle(ctx, &p.d, r, err)
+		l.finish(ctx, &p.d)
+		out[p.index] = Outcome{Result: p.d.r, Err: p.d.err, Kind: p.d.kind, Local: p.d.local}
+	}
+	return out
+}
+
+// pendingCheck is a check of Decide on its way to the server.
+type pendingCheck struct {
+	index int // in the checks
+	l     *Limiter
+	d     decision
+}
+
+// refusal is the outcome of n events refused before any round trip for
+// err, through the limiter's options (DryRun, Observe).
+func (l *Limiter) refusal(ctx context.Context, n int64, err error) Outcome {
+	d := decision{n: n, slot: -1, local: true, start: time.Now()}
+	d.r, d.err = l.failed(err)
+	if l.extras {
+		l.finish(ctx, &d)
+	} else {
+		d.kind = kindOf(d.r, d.err)
+	}
+	return Outcome{Result: d.r, Err: d.err, Kind: d.kind, Local: true}
+}
+
+// execCalls sends calls, calls[i] of limiters[i], through client in one
+// round trip per node where it batches, and sends again, together, those
+// that met NOSCRIPT (by EVAL, which loads the script on that node) or a
+// missing function (once each limiter's release library is loaded on
+// every master).
+func execCalls(ctx context.Context, client Client, limiters []*Limiter, calls []Call) ([][]int64, []error) {
+	replies := make([][]int64, len(calls))
+	flat := make([]int64, 5*len(calls))
+	for i := range replies {
+		replies[i] = flat[5*i : 5*i+5 : 5*i+5]
+	}
+	errs := runBatch(ctx, client, calls, replies)
+	var retry []int
+	for i, err := range errs {
+		if err != nil && limiters[i].recoverable(calls[i].Command, err) {
+			retry = append(retry, i)
+		}
+	}
+	if len(retry) == 0 {
+		return replies, errs
+	}
+	start := time.Now()
+	libraries := map[int]error{} // by script version: the load of its release's library
+	again := make([]Call, 0, len(retry))
+	againReplies := make([][]int64, 0, len(retry))
+	sent := make([]int, 0, len(retry))
+	for _, i := range retry {
+		l := limiters[i]
+		call := calls[i]
+		if call.Command == "FCALL" {
+			err, done := libraries[l.script.Version]
+			if !done {
+				err = l.loadLibrary(ctx)
+				l.loaded(ctx, start, err)
+				libraries[l.script.Version] = err
+			}
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+		} else {
+			call.Command, call.Script = "EVAL", l.script.Source
+		}
+		again = append(again, call)
+		againReplies = append(againReplies, replies[i])
+		sent = append(sent, i)
+	}
+	for j, err := range runBatch(ctx, client, again, againReplies) {
+		i := sent[j]
+		errs[i] = err
+		if again[j].Command == "EVAL" {
+			// Each EVAL loaded the script on its node.
+			limiters[i].loaded(ctx, start, err)
+		}
+	}
+	return replies, errs
+}
