@@ -122,12 +122,14 @@ func (c *Semaphore) Acquire(ctx context.Context, eventKey string) (*Lease, Resul
 // AcquireN takes n slots (n >= 1) of eventKey under one lease. More than
 // Max slots are never granted (RetryAfter is Never).
 //
-// The lease id is chosen here, at random, and sent with the acquire. When
-// the outcome is unknown (the context ended while the call ran, a
-// timeout, a connection lost), the server may hold the slots: they are
-// released by that id in the background, within a few seconds, and the
-// acquire is not admitted, even under FailOpen when the caller's context
-// ended.
+// From script version 6 (the default), the lease id is chosen here, at
+// random, and sent with the acquire. When the outcome is unknown (the
+// context ended while the call ran, a timeout, a connection lost), the
+// server may hold the slots: they are released by that id in the
+// background, within a few seconds. An acquire whose caller's context
+// ended is not admitted, even under FailOpen. Version 5 numbers the lease
+// itself, so there the slots of an acquire with an unknown outcome come
+// back only when its lease expires.
 func (c *Semaphore) AcquireN(ctx context.Context, eventKey string, n int64) (*Lease, Result, error) {
 	l := c.l
 	start := time.Now()
@@ -137,10 +139,15 @@ func (c *Semaphore) AcquireN(ctx context.Context, eventKey string, n int64) (*Le
 		d.r, d.err = l.failed(&LimitError{Index: -1, Field: "n", Reason: fmt.Sprintf("must be in [1, 2^52], got %d", n)})
 		d.local = true
 	} else {
-		id := 1 + rand.Int64N(maxScriptInt)
+		// From v6 the caller names the lease (ARGV[7]), so that an acquire
+		// whose outcome is unknown can be released; v5 numbers it itself.
+		var id int64
+		if c.l.script.Version >= 6 {
+			id = 1 + rand.Int64N(maxScriptInt)
+		}
 		at, reply, sent, err := c.do(ctx, eventKey, n, "0", id)
 		var se *ServerError
-		if err != nil && sent && !errors.As(err, &se) {
+		if err != nil && sent && id != 0 && !errors.As(err, &se) {
 			c.releaseUnknown(eventKey, n, id)
 		}
 		switch {

@@ -79,3 +79,36 @@ func TestReleaseWaitsForARenewalOnItsWay(t *testing.T) {
 		t.Errorf("the server saw %v: the release before the renewal", g.order)
 	}
 }
+
+// TestSemaphoreAtEveryVersion: a Semaphore pinned to each version of the
+// concurrency script acquires, renews and releases (v5 takes no lease id
+// with an acquire: sending one was refused, "expected 2 arguments after
+// ARGV[4]").
+func TestSemaphoreAtEveryVersion(t *testing.T) {
+	ctx := context.Background()
+	for _, s := range ratelua.NewRegistry().All() {
+		if s.Name != ratelua.Concurrency {
+			continue
+		}
+		sem, err := ratelua.NewConcurrency(limitertest.NewEngineClient(), ratelua.Options{Prefix: "v", Version: s.Version}, ratelua.Slots{Max: 1, Lease: time.Minute})
+		if err != nil {
+			t.Fatalf("v%d: %v", s.Version, err)
+		}
+		lease, r, err := sem.Acquire(ctx, "k")
+		if err != nil || lease == nil || !r.Allowed || lease.Local() {
+			t.Fatalf("v%d: Acquire = %v, %+v, %v", s.Version, lease, r, err)
+		}
+		if err := lease.Renew(ctx); err != nil {
+			t.Errorf("v%d: Renew: %v", s.Version, err)
+		}
+		if _, r, err := sem.Acquire(ctx, "k"); err != nil || r.Allowed {
+			t.Errorf("v%d: a second Acquire of 1 slot = %+v, %v, want denied", s.Version, r, err)
+		}
+		if err := lease.Release(ctx); err != nil {
+			t.Errorf("v%d: Release: %v", s.Version, err)
+		}
+		if r, err := sem.Peek(ctx, "k"); err != nil || !r.Allowed {
+			t.Errorf("v%d: Peek after the release = %+v, %v, want a free slot", s.Version, r, err)
+		}
+	}
+}
