@@ -37,7 +37,7 @@ import (
 //
 // They need /usr/bin/python3 with redis, pytest, pytest-asyncio, build and
 // starlette (Debian's packages), node and npm, and node/node_modules (make
-// lang-deps). A missing tool fails the test under CI=true and skips it
+// callers). A missing tool fails the test under CI=true and skips it
 // otherwise.
 
 // python is Debian's interpreter, which has Debian's python3-* packages
@@ -54,7 +54,7 @@ func needTools(t *testing.T, checks ...[]string) {
 		cmd := exec.Command(c[0], c[1:]...)
 		cmd.Dir = repo
 		if out, err := cmd.CombinedOutput(); err != nil {
-			msg := fmt.Sprintf("%s: %v: %s (make lang-deps installs what the Python and Node tests need)", strings.Join(c, " "), err, lastLines(out, 5))
+			msg := fmt.Sprintf("%s: %v: %s (make callers installs what the Python and Node tests need)", strings.Join(c, " "), err, lastLines(out, 5))
 			if os.Getenv("CI") == "true" {
 				t.Fatal(msg)
 			}
@@ -93,9 +93,29 @@ func run(t *testing.T, dir string, env []string, name string, args ...string) st
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s %s: %.1fs", name, strings.Join(args, " "), time.Since(start).Seconds())
 	if err != nil {
-		t.Fatalf("%s %s in %s: %v\n%s", name, strings.Join(args, " "), dir, err, lastLines(out, 60))
+		t.Fatalf("%s %s in %s: %v\n%s%s", name, strings.Join(args, " "), dir, err, failures(out), lastLines(out, 60))
 	}
 	return string(out)
+}
+
+// failures is each "not ok" of a TAP output (node --test) with the 25
+// lines after it, at most 10 of them, then a separator; "" when none.
+func failures(out []byte) string {
+	lines := strings.Split(string(out), "\n")
+	var b strings.Builder
+	shown := 0
+	for i, line := range lines {
+		if !strings.Contains(line, "not ok") || shown == 10 {
+			continue
+		}
+		shown++
+		b.WriteString(strings.Join(lines[i:min(len(lines), i+26)], "\n"))
+		b.WriteString("\n")
+	}
+	if shown > 0 {
+		b.WriteString("--- the last lines:\n")
+	}
+	return b.String()
 }
 
 func lastLines(out []byte, n int) string {
@@ -709,7 +729,7 @@ func TestLangInstalled(t *testing.T) {
 }
 
 // packageTreeState is git status of python/ and node/, ignored files
-// included, but for what the tests and make lang-deps put there
+// included, but for what the tests and make callers put there
 // (node_modules, __pycache__).
 func packageTreeState(t *testing.T) string {
 	t.Helper()

@@ -83,7 +83,7 @@ test("options that cannot mean what they say are refused", () => {
 // key. At 1 request a minute each now has its own.
 test("three clients behind trust proxy have a limit each", (t) => eachTarget(t, async (t, client) => {
   const now = Date.UTC(2025, 0, 1);
-  const limiter = new SlidingWindow(client, [{ max: 1, duration: 60000, resolution: 1000 }],
+  const limiter = new SlidingWindow(client, [{ max: 1, durationMs: 60000, resolutionMs: 1000 }],
     { prefix: `trust${randomUUID().slice(0, 8)}`, clock: () => now });
   const app = express();
   app.set("trust proxy", true);

@@ -8,9 +8,9 @@ import { SlidingWindow, TokenBucket, Semaphore, LimitError } from "../index.js";
 // A client that fails the test if a call reaches it.
 const noClient = { evalsha() { throw new Error("a round trip"); }, call() { throw new Error("a round trip"); } };
 const limiters = [
-  new SlidingWindow(noClient, [{ max: 5, duration: 60000, resolution: 1000 }]),
-  new TokenBucket(noClient, [{ capacity: 5, refillAmount: 1, refillInterval: 1000 }]),
-  new Semaphore(noClient, { max: 2, lease: 30000 }),
+  new SlidingWindow(noClient, [{ max: 5, durationMs: 60000, resolutionMs: 1000 }]),
+  new TokenBucket(noClient, [{ capacity: 5, refillAmount: 1, refillIntervalMs: 1000 }]),
+  new Semaphore(noClient, { max: 2, leaseMs: 30000 }),
 ];
 
 const LONE = ["a\uD800", "\uDC00", "a\uDFFFb", "\uD800\uD800", "\uDE42\uD83D", "x".repeat(200) + "\uD800"];
