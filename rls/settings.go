@@ -72,7 +72,7 @@ type Settings struct {
 // value that does not parse, and every reference feature ratelua-rls does
 // not have, is an error naming the variable.
 func SettingsFromEnv(getenv func(string) string) (Settings, error) {
-	r := envReader{getenv: getenv, table: map[string]Setting{}}
+	r := envReader{getenv: getenv, table: map[string]Setting{}, read: map[string]bool{}}
 	for _, t := range ReferenceSettings() {
 		r.table[t.Name] = t
 	}
@@ -152,11 +152,9 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	default:
 		r.fail("OTEL_METRICS_EXPORTER", s.MetricsExporter, "must be otlp or none (ratelua-rls exports OTLP over HTTP only)")
 	}
-	if s.MetricsExporter == "otlp" {
-		for _, name := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"} {
-			if v := r.str(name); v != "http/protobuf" {
-				r.fail(name, v, "ratelua-rls exports OTLP over HTTP only (http/protobuf)")
-			}
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"} {
+		if v := r.str(name); s.MetricsExporter == "otlp" && v != "http/protobuf" {
+			r.fail(name, v, "ratelua-rls exports OTLP over HTTP only (http/protobuf)")
 		}
 	}
 	switch s.RedisSocketType {
@@ -190,11 +188,9 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	if s.DenyCache < 0 {
 		r.fail("RATELUA_DENY_CACHE", strconv.Itoa(s.DenyCache), "must be 0 (no deny cache) or a number of descriptors above 0")
 	}
-	if s.MetricsExporter == "otlp" {
-		if v := r.getenv("OTEL_METRIC_EXPORT_INTERVAL"); v != "" {
-			if ms, err := strconv.ParseInt(v, 10, 64); err != nil || ms <= 0 {
-				r.fail("OTEL_METRIC_EXPORT_INTERVAL", v, "must be a number of milliseconds above 0")
-			}
+	if v := r.str("OTEL_METRIC_EXPORT_INTERVAL"); s.MetricsExporter == "otlp" {
+		if ms, err := strconv.ParseInt(v, 10, 64); err != nil || ms <= 0 {
+			r.fail("OTEL_METRIC_EXPORT_INTERVAL", v, "must be a number of milliseconds above 0")
 		}
 	}
 	if s.ReloadInterval <= 0 {
@@ -205,6 +201,11 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	}
 	if s.MaxDescriptors <= 0 {
 		r.fail("RATELUA_MAX_DESCRIPTORS", strconv.Itoa(s.MaxDescriptors), "must be above 0")
+	}
+	for _, t := range ReferenceSettings() {
+		if (t.Status == Implemented || t.Status == Own) && !r.read[t.Name] {
+			r.fail(t.Name, r.getenv(t.Name), "listed as implemented but never read (a bug of ratelua-rls)")
+		}
 	}
 	if r.err != nil {
 		return s, r.err
@@ -258,6 +259,7 @@ func logLevel(name string) (slog.Level, bool) {
 type envReader struct {
 	getenv func(string) string
 	table  map[string]Setting
+	read   map[string]bool // by the typed readers
 	err    error
 }
 
@@ -351,6 +353,7 @@ func (r *envReader) fail(name, value, why string) {
 }
 
 func (r *envReader) str(name string) string {
+	r.read[name] = true
 	if v := r.getenv(name); v != "" {
 		return v
 	}
