@@ -7,6 +7,8 @@ import (
 
 	rlpb "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/ratelua/ratelua/testbench"
@@ -105,4 +107,20 @@ func TestDynamicMetadata(t *testing.T) {
 			t.Errorf("without DynamicMetadata: metadata %v, want none", resp.DynamicMetadata)
 		}
 	})
+}
+
+// TestNoConfigurationIsUnavailable (issue 33 row 4): before any
+// configuration is in use, a request is refused with the reference's
+// message, "no rate limit configuration loaded", as Unavailable (the
+// reference sends Unknown), and nothing is sent to the server.
+func TestNoConfigurationIsUnavailable(t *testing.T) {
+	cc := &counting{Client: offline{}}
+	svc := NewService(Options{Client: cc})
+	_, err := svc.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "q", Descriptors: []*rlpb.RateLimitDescriptor{desc("plain", "u")}})
+	if st := status.Convert(err); st.Code() != codes.Unavailable || st.Message() != "no rate limit configuration loaded" {
+		t.Errorf("no configuration: %v, want Unavailable %q", err, "no rate limit configuration loaded")
+	}
+	if n := cc.runs.Load() + cc.batches.Load(); n != 0 {
+		t.Errorf("%d calls sent without a configuration", n)
+	}
 }
