@@ -87,6 +87,15 @@ func TestRefusedSettingsStopTheStart(t *testing.T) {
 		{[]string{"GRPC_MAX_CONNECTION_AGE=soon"}},
 		{[]string{"XDS_CLIENT_BACKOFF_JITTER=perhaps"}}, // an unused one's value still parses
 		{[]string{"EXTRA_TAGS=novalue"}},
+		// The ones issue 33 names, whatever the table says.
+		{[]string{"GRPC_SERVER_USE_TLS=true"}},
+		{[]string{"TRACING_ENABLED=true"}},
+		{[]string{"USE_STATSD=true"}},
+		{[]string{"USE_PROMETHEUS=true"}},
+		{[]string{"USE_DOG_STATSD=true"}},
+		{[]string{"REDIS_PERSECOND=true"}},
+		{[]string{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true"}},
+		{[]string{"LOCAL_CACHE_SIZE_IN_BYTES=1048576"}},
 	}
 	refused := 0
 	for _, s := range rls.ReferenceSettings() {
