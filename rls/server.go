@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -107,7 +108,8 @@ func NewServer(s Settings, client ratelua.Client, log *slog.Logger, meters metri
 		return nil, err
 	}
 	opts := Options{
-		Client: client, Prefix: s.Prefix(), ShadowMode: s.ShadowMode, IETFHeaders: s.IETFHeaders,
+		Client: client, Prefix: s.Prefix(), ShadowMode: s.ShadowMode, QuotaMode: s.QuotaMode,
+		DynamicMetadata: s.DynamicMetadata, IETFHeaders: s.IETFHeaders,
 		DenyCache: s.DenyCache, Fallback: s.Fallback, FailOpen: s.FailOpen, Stats: stats,
 		MaxDescriptors: s.MaxDescriptors, RequestTimeout: s.RequestTimeout,
 	}
@@ -287,7 +289,9 @@ func (s *Server) Run(ctx context.Context) error {
 		grpcLn.Close()
 		return fmt.Errorf("rls: HTTP listener: %w", err)
 	}
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(grpc.KeepaliveParams(keepalive.ServerParameters{
+		MaxConnectionAge: s.settings.MaxConnectionAge, MaxConnectionAgeGrace: s.settings.MaxConnectionAgeGrace,
+	}))
 	pb.RegisterRateLimitServiceServer(gs, s.service)
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	s.log.Info("serving", "grpc", grpcLn.Addr().String(), "http", httpLn.Addr().String())

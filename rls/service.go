@@ -28,6 +28,15 @@ type Options struct {
 	// ShadowMode answers OK for every request (the reference's
 	// SHADOW_MODE), after deciding and counting as usual.
 	ShadowMode bool
+	// QuotaMode puts every rule in quota mode (the reference's
+	// QUOTA_MODE): over its limit, a descriptor is OK with its limit and
+	// remaining, and the request is not denied for it.
+	QuotaMode bool
+	// DynamicMetadata adds the reference's dynamic_metadata to every
+	// response (RESPONSE_DYNAMIC_METADATA): the domain, the descriptors,
+	// the request's hits_addend, the quota-mode violations and whether a
+	// descriptor's rule is in quota mode.
+	DynamicMetadata bool
 	// ReferenceHeaders adds the reference's three headers
 	// (LIMIT_RESPONSE_HEADERS_ENABLED) under these names; empty names
 	// mean none.
@@ -334,6 +343,7 @@ func (s *Service) respond(ctx context.Context, req *pb.RateLimitRequest, slots [
 	var closest *pb.RateLimitResponse_DescriptorStatus
 	var closestSlot *slot
 	failed := 0
+	var violations []int
 	headers := s.opts.LimitHeader != "" || s.opts.IETFHeaders
 	for i := range slots {
 		sl := &slots[i]
@@ -352,9 +362,10 @@ func (s *Service) respond(ctx context.Context, req *pb.RateLimitRequest, slots [
 			closest, closestSlot, minRemaining = st, sl, st.LimitRemaining
 		}
 		if st.Code == pb.RateLimitResponse_OVER_LIMIT {
-			if sl.rule.QuotaMode {
+			if sl.rule.QuotaMode || s.opts.QuotaMode {
 				// Quota mode: the violation is reported as OK, with the
 				// limit and remaining but no reset, and never denies.
+				violations = append(violations, i)
 				resp.Statuses[i] = &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, CurrentLimit: st.CurrentLimit, LimitRemaining: st.LimitRemaining}
 			} else {
 				failed++
@@ -380,6 +391,9 @@ func (s *Service) respond(ctx context.Context, req *pb.RateLimitRequest, slots [
 	}
 	if resp.OverallCode == pb.RateLimitResponse_OVER_LIMIT && s.opts.ShadowMode {
 		resp.OverallCode = pb.RateLimitResponse_OK
+	}
+	if s.opts.DynamicMetadata {
+		resp.DynamicMetadata = dynamicMetadata(req, slots, violations)
 	}
 	return resp
 }

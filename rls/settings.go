@@ -2,6 +2,7 @@ package rls
 
 import (
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,7 +25,13 @@ type Settings struct {
 	RedisTLS, RedisTLSSkipVerify                    bool
 	RedisTLSCACert, RedisTLSClientCert, RedisTLSKey string
 
-	ShadowMode                                bool
+	ShadowMode bool
+	// QuotaMode (QUOTA_MODE) puts every rule in quota mode: over its
+	// limit, a descriptor is OK and never denies.
+	QuotaMode bool
+	// DynamicMetadata (RESPONSE_DYNAMIC_METADATA) adds the reference's
+	// dynamic_metadata to every response.
+	DynamicMetadata                           bool
 	ResponseHeaders                           bool
 	LimitHeader, RemainingHeader, ResetHeader string
 	NearLimitRatio                            float64
@@ -34,6 +41,19 @@ type Settings struct {
 	// MetricsExporter is OTEL_METRICS_EXPORTER: "none" or "otlp" (the
 	// statistics per rule as OpenTelemetry metrics, see NewMeterProvider).
 	MetricsExporter string
+
+	// LogLevel (LOG_LEVEL) and LogFormat (LOG_FORMAT: text or json) are
+	// the command's logging.
+	LogLevel  slog.Level
+	LogFormat string
+	// MaxConnectionAge and MaxConnectionAgeGrace are the gRPC server's
+	// (GRPC_MAX_CONNECTION_AGE, GRPC_MAX_CONNECTION_AGE_GRACE).
+	MaxConnectionAge, MaxConnectionAgeGrace time.Duration
+
+	// Unused are the settings given that ratelua-rls does not use (and
+	// USE_STATSD unset, the reference's statsd by default): the command
+	// logs each once at the start.
+	Unused []UnusedSetting
 
 	// ratelua's own.
 	IETFHeaders    bool
@@ -52,70 +72,89 @@ type Settings struct {
 // value that does not parse, and every reference feature ratelua-rls does
 // not have, is an error naming the variable.
 func SettingsFromEnv(getenv func(string) string) (Settings, error) {
-	r := envReader{getenv: getenv}
-	s := Settings{
-		Host:                  r.str("HOST", "0.0.0.0"),
-		Port:                  r.int("PORT", 8080),
-		GRPCHost:              r.str("GRPC_HOST", "0.0.0.0"),
-		GRPCPort:              r.int("GRPC_PORT", 8081),
-		GRPCUDS:               r.str("GRPC_UDS", ""),
-		RuntimeRoot:           r.str("RUNTIME_ROOT", "/srv/runtime_data/current"),
-		RuntimeSubdirectory:   r.str("RUNTIME_SUBDIRECTORY", ""),
-		RuntimeAppDirectory:   r.str("RUNTIME_APPDIRECTORY", "config"),
-		RuntimeIgnoreDotFiles: r.bool("RUNTIME_IGNOREDOTFILES", false),
-		RuntimeWatchRoot:      r.bool("RUNTIME_WATCH_ROOT", true),
-		MergeDomains:          r.bool("MERGE_DOMAIN_CONFIG", false),
-		RedisSocketType:       strings.ToLower(r.str("REDIS_SOCKET_TYPE", "unix")),
-		RedisType:             strings.ToUpper(r.str("REDIS_TYPE", "SINGLE")),
-		RedisURL:              r.str("REDIS_URL", "/var/run/nutcracker/ratelimit.sock"),
-		RedisAuth:             r.str("REDIS_AUTH", ""),
-		RedisTLS:              r.bool("REDIS_TLS", false),
-		RedisTLSSkipVerify:    r.bool("REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", false),
-		RedisTLSCACert:        r.str("REDIS_TLS_CACERT", ""),
-		RedisTLSClientCert:    r.str("REDIS_TLS_CLIENT_CERT", ""),
-		RedisTLSKey:           r.str("REDIS_TLS_CLIENT_KEY", ""),
-		ShadowMode:            r.bool("SHADOW_MODE", false),
-		ResponseHeaders:       r.bool("LIMIT_RESPONSE_HEADERS_ENABLED", false),
-		LimitHeader:           r.str("LIMIT_LIMIT_HEADER", "RateLimit-Limit"),
-		RemainingHeader:       r.str("LIMIT_REMAINING_HEADER", "RateLimit-Remaining"),
-		ResetHeader:           r.str("LIMIT_RESET_HEADER", "RateLimit-Reset"),
-		NearLimitRatio:        r.float("NEAR_LIMIT_RATIO", 0.8),
-		CacheKeyPrefix:        r.str("CACHE_KEY_PREFIX", ""),
-		HealthyWithConfig:     r.bool("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false),
-		MetricsExporter:       strings.ToLower(r.str("OTEL_METRICS_EXPORTER", "none")),
-		IETFHeaders:           r.bool("RATELUA_IETF_HEADERS", false),
-		DenyCache:             r.int("RATELUA_DENY_CACHE", 0),
-		Fallback:              r.float("RATELUA_FALLBACK", 0),
-		FailOpen:              r.bool("RATELUA_FAIL_OPEN", false),
-		ReloadInterval:        r.duration("RATELUA_RELOAD_INTERVAL", time.Second),
-		MaxDescriptors:        r.int("RATELUA_MAX_DESCRIPTORS", 1000),
-		RequestTimeout:        r.duration("RATELUA_REQUEST_TIMEOUT", 2*time.Second),
+	r := envReader{getenv: getenv, table: map[string]Setting{}, read: map[string]bool{}}
+	for _, t := range ReferenceSettings() {
+		r.table[t.Name] = t
 	}
-	if v := r.str("BACKEND_TYPE", "redis"); v != "redis" {
+	s := Settings{
+		Host:                  r.str("HOST"),
+		Port:                  r.int("PORT"),
+		GRPCHost:              r.str("GRPC_HOST"),
+		GRPCPort:              r.int("GRPC_PORT"),
+		GRPCUDS:               r.str("GRPC_UDS"),
+		RuntimeRoot:           r.str("RUNTIME_ROOT"),
+		RuntimeSubdirectory:   r.str("RUNTIME_SUBDIRECTORY"),
+		RuntimeAppDirectory:   r.str("RUNTIME_APPDIRECTORY"),
+		RuntimeIgnoreDotFiles: r.bool("RUNTIME_IGNOREDOTFILES"),
+		RuntimeWatchRoot:      r.bool("RUNTIME_WATCH_ROOT"),
+		MergeDomains:          r.bool("MERGE_DOMAIN_CONFIG"),
+		RedisSocketType:       strings.ToLower(r.str("REDIS_SOCKET_TYPE")),
+		RedisType:             strings.ToUpper(r.str("REDIS_TYPE")),
+		RedisURL:              r.str("REDIS_URL"),
+		RedisAuth:             r.str("REDIS_AUTH"),
+		RedisTLS:              r.bool("REDIS_TLS"),
+		RedisTLSSkipVerify:    r.bool("REDIS_TLS_SKIP_HOSTNAME_VERIFICATION"),
+		RedisTLSCACert:        r.str("REDIS_TLS_CACERT"),
+		RedisTLSClientCert:    r.str("REDIS_TLS_CLIENT_CERT"),
+		RedisTLSKey:           r.str("REDIS_TLS_CLIENT_KEY"),
+		ShadowMode:            r.bool("SHADOW_MODE"),
+		ResponseHeaders:       r.bool("LIMIT_RESPONSE_HEADERS_ENABLED"),
+		LimitHeader:           r.str("LIMIT_LIMIT_HEADER"),
+		RemainingHeader:       r.str("LIMIT_REMAINING_HEADER"),
+		ResetHeader:           r.str("LIMIT_RESET_HEADER"),
+		NearLimitRatio:        r.float("NEAR_LIMIT_RATIO"),
+		CacheKeyPrefix:        r.str("CACHE_KEY_PREFIX"),
+		HealthyWithConfig:     r.bool("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED"),
+		MetricsExporter:       strings.ToLower(r.str("OTEL_METRICS_EXPORTER")),
+		IETFHeaders:           r.bool("RATELUA_IETF_HEADERS"),
+		DenyCache:             r.int("RATELUA_DENY_CACHE"),
+		Fallback:              r.float("RATELUA_FALLBACK"),
+		FailOpen:              r.bool("RATELUA_FAIL_OPEN"),
+		ReloadInterval:        r.duration("RATELUA_RELOAD_INTERVAL"),
+		MaxDescriptors:        r.int("RATELUA_MAX_DESCRIPTORS"),
+		RequestTimeout:        r.duration("RATELUA_REQUEST_TIMEOUT"),
+		QuotaMode:             r.bool("QUOTA_MODE"),
+		DynamicMetadata:       r.bool("RESPONSE_DYNAMIC_METADATA"),
+		LogFormat:             strings.ToLower(r.str("LOG_FORMAT")),
+		MaxConnectionAge:      r.duration("GRPC_MAX_CONNECTION_AGE"),
+		MaxConnectionAgeGrace: r.duration("GRPC_MAX_CONNECTION_AGE_GRACE"),
+	}
+	if v := r.str("BACKEND_TYPE"); v != "redis" {
 		r.fail("BACKEND_TYPE", v, "ratelua-rls runs on Redis or Valkey only (redis)")
 	}
-	if v := r.str("CONFIG_TYPE", "FILE"); strings.ToUpper(v) != "FILE" {
-		r.fail("CONFIG_TYPE", v, "ratelua-rls reads configuration files only (FILE)")
+	if v := r.str("CONFIG_TYPE"); strings.ToUpper(v) != "FILE" {
+		r.fail("CONFIG_TYPE", v, "ratelua-rls reads configuration files only (FILE): configuration over xDS (GRPC_XDS_SOTW) is not built")
 	}
-	if r.bool("REDIS_PERSECOND", false) {
-		r.fail("REDIS_PERSECOND", "true", "a second Redis for per-second limits is not built in ratelua-rls: unset it, every limit runs on REDIS_URL")
+	s.Unused = r.checkTable()
+	if s.Unused == nil {
+		s.Unused = []UnusedSetting{}
 	}
-	if r.bool("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", false) {
-		r.fail("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "true", "not built in ratelua-rls: use an extension rule (algorithm), which counts admitted hits only")
+	switch s.LogFormat {
+	case "text", "json":
+	default:
+		r.fail("LOG_FORMAT", s.LogFormat, "must be text or json")
 	}
-	if n := r.int("LOCAL_CACHE_SIZE_IN_BYTES", 0); n != 0 {
-		r.fail("LOCAL_CACHE_SIZE_IN_BYTES", strconv.Itoa(n), "not built in ratelua-rls: use RATELUA_DENY_CACHE (a number of descriptors), which gives the answers the server would")
+	if lvl, ok := logLevel(r.str("LOG_LEVEL")); ok {
+		s.LogLevel = lvl
+	} else {
+		r.fail("LOG_LEVEL", r.str("LOG_LEVEL"), "must be trace, debug, info, warn, warning, error, fatal or panic")
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"GRPC_MAX_CONNECTION_AGE", s.MaxConnectionAge}, {"GRPC_MAX_CONNECTION_AGE_GRACE", s.MaxConnectionAgeGrace}} {
+		if d.d <= 0 {
+			r.fail(d.name, d.d.String(), "must be above 0")
+		}
 	}
 	switch s.MetricsExporter {
 	case "none", "otlp":
 	default:
 		r.fail("OTEL_METRICS_EXPORTER", s.MetricsExporter, "must be otlp or none (ratelua-rls exports OTLP over HTTP only)")
 	}
-	if s.MetricsExporter == "otlp" {
-		for _, name := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"} {
-			if v := r.str(name, "http/protobuf"); v != "http/protobuf" {
-				r.fail(name, v, "ratelua-rls exports OTLP over HTTP only (http/protobuf)")
-			}
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"} {
+		if v := r.str(name); s.MetricsExporter == "otlp" && v != "http/protobuf" {
+			r.fail(name, v, "ratelua-rls exports OTLP over HTTP only (http/protobuf)")
 		}
 	}
 	switch s.RedisSocketType {
@@ -149,11 +188,9 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	if s.DenyCache < 0 {
 		r.fail("RATELUA_DENY_CACHE", strconv.Itoa(s.DenyCache), "must be 0 (no deny cache) or a number of descriptors above 0")
 	}
-	if s.MetricsExporter == "otlp" {
-		if v := r.getenv("OTEL_METRIC_EXPORT_INTERVAL"); v != "" {
-			if ms, err := strconv.ParseInt(v, 10, 64); err != nil || ms <= 0 {
-				r.fail("OTEL_METRIC_EXPORT_INTERVAL", v, "must be a number of milliseconds above 0")
-			}
+	if v := r.str("OTEL_METRIC_EXPORT_INTERVAL"); s.MetricsExporter == "otlp" {
+		if ms, err := strconv.ParseInt(v, 10, 64); err != nil || ms <= 0 {
+			r.fail("OTEL_METRIC_EXPORT_INTERVAL", v, "must be a number of milliseconds above 0")
 		}
 	}
 	if s.ReloadInterval <= 0 {
@@ -164,6 +201,11 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	}
 	if s.MaxDescriptors <= 0 {
 		r.fail("RATELUA_MAX_DESCRIPTORS", strconv.Itoa(s.MaxDescriptors), "must be above 0")
+	}
+	for _, t := range ReferenceSettings() {
+		if (t.Status == Implemented || t.Status == Own) && !r.read[t.Name] {
+			r.fail(t.Name, r.getenv(t.Name), "listed as implemented but never read (a bug of ratelua-rls)")
+		}
 	}
 	if r.err != nil {
 		return s, r.err
@@ -185,10 +227,123 @@ func (s Settings) Prefix() string {
 	return strings.TrimSuffix(s.CacheKeyPrefix, ":") + ":rls"
 }
 
-// envReader reads typed variables, remembering the first error.
+// UnusedSetting is a setting given that ratelua-rls does not use.
+type UnusedSetting struct {
+	Name, Value, Why string
+}
+
+// logLevel is a LOG_LEVEL (logrus's levels, as the reference's) as
+// slog's level.
+func logLevel(name string) (slog.Level, bool) {
+	switch strings.ToLower(name) {
+	case "trace":
+		return slog.LevelDebug - 4, true
+	case "debug":
+		return slog.LevelDebug, true
+	case "info":
+		return slog.LevelInfo, true
+	case "warn", "warning":
+		return slog.LevelWarn, true
+	case "error":
+		return slog.LevelError, true
+	case "fatal":
+		return slog.LevelError + 4, true
+	case "panic":
+		return slog.LevelError + 8, true
+	}
+	return 0, false
+}
+
+// envReader reads typed variables by the table's names and defaults,
+// remembering the first error.
 type envReader struct {
 	getenv func(string) string
+	table  map[string]Setting
+	read   map[string]bool // by the typed readers
 	err    error
+}
+
+// def is the table's default of name; a name not in the table is an
+// error of the program, reported as the first error.
+func (r *envReader) def(name string) string {
+	t, ok := r.table[name]
+	if !ok {
+		r.fail(name, "", "not in the table of settings (ReferenceSettings)")
+	}
+	return t.Default
+}
+
+// checkTable parses every setting given by its parser, refuses each
+// Refused one set to other than its Off value, and returns the Unused
+// ones given (and the Refused ones whose default is not followed).
+func (r *envReader) checkTable() []UnusedSetting {
+	var unused []UnusedSetting
+	explicit := map[string]bool{}
+	for _, t := range ReferenceSettings() {
+		v := r.getenv(t.Name)
+		if v == "" {
+			if t.LogUnset {
+				unused = append(unused, UnusedSetting{Name: t.Name, Value: "", Why: t.Why})
+			}
+			continue
+		}
+		explicit[t.Name] = true
+		p, ok := parseSetting(t.Parser, v)
+		if !ok {
+			r.fail(t.Name, v, "not a value of type "+string(t.Parser)+" (the reference refuses it too)")
+			continue
+		}
+		switch t.Status {
+		case Refused:
+			off, _ := parseSetting(t.Parser, t.Off)
+			if p != off {
+				r.fail(t.Name, v, t.Why)
+			}
+		case Unused:
+			unused = append(unused, UnusedSetting{Name: t.Name, Value: v, Why: t.Why})
+		}
+	}
+	// STATSD_HOST or STATSD_PORT given: statsd is wanted, unless
+	// USE_STATSD says false.
+	if useStatsd, _ := parseSetting(kindBool, r.getenv("USE_STATSD")); !explicit["USE_STATSD"] || useStatsd == true {
+		for _, name := range []string{"STATSD_HOST", "STATSD_PORT"} {
+			if explicit[name] {
+				r.fail(name, r.getenv(name), "statsd is configured, and ratelua-rls does not export statsd (its statistics are on /stats and, with OTEL_METRICS_EXPORTER=otlp, OpenTelemetry metrics): set USE_STATSD=false")
+			}
+		}
+	}
+	for _, name := range []string{"REDIS_POOL_ON_EMPTY_BEHAVIOR"} {
+		if v := strings.ToUpper(r.getenv(name)); v != "" && v != "WAIT" {
+			r.fail(name, r.getenv(name), "must be WAIT (the reference refuses CREATE and ERROR too)")
+		}
+	}
+	return unused
+}
+
+// parseSetting parses v as a value of p, in a form that compares: a
+// string, int64, bool, float64 or time.Duration.
+func parseSetting(p Parser, v string) (any, bool) {
+	switch p {
+	case kindInt:
+		n, err := strconv.ParseInt(v, 0, 64)
+		return n, err == nil
+	case kindBool:
+		b, err := strconv.ParseBool(v)
+		return b, err == nil
+	case kindFloat:
+		f, err := strconv.ParseFloat(v, 64)
+		return f, err == nil
+	case kindDuration:
+		d, err := time.ParseDuration(v)
+		return d, err == nil
+	case kindMap:
+		for _, pair := range strings.Split(v, ",") {
+			if _, _, ok := strings.Cut(pair, ":"); !ok {
+				return v, false
+			}
+		}
+	}
+	return v, true
 }
 
 func (r *envReader) fail(name, value, why string) {
@@ -197,18 +352,16 @@ func (r *envReader) fail(name, value, why string) {
 	}
 }
 
-func (r *envReader) str(name, def string) string {
+func (r *envReader) str(name string) string {
+	r.read[name] = true
 	if v := r.getenv(name); v != "" {
 		return v
 	}
-	return def
+	return r.def(name)
 }
 
-func (r *envReader) int(name string, def int) int {
-	v := r.getenv(name)
-	if v == "" {
-		return def
-	}
+func (r *envReader) int(name string) int {
+	v := r.str(name)
 	n, err := strconv.Atoi(v)
 	if err != nil {
 		r.fail(name, v, "not an integer")
@@ -216,11 +369,8 @@ func (r *envReader) int(name string, def int) int {
 	return n
 }
 
-func (r *envReader) bool(name string, def bool) bool {
-	v := r.getenv(name)
-	if v == "" {
-		return def
-	}
+func (r *envReader) bool(name string) bool {
+	v := r.str(name)
 	b, err := strconv.ParseBool(v)
 	if err != nil {
 		r.fail(name, v, "not true or false")
@@ -228,11 +378,8 @@ func (r *envReader) bool(name string, def bool) bool {
 	return b
 }
 
-func (r *envReader) float(name string, def float64) float64 {
-	v := r.getenv(name)
-	if v == "" {
-		return def
-	}
+func (r *envReader) float(name string) float64 {
+	v := r.str(name)
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil {
 		r.fail(name, v, "not a number")
@@ -240,11 +387,8 @@ func (r *envReader) float(name string, def float64) float64 {
 	return f
 }
 
-func (r *envReader) duration(name string, def time.Duration) time.Duration {
-	v := r.getenv(name)
-	if v == "" {
-		return def
-	}
+func (r *envReader) duration(name string) time.Duration {
+	v := r.str(name)
 	d, err := time.ParseDuration(v)
 	if err != nil {
 		r.fail(name, v, "not a duration such as 1s")

@@ -1,6 +1,7 @@
 package rls
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -52,5 +53,92 @@ func TestBadSettingsStopTheStart(t *testing.T) {
 		if _, err := NewServer(s, offline{}, nil, nil); err != nil {
 			t.Errorf("RATELUA_FALLBACK=%s: the server does not start: %v", v, err)
 		}
+	}
+}
+
+// TestStatsdDefaultIsLoggedNotRefused: USE_STATSD is true by default in the
+// reference; unset, the start goes on and says so once (Settings.Unused);
+// set false, nothing is said; set true, the start stops.
+func TestStatsdDefaultIsLoggedNotRefused(t *testing.T) {
+	for _, c := range []struct {
+		value  string
+		logged bool
+		err    bool
+	}{{"", true, false}, {"false", false, false}, {"true", false, true}} {
+		s, err := SettingsFromEnv(func(name string) string {
+			if name == "USE_STATSD" {
+				return c.value
+			}
+			return ""
+		})
+		if (err != nil) != c.err || err != nil && !strings.Contains(err.Error(), `USE_STATSD="true"`) {
+			t.Errorf("USE_STATSD=%q: error %v, want error %v naming it", c.value, err, c.err)
+			continue
+		}
+		logged := false
+		for _, u := range s.Unused {
+			logged = logged || u.Name == "USE_STATSD"
+		}
+		if err == nil && logged != c.logged {
+			t.Errorf("USE_STATSD=%q: logged %v, want %v", c.value, logged, c.logged)
+		}
+	}
+}
+
+// TestEverySettingIsReadFromTheTable: every name SettingsFromEnv asks for
+// is in ReferenceSettings (its default is there), no name is listed twice,
+// and with no variable set SettingsFromEnv succeeds, which it does only
+// when every Implemented or Own setting was read into Settings (none is
+// listed as implemented and ignored).
+func TestEverySettingIsReadFromTheTable(t *testing.T) {
+	table := map[string]Setting{}
+	for _, s := range ReferenceSettings() {
+		if _, dup := table[s.Name]; dup {
+			t.Errorf("%s twice in the table", s.Name)
+		}
+		table[s.Name] = s
+	}
+	asked := map[string]bool{}
+	if _, err := SettingsFromEnv(func(name string) string { asked[name] = true; return "" }); err != nil {
+		t.Fatal(err)
+	}
+	for name := range asked {
+		if _, ok := table[name]; !ok {
+			t.Errorf("%s is read but not in the table", name)
+		}
+	}
+}
+
+// TestReadmeListsEverySetting: rls/README.md's table of settings has one
+// row per setting of ReferenceSettings, with its default and status, and
+// no other.
+func TestReadmeListsEverySetting(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		cells := strings.Split(line, " | ")
+		if len(cells) < 4 || !strings.HasPrefix(cells[0], "| `") {
+			continue
+		}
+		name := strings.Trim(strings.TrimPrefix(cells[0], "| "), "`")
+		if _, dup := rows[name]; dup {
+			t.Errorf("README.md lists %s twice", name)
+		}
+		rows[name] = strings.Trim(cells[1], "`") + " " + cells[2]
+	}
+	for _, s := range ReferenceSettings() {
+		want := s.Default + " " + string(s.Status)
+		if got, ok := rows[s.Name]; !ok {
+			t.Errorf("README.md does not list %s", s.Name)
+		} else if got != want {
+			t.Errorf("README.md lists %s as %q, the table says %q", s.Name, got, want)
+		}
+		delete(rows, s.Name)
+	}
+	for name := range rows {
+		t.Errorf("README.md lists %s, which is not in the table", name)
 	}
 }

@@ -188,6 +188,10 @@ func TestAgainstReference(t *testing.T) {
 		// hits the cache answered aside. (A share of 1: the configurations
 		// hold rules of 1 a unit, which a smaller share rounds to 0.)
 		{"deny-cache", testbench.Redis, []string{"RATELUA_DENY_CACHE=1000", "RATELUA_FALLBACK=1"}},
+		// Issue 33 row 3: QUOTA_MODE and RESPONSE_DYNAMIC_METADATA were
+		// ignored (112 of 200 answers OVER_LIMIT where the reference says
+		// OK; the metadata dropped from every answer).
+		{"quota-metadata", testbench.Redis, []string{"QUOTA_MODE=true", "RESPONSE_DYNAMIC_METADATA=true"}},
 	}
 	for i, run := range runs {
 		t.Run(run.name, func(t *testing.T) {

@@ -316,7 +316,30 @@ func answer(resp *pb.RateLimitResponse, err error) string {
 	for _, h := range resp.GetResponseHeadersToAdd() {
 		fmt.Fprintf(&b, "\n  header %s: %s", h.GetKey(), h.GetValue())
 	}
+	if md := resp.GetDynamicMetadata(); md != nil {
+		fmt.Fprintf(&b, "\n  metadata %s", metadataText(md.AsMap()))
+	}
 	return b.String()
+}
+
+// metadataText is dynamic metadata as JSON with sorted keys, a
+// descriptor's limit (protobuf's text, whose spacing varies from run to
+// run) with its spaces made single.
+func metadataText(md map[string]any) string {
+	if descs, ok := md["descriptors"].([]any); ok {
+		for _, d := range descs {
+			if m, ok := d.(map[string]any); ok {
+				if l, ok := m["limit"].(string); ok {
+					m["limit"] = strings.Join(strings.Fields(l), " ")
+				}
+			}
+		}
+	}
+	b, err := json.Marshal(md)
+	if err != nil {
+		return "unmarshalable: " + err.Error()
+	}
+	return string(b)
 }
 
 // sameSecond runs f at a point where it can finish within the current

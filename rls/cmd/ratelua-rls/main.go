@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -45,11 +44,18 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	level := slog.LevelInfo
-	if strings.EqualFold(getenv("LOG_LEVEL"), "debug") {
-		level = slog.LevelDebug
+	var handler slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: s.LogLevel})
+	if s.LogFormat == "json" {
+		handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: s.LogLevel})
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(handler)
+	for _, u := range s.Unused {
+		if u.Value == "" {
+			log.Warn("setting not followed: the reference's default is not built", "name", u.Name, "why", u.Why)
+			continue
+		}
+		log.Warn("setting not used", "name", u.Name, "value", u.Value, "why", u.Why)
+	}
 	client, err := rls.NewClient(s)
 	if err != nil {
 		fmt.Fprintln(stderr, err)

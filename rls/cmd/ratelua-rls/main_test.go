@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ratelua/ratelua/rls"
 	"github.com/ratelua/ratelua/testbench"
 )
 
@@ -342,4 +343,134 @@ func TestSIGTERMStopsGracefully(t *testing.T) {
 	if hits, exports := col.sum("ratelua.rls.total_hits", "app.user"); hits != 2 {
 		t.Errorf("the collector got total_hits %d for app.user in %d exports, want 2 (exported at shutdown)", hits, exports)
 	}
+}
+
+// sampleValue is a value of a setting's type for a test: its default, or
+// one that parses.
+func sampleValue(s rls.Setting) string {
+	if s.Default != "" {
+		return s.Default
+	}
+	switch s.Parser {
+	case "int":
+		return "1"
+	case "map":
+		return "team:rl"
+	case "list":
+		return "a,b"
+	}
+	return "x"
+}
+
+// TestUnusedSettingsStartAndLogOnce (issue 33 row 3): every Unused setting
+// of the table (pool sizes, pipelining, the debug port, the settings of a
+// refused feature), given at once, starts the command as a user runs it:
+// it serves (healthy, a request answered), and its log names each setting
+// exactly once as not used.
+func TestUnusedSettingsStartAndLogOnce(t *testing.T) {
+	node := testbench.StartSingle(t, testbench.Options{Kind: testbench.Redis})
+	root := t.TempDir()
+	dir := filepath.Join(root, "rl", "config")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte("domain: app\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	grpcPort, httpPort := freePort(t), freePort(t)
+	environ := append(os.Environ(), "RATELUA_RLS_MAIN=1",
+		"RUNTIME_ROOT="+root, "RUNTIME_SUBDIRECTORY=rl",
+		"REDIS_SOCKET_TYPE=tcp", "REDIS_URL="+node.Addr, "USE_STATSD=false",
+		"GRPC_HOST=127.0.0.1", "GRPC_PORT="+strconv.Itoa(grpcPort),
+		"HOST=127.0.0.1", "PORT="+strconv.Itoa(httpPort))
+	var unused []string
+	for _, s := range rls.ReferenceSettings() {
+		if s.Status == rls.Unused {
+			unused = append(unused, s.Name)
+			environ = append(environ, s.Name+"="+sampleValue(s))
+		}
+	}
+	if len(unused) < 20 {
+		t.Fatalf("the table has %d unused settings, want at least 20", len(unused))
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = environ
+	var logs syncBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	conn, err := grpc.NewClient("127.0.0.1:"+strconv.Itoa(grpcPort), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := pb.NewRateLimitServiceClient(conn)
+	req := &pb.RateLimitRequest{Domain: "app", Descriptors: []*rlpb.RateLimitDescriptor{{Entries: []*rlpb.RateLimitDescriptor_Entry{{Key: "user", Value: "u1"}}}}}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		resp, err := client.ShouldRateLimit(ctx, req)
+		cancel()
+		if err == nil {
+			if resp.OverallCode != pb.RateLimitResponse_OK || resp.Statuses[0].LimitRemaining != 4 {
+				t.Fatalf("answer %v, want OK with 4 left", resp)
+			}
+			break
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("ratelua-rls exited (%v) with every unused setting given:\n%s", err, logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ratelua-rls did not answer within 30 s: %v\n%s", err, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, logs.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the process did not exit within 30 s of SIGTERM")
+	}
+	log := logs.String()
+	for _, name := range unused {
+		if n := strings.Count(log, `msg="setting not used" name=`+name+" "); n != 1 {
+			t.Errorf("%s: logged as not used %d times, want once", name, n)
+		}
+	}
+	if strings.Contains(log, "name=USE_STATSD ") {
+		t.Errorf("USE_STATSD=false logged as not followed:\n%s", log)
+	}
+	if t.Failed() {
+		t.Logf("ratelua-rls's log:\n%s", log)
+	}
+}
+
+// syncBuffer is a bytes.Buffer a process writes while a test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ratelua/ratelua/rls"
 )
 
 // env is a getenv of the given NAME=value pairs.
@@ -52,5 +54,72 @@ func TestCheckReadsTheSettings(t *testing.T) {
 	out.Reset()
 	if code := run([]string{"check", dir}, env("RATELUA_FALLBACK=0.1"), &out, &errs); code != 0 || !strings.Contains(out.String(), "1 rules, OK") {
 		t.Errorf("check with RATELUA_FALLBACK=0.1: exit %d, %q", code, out.String())
+	}
+}
+
+// refusedValue is a value that turns a Refused setting on: true for a
+// switch, 1 for a size.
+func refusedValue(s rls.Setting) string {
+	if s.Parser == "bool" {
+		return "true"
+	}
+	return "1"
+}
+
+// TestRefusedSettingsStopTheStart (issue 33 row 3): GRPC_SERVER_USE_TLS,
+// TRACING_ENABLED, USE_PROMETHEUS, USE_STATSD=true... started a service
+// that ignored them (plaintext to a TLS Envoy, monitoring dark). Every
+// Refused setting of the table, turned on, and every refused value of an
+// implemented one, stops the command before it connects: exit 2 and a
+// message naming the variable and its value; nothing listens.
+func TestRefusedSettingsStopTheStart(t *testing.T) {
+	type refusal struct{ env []string }
+	cases := []refusal{
+		{[]string{"CONFIG_TYPE=GRPC_XDS_SOTW"}},
+		{[]string{"REDIS_TYPE=SENTINEL"}},
+		{[]string{"BACKEND_TYPE=memcache"}},
+		{[]string{"STATSD_HOST=statsd.local"}},
+		{[]string{"STATSD_PORT=9125"}},
+		{[]string{"USE_STATSD=1"}},
+		{[]string{"REDIS_POOL_ON_EMPTY_BEHAVIOR=CREATE"}},
+		{[]string{"LOG_LEVEL=loud"}},
+		{[]string{"LOG_FORMAT=xml"}},
+		{[]string{"GRPC_MAX_CONNECTION_AGE=soon"}},
+		{[]string{"XDS_CLIENT_BACKOFF_JITTER=perhaps"}}, // an unused one's value still parses
+		{[]string{"EXTRA_TAGS=novalue"}},
+		// The ones issue 33 names, whatever the table says.
+		{[]string{"GRPC_SERVER_USE_TLS=true"}},
+		{[]string{"TRACING_ENABLED=true"}},
+		{[]string{"USE_STATSD=true"}},
+		{[]string{"USE_PROMETHEUS=true"}},
+		{[]string{"USE_DOG_STATSD=true"}},
+		{[]string{"REDIS_PERSECOND=true"}},
+		{[]string{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true"}},
+		{[]string{"LOCAL_CACHE_SIZE_IN_BYTES=1048576"}},
+	}
+	refused := 0
+	for _, s := range rls.ReferenceSettings() {
+		if s.Status == rls.Refused {
+			cases = append(cases, refusal{[]string{s.Name + "=" + refusedValue(s)}})
+			refused++
+		}
+	}
+	if refused < 8 {
+		t.Fatalf("the table has %d refused settings, want at least 8", refused)
+	}
+	for _, c := range cases {
+		name, value, _ := strings.Cut(c.env[0], "=")
+		if len(c.env) > 1 {
+			name, value, _ = strings.Cut(c.env[1], "=")
+		}
+		t.Run(name, func(t *testing.T) {
+			var out, errs bytes.Buffer
+			// A server that nothing listens on: a start would fail
+			// differently (exit 1, naming the connection).
+			code := run(nil, env(append(c.env, "REDIS_SOCKET_TYPE=tcp", "REDIS_URL=127.0.0.1:1")...), &out, &errs)
+			if code != 2 || !strings.Contains(errs.String(), name+`="`+value+`"`) {
+				t.Errorf("%v: exit %d, %q; want 2 and %s=%q named", c.env, code, errs.String(), name, value)
+			}
+		})
 	}
 }
