@@ -2,9 +2,10 @@
 redis.asyncio.cluster.RedisCluster): the same names as ratelua's, with
 coroutine methods."""
 
-from typing import Optional, Tuple
+import asyncio
+from typing import Optional, Set, Tuple
 
-from .concurrency import LeaseState, SemaphoreSpec
+from .concurrency import UNKNOWN_RELEASE_TIMEOUT, LeaseState, SemaphoreSpec
 from .core import Spec, limiter_classes
 from .errors import UnavailableError
 from .keys import EventKey
@@ -102,6 +103,11 @@ class Semaphore(SemaphoreSpec):
     _run = Limiter._run
     load_functions = Limiter.load_functions
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        #: The background releases under way (a reference keeps each task alive).
+        self._releases: Set["asyncio.Task[None]"] = set()
+
     async def acquire(self, event_key: EventKey) -> Tuple[Optional[Lease], Result]:
         """Acquire one slot: (a Lease, the Result) or (None, the Result)."""
         return await self.acquire_n(event_key, 1)
@@ -109,14 +115,41 @@ class Semaphore(SemaphoreSpec):
     async def acquire_n(self, event_key: EventKey, n: int) -> Tuple[Optional[Lease], Result]:
         """Acquire n slots (n >= 1) as one lease, all or none."""
         self.check_n(n)
+        lease_id = self.new_lease_id()
         try:
-            at, reply = await self._op(event_key, n)
-        except UnavailableError as err:  # no answer: admitted under fail_open, with a local lease
-            if not self.fail_open:
+            at, reply = await self._op(event_key, n, "0", lease_id)
+        except BaseException as err:  # asyncio.CancelledError included
+            if lease_id != 0 and self.outcome_unknown(err):
+                self._release_unknown(event_key, n, lease_id)
+            # No answer: admitted under fail_open with a local lease, unless
+            # the call timed out or was cancelled (it may hold slots).
+            if not self.fail_open or not isinstance(err, UnavailableError) or self.caller_gave_up(err):
                 raise
             return Lease(self, event_key, n, 0, None), open_result(err)
         r = self.decode(reply)
         return (Lease(self, event_key, n, reply[4], at) if r.allowed else None), r
+
+    def _release_unknown(self, event_key: EventKey, n: int, lease_id: int) -> None:
+        """Release, in a background task bounded by UNKNOWN_RELEASE_TIMEOUT
+        (and the lease time), lease lease_id of n slots of event_key, whose
+        acquire has an unknown outcome. A lease the server does not hold is
+        left alone; a failure leaves the slots to the lease's expiry."""
+        async def release() -> None:
+            try:
+                bound = min(UNKNOWN_RELEASE_TIMEOUT, self._lease.total_seconds())
+                await asyncio.wait_for(self._op(event_key, n, "release", lease_id), bound)
+            except Exception:  # the lease expires on its own
+                pass
+
+        task = asyncio.get_running_loop().create_task(release())
+        self._releases.add(task)
+        task.add_done_callback(self._releases.discard)
+
+    async def wait_releases(self) -> None:
+        """Wait until the background releases of acquires whose outcome
+        was unknown have ended (each is bounded in time)."""
+        while self._releases:
+            await asyncio.gather(*self._releases, return_exceptions=True)
 
     async def peek(self, event_key: EventKey) -> Result:
         """Whether one more slot is free, holding nothing."""

@@ -8,18 +8,27 @@ No background renewal: a holder whose work may outlast the lease calls
 Lease.renew() itself, more often than the lease time."""
 
 import hashlib
+import secrets
+import threading
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Optional, Tuple
 
+import redis.exceptions as rex
+
 from .core import Clock, Spec
-from .errors import LeaseLostError, LimitError, UnavailableError
+from .errors import LeaseLostError, LimitError, RateluaError, ScriptError, UnavailableError
 from .keys import EventKey
 from .limiter import Limiter
-from .limits import Slots
+from .limits import MAX_SCRIPT_INT, Slots
 from .result import Result, open_result
 
 _UNIT = {"ms": timedelta(milliseconds=1), "us": timedelta(microseconds=1)}
+
+#: The bound, in seconds, of the background release of an acquire whose
+#: outcome is unknown (at most the lease time, after which the slots are
+#: free anyway), as the Go API's.
+UNKNOWN_RELEASE_TIMEOUT = 2.0
 
 
 class SemaphoreSpec(Spec):
@@ -50,10 +59,46 @@ class SemaphoreSpec(Spec):
         return t, self.now_of(t)
 
     def op_args(self, n: int, now: str, mode: str = "0", lease_id: int = 0):
+        """The ARGV of a call: eventCount n in mode, and the lease id
+        (ARGV[7]) unless 0: in modes renew and release the lease's, in an
+        acquire the caller's choice."""
         args = [str(n), self.unit, now, mode, *self._limit_args]
-        if mode != "0":
+        if lease_id != 0:
             args.append(str(lease_id))
         return args
+
+    def new_lease_id(self) -> int:
+        """The lease id an acquire sends: from script version 6 one chosen at
+        random in [1, 2^52], so that an acquire whose outcome is unknown can
+        be released by it; 0 (none sent) on version 5, which numbers the
+        lease itself."""
+        if self.script.version < 6:
+            return 0
+        return 1 + secrets.randbelow(MAX_SCRIPT_INT)
+
+    @staticmethod
+    def outcome_unknown(err: BaseException) -> bool:
+        """Whether an acquire that raised err may have run on the server: no
+        answer (a timeout, a connection lost), an interruption
+        (asyncio.CancelledError, KeyboardInterrupt), anything but the
+        server's answer or a refusal before the call."""
+        if isinstance(err, (LimitError, LeaseLostError)):
+            return False
+        if isinstance(err, ScriptError):  # an answer, unless it wraps something else the client raised
+            cause = err.__cause__
+            return cause is not None and cause is not err and not isinstance(cause, (rex.ResponseError, RateluaError))
+        return True
+
+    @staticmethod
+    def caller_gave_up(err: BaseException) -> bool:
+        """Whether err ended an acquire by the caller's bound (a timeout) or an
+        interruption rather than an unreachable server: such an acquire is
+        not admitted, even under fail_open (it may hold slots on the server
+        until its background release)."""
+        if not isinstance(err, Exception):
+            return True  # asyncio.CancelledError, KeyboardInterrupt, SystemExit
+        cause = err.__cause__ if isinstance(err, UnavailableError) else err
+        return isinstance(cause, (rex.TimeoutError, TimeoutError))
 
     def args(self, n: int, now: Optional[str] = None):
         """The ARGV of an acquire of n slots (0: peek, < 0: reset), as the Go
@@ -203,14 +248,33 @@ class Semaphore(SemaphoreSpec):
     def acquire_n(self, event_key: EventKey, n: int) -> Tuple[Optional[Lease], Result]:
         """Acquire n slots (n >= 1) as one lease, all or none."""
         self.check_n(n)
+        lease_id = self.new_lease_id()
         try:
-            at, reply = self._op(event_key, n)
-        except UnavailableError as err:  # no answer: admitted under fail_open, with a local lease
-            if not self.fail_open:
+            at, reply = self._op(event_key, n, "0", lease_id)
+        except BaseException as err:
+            if lease_id != 0 and self.outcome_unknown(err):
+                self._release_unknown(event_key, n, lease_id)
+            # No answer: admitted under fail_open with a local lease, unless
+            # the call timed out or was interrupted (it may hold slots).
+            if not self.fail_open or not isinstance(err, UnavailableError) or self.caller_gave_up(err):
                 raise
             return Lease(self, event_key, n, 0, None), open_result(err)
         r = self.decode(reply)
         return (Lease(self, event_key, n, reply[4], at) if r.allowed else None), r
+
+    def _release_unknown(self, event_key: EventKey, n: int, lease_id: int) -> None:
+        """Release, in a background thread, lease lease_id of n slots of
+        event_key, whose acquire has an unknown outcome. A lease the server
+        does not hold is left alone; a failure leaves the slots to the
+        lease's expiry. The thread makes one call, bounded by the client's
+        socket timeout."""
+        def release() -> None:
+            try:
+                self._op(event_key, n, "release", lease_id)
+            except Exception:  # the lease expires on its own
+                pass
+
+        threading.Thread(target=release, name=f"ratelua-release-{lease_id}", daemon=True).start()
 
     def peek(self, event_key: EventKey) -> Result:
         """Whether one more slot is free, holding nothing."""
