@@ -117,6 +117,8 @@ export class Semaphore {
   args(n: number, now?: string): string[];
   acquire(eventKey: EventKey): Promise<Acquired>;
   acquireN(eventKey: EventKey, n: number): Promise<Acquired>;
+  /** Resolves when the background releases of acquires whose outcome was unknown have ended. */
+  settled(): Promise<void>;
   peek(eventKey: EventKey): Promise<Result>;
   reset(eventKey: EventKey): Promise<void>;
   loadFunctions(): Promise<void>;

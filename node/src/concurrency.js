@@ -4,11 +4,35 @@
 // API's (ratelua.NewConcurrency), so Go, Python and Node holders share one
 // semaphore. No background renewal: a holder whose work may outlast the
 // lease calls lease.renew() itself, more often than the lease time.
-import { createHash } from "node:crypto";
-import { LeaseLostError, LimitError, classify } from "./errors.js";
+import { createHash, randomInt } from "node:crypto";
+import { LeaseLostError, LimitError, classify, isReply } from "./errors.js";
 import { Limiter, OPTIONS, checkOptions, readingMs } from "./limiter.js";
 import { MAX_SCRIPT_INT, UNIT_US } from "./limits.js";
 import { openResult, resultOf } from "./result.js";
+
+/** UNKNOWN_RELEASE_MS bounds the background release of an acquire whose
+ * outcome is unknown (at most the lease time, after which the slots are
+ * free anyway), as the Go API's. */
+export const UNKNOWN_RELEASE_MS = 2000;
+
+// timeoutNames are the errors of a call that ran out of its time (the
+// caller's bound) rather than of a server that could not be reached.
+const timeoutNames = new Set(["TimeoutError", "SocketTimeoutError", "AbortError", "ConnectionTimeoutError"]);
+
+// gaveUp reports an UnavailableError whose cause is a timeout: such an
+// acquire may hold slots until its background release, so failOpen does
+// not admit it.
+function gaveUp(err) {
+  const c = err && err.cause;
+  return !!c && (timeoutNames.has(c.name) || timeoutNames.has(c.constructor && c.constructor.name) ||
+    /timed out|timeout/i.test(String(c.message)));
+}
+
+// newLeaseId is a random lease id in [1, 2^52].
+function newLeaseId() {
+  // randomInt takes ranges below 2^48: two draws make 52 bits.
+  return (randomInt(2 ** 26) * 2 ** 26 + randomInt(2 ** 26)) + 1;
+}
 
 /** Semaphore holds at most slots.max slots at once per event key, by
  * leases of slots.lease ms (script concurrency). */
@@ -29,6 +53,8 @@ export class Semaphore {
     this.script = l.script;
     this._leaseMs = l._quotas[0][1] / 1000;
     this._slackMs = UNIT_US[l.unit] / 1000;
+    // The background releases under way (see acquireN).
+    this._releases = new Set();
   }
 
   /** version is the script version the semaphore calls. */
@@ -43,22 +69,56 @@ export class Semaphore {
   /** acquire takes one slot: {lease, result}, lease null when denied. */
   acquire(eventKey) { return this.acquireN(eventKey, 1); }
 
-  /** acquireN takes n slots (n >= 1) as one lease, all or none. */
+  /** acquireN takes n slots (n >= 1) as one lease, all or none.
+   *
+   * From script version 6 (the default) the lease id is chosen here, at
+   * random, and sent with the acquire. When the call is rejected without the
+   * server's answer (a timeout, a connection lost), the server may hold the
+   * slots: they are released by that id in the background, within
+   * UNKNOWN_RELEASE_MS (settled() waits for it). failOpen never admits an
+   * acquire that timed out; one whose server could not be reached it admits
+   * with a local lease. Version 5 numbers the lease itself, so there such
+   * slots come back only when the lease expires. */
   async acquireN(eventKey, n) {
     if (!Number.isSafeInteger(n) || n < 1 || n > MAX_SCRIPT_INT) {
       throw new LimitError(-1, "n", `must be in [1, 2^52], got ${String(n)}`);
     }
+    const id = this.script.version >= 6 ? newLeaseId() : 0;
     let at, reply;
     try {
-      [at, reply] = await this._op(eventKey, n, "0", 0);
+      [at, reply] = await this._op(eventKey, n, "0", id);
     } catch (err) {
-      if (this._l.failOpen && err.name === "UnavailableError") {
+      // No answer, or an error of the client that is not the server's answer.
+      const unknown = err.name === "UnavailableError" || (err.name === "ScriptError" && !!err.cause && !isReply(err.cause));
+      if (unknown && id !== 0) this._releaseUnknown(eventKey, n, id);
+      if (this._l.failOpen && err.name === "UnavailableError" && !gaveUp(err)) {
         return { lease: new Lease(this, eventKey, n, 0, null), result: openResult(err) };
       }
       throw err;
     }
     const result = this._decode(reply);
     return { lease: result.allowed ? new Lease(this, eventKey, n, reply[4], at) : null, result };
+  }
+
+  // _releaseUnknown releases, in the background and within
+  // UNKNOWN_RELEASE_MS, lease id of n slots of eventKey, whose acquire has an
+  // unknown outcome. A lease the server does not hold is left alone; a
+  // failure leaves the slots to the lease's expiry.
+  _releaseUnknown(eventKey, n, id) {
+    let timer;
+    const bound = new Promise((resolve) => {
+      timer = setTimeout(resolve, Math.min(UNKNOWN_RELEASE_MS, this._leaseMs));
+      if (timer.unref) timer.unref();
+    });
+    const p = Promise.race([this._op(eventKey, n, "release", id).catch(() => {}), bound])
+      .finally(() => { clearTimeout(timer); this._releases.delete(p); });
+    this._releases.add(p);
+  }
+
+  /** settled() resolves when the background releases of acquires whose
+   * outcome was unknown have ended (each within UNKNOWN_RELEASE_MS). */
+  async settled() {
+    while (this._releases.size > 0) await Promise.all([...this._releases]);
   }
 
   /** peek decides whether one more slot is free, holding nothing. */
@@ -72,7 +132,7 @@ export class Semaphore {
 
   _opArgs(n, now, mode, id) {
     const args = [String(n), this.unit, now, mode, ...this._l._args];
-    if (mode !== "0") args.push(String(id));
+    if (id !== 0) args.push(String(id));
     return args;
   }
 
