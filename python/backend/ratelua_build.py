@@ -2,7 +2,7 @@
 standard library only, so that building needs nothing to download:
 
     pip install ./python              # offline too: nothing to fetch
-    python3 -m build python --outdir /tmp/dist
+    python3 -m build python --outdir dist
 
 It writes only the wheel or sdist it is asked for, into the folder it is
 given: no build/ or ratelua.egg-info/ left next to pyproject.toml. The

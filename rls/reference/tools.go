@@ -3,10 +3,10 @@
 // Package reference compares ratelua-rls with envoyproxy/ratelimit, the
 // service it replaces: its tests build both commands (pinned here, so that
 // go.mod holds them; the build tag keeps this file out of every build) and
-// run them side by side on real servers. Run them with GOWORK=off
-// (make test-rls does): this module replaces the tree's modules in its
-// go.mod, and go would otherwise take ../go.work, ratelua-rls's, which
-// does not list it.
+// run them side by side on real servers. make test-rls runs them with
+// GOWORK=off, on the module graph of go.mod (which replaces the tree's
+// modules by their folders); go.work lets a plain go command run here
+// too (see its comment).
 package reference
 
 import (
