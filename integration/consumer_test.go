@@ -61,7 +61,8 @@ func consume(t *testing.T, root string, mods []release.Module, e release.Entry) 
 // from a module outside the repository with an empty module cache, it
 // gets the root and every released module at the CHANGELOG's newest
 // version from a proxy built from the tree, then builds and vets a
-// program using every package they hold.
+// program using every package they hold, and go-installs every command
+// of every released module (ratelua, ratelua-rls) and runs its --help.
 func TestConsumerInstallsTheRelease(t *testing.T) {
 	root := treeRoot(t)
 	mods, err := release.Find(root)
