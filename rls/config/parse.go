@@ -15,20 +15,31 @@ type ParseOptions struct {
 	MergeDomains bool
 }
 
-// The keys the reference accepts anywhere in a file, and ours, which the
-// reference refuses ("unknown key"), so that a file using them is never
-// misread there.
-var (
-	referenceKeys = map[string]bool{
-		"domain": true, "key": true, "value": true, "descriptors": true,
-		"rate_limit": true, "unit": true, "requests_per_unit": true,
-		"unlimited": true, "shadow_mode": true, "quota_mode": true,
-		"name": true, "replaces": true, "detailed_metric": true,
-		"value_to_metric": true, "share_threshold": true, "metadata": true,
+// knownKey reports whether k is a key the reference accepts anywhere in a
+// file, or one of ours, which the reference refuses ("unknown key"), so
+// that a file using them is never misread there.
+func knownKey(k string) bool {
+	switch k {
+	case "domain", "key", "value", "descriptors",
+		"rate_limit", "unit", "requests_per_unit",
+		"unlimited", "shadow_mode", "quota_mode",
+		"name", "replaces", "detailed_metric",
+		"value_to_metric", "share_threshold", "metadata":
+		return true
+	case "algorithm", "resolution", "limits": // ours
+		return true
 	}
-	extensionKeys = map[string]bool{"algorithm": true, "resolution": true, "limits": true}
-	algorithms    = map[string]bool{"fixed_window": true, "sliding_window": true, "token_bucket": true, "zset_log": true, "ar1": true}
-)
+	return false
+}
+
+// knownAlgorithm reports whether a is an algorithm of rate_limit.
+func knownAlgorithm(a string) bool {
+	switch a {
+	case "fixed_window", "sliding_window", "token_bucket", "zset_log", "ar1":
+		return true
+	}
+	return false
+}
 
 // parser collects the errors of one Parse.
 type parser struct {
@@ -89,7 +100,7 @@ func (p *parser) mapping(n *yaml.Node, what string) [][2]*yaml.Node {
 			p.fail(k, "config error, key is not of type string: %s", k.Value)
 			continue
 		}
-		if !referenceKeys[k.Value] && !extensionKeys[k.Value] {
+		if !knownKey(k.Value) {
 			p.fail(k, "config error, unknown key '%s'", k.Value)
 			continue
 		}

@@ -55,7 +55,7 @@ func TestExtensionsAreRefusedWhereTheyDoNotBelong(t *testing.T) {
 		"domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 4000000000}\n",
 	} {
 		if _, err := Parse([]File{{Name: "x.yaml", Data: []byte(y)}}, ParseOptions{}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "x.yaml:") {
-			t.Errorf("%q: error %v, want a ConfigError with its line", y, err)
+			t.Errorf("%q: error %v, want an Error with its line", y, err)
 		}
 	}
 }

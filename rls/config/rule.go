@@ -36,7 +36,7 @@ func (p *parser) rule(orig *yaml.Node, path string) *Rule {
 			ok = p.replaces(r, v) && ok
 		case "algorithm":
 			ok = p.scalar(v, &r.Algorithm) && ok
-			if r.Algorithm != "" && !algorithms[r.Algorithm] {
+			if r.Algorithm != "" && !knownAlgorithm(r.Algorithm) {
 				p.fail(v, "algorithm '%s' is not one of fixed_window, sliding_window, token_bucket, zset_log, ar1", r.Algorithm)
 				ok = false
 			}
@@ -197,7 +197,9 @@ func (p *parser) limits(r *Rule, orig *yaml.Node) bool {
 // is at most 10^9, and a reference rule needs one more).
 const MaxRequests = 999_999_999
 
-// checkRule refuses what the scripts cannot decide.
+// CheckRule refuses a rule the scripts cannot decide: a requests_per_unit
+// above MaxRequests, 0 in an extension rule, a sliding window of more than
+// 10000 buckets.
 func CheckRule(r *Rule) error {
 	for _, l := range r.Limits {
 		if l.RequestsPerUnit > MaxRequests {

@@ -7,7 +7,7 @@ import (
 	"strconv"
 )
 
-// shareOf is n under the fallback's share, rounded down exactly as the
+// ShareOf is n under the fallback's share, rounded down exactly as the
 // limiters round a maximum (from the share as written, its shortest
 // decimal: the float product 0.7 * 90 is 62.99999999999999).
 func ShareOf(n uint64, share float64) uint64 {
@@ -19,7 +19,7 @@ func ShareOf(n uint64, share float64) uint64 {
 	return new(big.Int).Quo(r.Num(), r.Denom()).Uint64()
 }
 
-// checkShare refuses a reference rule whose requests_per_unit the fallback
+// CheckShare refuses a reference rule whose requests_per_unit the fallback
 // share rounds down to 0: in an outage every request would be denied (the
 // limiters refuse the same share for an extension rule).
 func CheckShare(r *Rule, share float64) *Error {

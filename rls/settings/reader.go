@@ -44,7 +44,7 @@ type envReader struct {
 func (r *envReader) def(name string) string {
 	t, ok := r.table[name]
 	if !ok {
-		r.fail(name, "", "not in the table of settings (Table)")
+		r.fail(name, "", "not in the table of settings (settings.Table)")
 	}
 	return t.Default
 }

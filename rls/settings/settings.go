@@ -37,7 +37,7 @@ type Settings struct {
 	HealthyWithConfig                         bool
 
 	// MetricsExporter is OTEL_METRICS_EXPORTER: "none" or "otlp" (the
-	// statistics per rule as OpenTelemetry metrics, see NewMeterProvider).
+	// statistics per rule as OpenTelemetry metrics, see stats.NewMeterProvider).
 	MetricsExporter string
 
 	// LogLevel (LOG_LEVEL) and LogFormat (LOG_FORMAT: text or json) are

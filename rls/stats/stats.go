@@ -2,7 +2,6 @@ package stats
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"sort"
 	"sync"
@@ -47,22 +46,11 @@ func New(nearLimitRatio float64, meters metric.MeterProvider) (*Stats, error) {
 	if meters == nil {
 		return s, nil
 	}
-	meter := meters.Meter(MeterScope)
-	descriptions := [...]string{
-		"hits decided, per rule",
-		"hits over the limit (denied, or admitted by shadow or quota mode)",
-		"hits past the near-limit ratio of the limit and within it",
-		"hits within the limit",
-		"hits over the limit that shadow mode admitted",
-		"hits over the limit answered by the deny cache, without a round trip",
+	instruments, err := newInstruments(meters)
+	if err != nil {
+		return nil, err
 	}
-	for i, name := range Names() {
-		c, err := meter.Int64Counter("ratelua.rls."+name, metric.WithUnit("{hit}"), metric.WithDescription(descriptions[i]))
-		if err != nil {
-			return nil, fmt.Errorf("rls: counter %s: %w", name, err)
-		}
-		s.instruments[i] = c
-	}
+	s.instruments = instruments
 	return s, nil
 }
 
