@@ -5,7 +5,12 @@ import "time"
 // Reload loads the configuration directory when its files changed (or
 // force). A configuration that fails to load is logged and kept on the
 // health endpoint; the last good one stays in use.
+//
+// Reloads run one at a time, so that the configuration in use is always
+// the one of the files read last.
 func (s *Server) Reload(force bool) error {
+	s.reloading.Lock()
+	defer s.reloading.Unlock()
 	dir := s.settings.ConfigDir()
 	loaded, err := s.loader.Load(force)
 	if err == nil && loaded.Config == nil {

@@ -34,6 +34,8 @@ type Server struct {
 	stats    *stats.Stats
 	loader   *config.Loader
 
+	reloading sync.Mutex // held by Reload
+
 	mu        sync.Mutex
 	loadedAt  time.Time
 	lastError error
