@@ -48,7 +48,8 @@ type Options struct {
 	DenyCache int
 	Fallback  float64
 	FailOpen  bool
-	// Stats, if set, counts the decisions per rule.
+	// Stats, if set, is told what each decided descriptor adds to its
+	// rule's statistics (a *stats.Stats in the server).
 	Stats stats.Recorder
 	// MaxDescriptors bounds the descriptors of one request; 0 means 1000.
 	MaxDescriptors int
