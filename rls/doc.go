@@ -30,6 +30,5 @@
 //     listeners, health, the Redis or Valkey client and the reload loop:
 //     what the command ratelua-rls runs.
 //
-// This package holds only what the comparison with the reference
-// (rls/reference) reads of the settings table.
+// This package holds only this documentation.
 package rls
