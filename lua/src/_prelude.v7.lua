@@ -310,6 +310,9 @@ if type(MODE) == 'string' then
   if reservation_kind ~= 'reserve' then
     reservation_kind, reservation_id = string.match(MODE, '^(%l+):([1-9]%d*)$')
     reservation_life = '1'
+    if reservation_kind ~= 'settle' then
+      reservation_kind = nil
+    end
   end
   if reservation_kind == 'reserve' or reservation_kind == 'settle' then
     ID, LIFETIME = reservation_id + 0, reservation_life + 0

@@ -135,6 +135,9 @@ if mode ~= '0' and mode ~= '1' then
     if reservation_kind ~= 'reserve' then
       reservation_kind, reservation_id = string.match(mode, '^(%l+):([1-9]%d*)$')
       reservation_life = '1'
+      if reservation_kind ~= 'settle' then
+        reservation_kind = nil
+      end
     end
     if reservation_kind == 'reserve' or reservation_kind == 'settle' then
       id, lifetime = reservation_id + 0, reservation_life + 0
