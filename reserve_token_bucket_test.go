@@ -183,24 +183,27 @@ func TestSettleAppliesOnce(t *testing.T) {
 		}
 		return got
 	}
-	// A bucket of 10 refilled 1 per second.
+	// A bucket of 10 refilled 1 per second; reservation 99 stays open
+	// throughout, so the key stays a hash and every settle forgets its id
+	// there (HDEL), not by turning it back into a string.
 	for _, c := range []struct {
 		args []string
 		want []int64
 	}{
-		{[]string{"8", "s", "100", "reserve:1:50"}, ints64(1, 2, 0, 8, 1)},
-		{[]string{"3", "s", "103", "settle:1"}, ints64(1, 10, 0, 0, 1)},  // 5 given back to 5: full, not 10
-		{[]string{"3", "s", "103", "settle:1"}, ints64(0, 10, -1, 0, 0)}, // retried: nothing
-		{[]string{"3", "s", "103", "settle:1"}, ints64(0, 10, -1, 0, 0)},
-		{[]string{"6", "s", "103", "reserve:2:50"}, ints64(1, 4, 0, 6, 1)},
-		{[]string{"20", "s", "103", "settle:2"}, ints64(0, 0, 11, 20, 1)}, // 14 charged: at -10 (bounded)
-		{[]string{"20", "s", "103", "settle:2"}, ints64(0, 0, -1, 20, 0)},
-		{[]string{"0", "s", "112", "0"}, ints64(0, 0, 2, 11, 1)}, // in debt until 113
-		{[]string{"0", "s", "113", "0"}, ints64(0, 0, 1, 10, 1)}, // paid off: 0 tokens
-		{[]string{"1", "s", "114", "0"}, ints64(1, 0, 0, 10, 1)},
-		{[]string{"4", "s", "114", "reserve:3:10"}, ints64(0, 0, 4, 10, 1)},
-		{[]string{"1", "s", "124", "reserve:3:10"}, ints64(1, 9, 0, 1, 1)},
-		{[]string{"0", "s", "134", "settle:3"}, ints64(0, 10, -1, 0, 0)}, // expired at 134
+		{[]string{"1", "s", "100", "reserve:99:1000"}, ints64(1, 9, 0, 1, 1)},
+		{[]string{"6", "s", "100", "reserve:1:50"}, ints64(1, 3, 0, 7, 1)},
+		{[]string{"1", "s", "105", "settle:1"}, ints64(1, 10, 0, 0, 1)},  // 5 given back to 8: full (10), not 13
+		{[]string{"1", "s", "105", "settle:1"}, ints64(0, 10, -1, 0, 0)}, // retried: nothing
+		{[]string{"1", "s", "105", "settle:1"}, ints64(0, 10, -1, 0, 0)},
+		{[]string{"6", "s", "105", "reserve:2:50"}, ints64(1, 4, 0, 6, 1)},
+		{[]string{"20", "s", "105", "settle:2"}, ints64(0, 0, 11, 20, 1)}, // 14 charged: at -10 (bounded)
+		{[]string{"20", "s", "105", "settle:2"}, ints64(0, 0, -1, 20, 0)},
+		{[]string{"0", "s", "114", "0"}, ints64(0, 0, 2, 11, 1)}, // in debt until 115
+		{[]string{"0", "s", "115", "0"}, ints64(0, 0, 1, 10, 1)}, // paid off: 0 tokens
+		{[]string{"1", "s", "116", "0"}, ints64(1, 0, 0, 10, 1)},
+		{[]string{"4", "s", "116", "reserve:3:10"}, ints64(0, 0, 4, 10, 1)},
+		{[]string{"1", "s", "126", "reserve:3:10"}, ints64(1, 9, 0, 1, 1)},
+		{[]string{"0", "s", "136", "settle:3"}, ints64(0, 10, -1, 0, 0)}, // expired at 136
 	} {
 		if got := call(c.args...); !equalInts(got, c.want) {
 			t.Fatalf("%q: %v, want %v", c.args, got, c.want)
