@@ -293,7 +293,7 @@ var contracts = map[string]Entry{
 	},
 	"token_bucket.v7": {
 		Keys: keys,
-		Argv: append(append([]string{}, tokenBucketV6Argv()...), []string{
+		Argv: append(reservationArgv(tokenBucketV6Argv()), []string{
 			"ARGV[5..] 1 to 16 limits, each the integers: capacity, refill_amount, refill_interval",
 			"capacity: tokens in a full bucket, 1..10^9",
 			"refill_amount: tokens added per refill_interval (continuously, exactly), 1..10^9",
@@ -305,11 +305,11 @@ var contracts = map[string]Entry{
 			"refill_amount",
 			"refill_interval",
 		},
-		Reply:        reply,
+		Reply:        reservationReply(),
 		Fresh:        "every bucket is full (a fresh bucket is full); eventCount is the cost in tokens; in mode '1' a denied call still takes its tokens, down to -capacity",
-		State:        "with one limit, one integer X = t * refill_amount + deficit written with '%d' (the server keeps it as an integer), t the writing call's now and deficit = (capacity - tokens) * refill_interval in [0, 2 * capacity * refill_interval]; at a later now the deficit is X - now * refill_amount clamped to [0, 2 * capacity * refill_interval]; when X would reach 2^53 (not exact), the text '<t> <deficit>' instead, read as the same line; the unit and the limits are not stored, every call checks the limits, and neither the unit nor the limits may change for a key (a call with other limits reads X under its own refill_amount and clamps to its own bounds: the same refill_amount keeps the time until full, and the same refill_interval too the missing tokens; another refill_amount, at times far from 0, reads as full when larger and as -capacity when smaller); a now earlier than the last write is not taken as its time: the deficit counts from now (denies earlier, never admits more: X never decreases, and a call that reads the deficit above 2 * capacity * refill_interval records nothing, even in mode '1'). A call with another number of limits starts fresh. With two or more limits, a string '<limits>|<last write time> <tokens * refill_interval per limit>', <limits> = ARGV[2] and ARGV[5..] joined by spaces, as the call that wrote the state sent them (a call with other limits or another unit starts fresh; one with the same limits need not check them again; a now earlier than the last write is treated as the time of that write; the key must be written by the script only)",
+		State:        "with one limit, one integer X = t * refill_amount + deficit written with '%d' (the server keeps it as an integer), t the writing call's now and deficit = (capacity - tokens) * refill_interval in [0, 2 * capacity * refill_interval]; at a later now the deficit is X - now * refill_amount clamped to [0, 2 * capacity * refill_interval]; when X would reach 2^53 (not exact), the text '<t> <deficit>' instead, read as the same line; the unit and the limits are not stored, every call checks the limits, and neither the unit nor the limits may change for a key (a call with other limits reads X under its own refill_amount and clamps to its own bounds: the same refill_amount keeps the time until full, and the same refill_interval too the missing tokens; another refill_amount, at times far from 0, reads as full when larger and as -capacity when smaller); a now earlier than the last write is not taken as its time: the deficit counts from now (denies earlier, never admits more: X never decreases, and a call that reads the deficit above 2 * capacity * refill_interval records nothing, even in mode '1'). A call with another number of limits starts fresh. With two or more limits, a string '<limits>|<last write time> <tokens * refill_interval per limit>', <limits> = ARGV[2] and ARGV[5..] joined by spaces, as the call that wrote the state sent them (a call with other limits or another unit starts fresh; one with the same limits need not check them again; a now earlier than the last write is treated as the time of that write; the key must be written by the script only). v7: a key holding reservations is a hash: field 's' the string above (v6's state), field 'r<id>' = '<expiry> <estimate> <unit> <limits>' per reservation held (live, or expired and not yet dropped: a reserve of a new id on a key holding 1000 drops the expired ones, and is refused if none is); its TTL never shortens while it is a hash (PEXPIRE GT: it covers every reservation's lifetime and reset_after); a settle of the last reservation writes the string again. v6 refuses the hash (WRONGTYPE, unchanged), so v6 and v7 share the state version and the keys: a v6 caller errs only on a key with open reservations",
 		StateVersion: 6,
-		Cost:         "GET, SET per recorded decision; + TIME with the server clock; one limit's call checks its limits itself on every call (no limits text in the state) and builds no function",
+		Cost:         "GET, SET per recorded decision; + TIME with the server clock; one limit's call checks its limits itself on every call (no limits text in the state) and builds no function. A key holding reservations (a hash): GET (WRONGTYPE), HMGET, and per write HSET and PEXPIRE GT; a reserve on a key without them DEL (a string) and HSET, PEXPIRE; a settle applied HLEN, then HDEL, HSET, PEXPIRE GT (or DEL and SET for the last one); a reserve of a new id on a key holding 1000 HGETALL and HDEL",
 	},
 	"zset_log.v7": {
 		Keys: keys,
@@ -358,6 +358,27 @@ func staleV6Argv() []string {
 	argv := append([]string{}, commonArgv...)
 	argv[2] = "ARGV[3] now: a canonical integer in [0, 2^52] in that unit from the caller's clock, or '' to use the server's clock (TIME); a now earlier than the state's last write is treated as the time of that write, unless that write lies more than the widest window (largest duration) ahead of now and of the server's TIME (read then, for a caller's clock): such a state, written by a clock far ahead, is stale, deleted and counted from now, so one caller's clock cannot lock a key for the others beyond the widest window; every TTL written is at most the widest window plus how far the last write lies ahead of the writer's now"
 	return argv
+}
+
+// reservationArgv is argv (ARGV[1..4]) with v7's reserve and settle
+// (issue 31) in ARGV[1] and ARGV[4].
+func reservationArgv(argv []string) []string {
+	argv = append([]string{}, argv...)
+	argv[0] += "; with a reservation's mode, the estimate of a reserve (1..2^52) or the actual cost of a settle (0..2^52)"
+	argv[3] = "ARGV[4] mode: '0' a denied call records nothing (with several limits, all record or none does); '1' every call records its events, allowed or not; " +
+		"'reserve:<id>:<lifetime>' decides ARGV[1] (the estimate) as mode '0' and, admitted, holds reservation <id> until now + <lifetime> (a reserve of an id held records nothing and replies as admitted); " +
+		"'settle:<id>' refunds estimate - ARGV[1] (capped: never more room than a full limit) or charges ARGV[1] - estimate (never denied: the limits go into debt, bounded) for every limit at once, then forgets <id>; a cancel is a settle with ARGV[1] 0. " +
+		"<id> and <lifetime> are canonical integers in [1, 2^52]: the id the caller chose, unique among the key's open reservations, and the time (in the unit) a settle may come; a settle must send the unit and limits of its reserve, else an error; at most 1000 reservations per key (a reserve of a new id past that is an error)"
+	return argv
+}
+
+// reservationReply is reply with v7's replies to a reserve and a settle.
+func reservationReply() []string {
+	out := append([]string{}, reply...)
+	out[0] += "; a reserve: admitted and recorded (its id held); a settle applied: 1 if one more event would pass after it (its reply is a peek's, eventCount 0, after the settle)"
+	out[2] += "; a settle not applied (its id unknown, expired or settled already): -1"
+	out[4] += "; a settle applied: >= 1, as a peek's; a settle not applied: 0 (with allowed 0, retry_after -1, and remaining and reset_after as a peek's): so a settle retried applies at most once, and its reply says whether this call applied it"
+	return out
 }
 
 // commonArgv is ARGV[1..4], the same for every script.
