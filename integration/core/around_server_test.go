@@ -12,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/integration/internal/harness"
 	"github.com/ratelua/ratelua/internal/keyslot"
 	"github.com/ratelua/ratelua/internal/limitertest"
 	"github.com/ratelua/ratelua/testbench"
@@ -68,7 +69,7 @@ func TestDenyCacheOnServers(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(client.Close)
-			countCase(string(kind) + " single")
+			h.Record(t, suite, "", harness.Single(node))
 			const steps = 5000
 			hammer := func(name string, opts ratelua.Options) ([]ratelua.Result, []bool, int64) {
 				if _, err := node.Do(context.Background(), "CONFIG", "RESETSTAT"); err != nil {
@@ -424,7 +425,7 @@ func TestFallbackThroughOutages(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(client.Close)
-			countCase(string(kind) + " single")
+			h.Record(t, suite, "", harness.Single(node))
 			var rec limitertest.Recorder
 			l := fallbackLimiter(t, client, "outage", &rec)
 			first := []string{"a", "b", "c", "d"}
@@ -491,7 +492,7 @@ func TestClusterFallbackThroughOutages(t *testing.T) {
 			}})
 			client := clusterClient(t, c)
 			ctx := context.Background()
-			countCase(string(kind) + " cluster")
+			h.Record(t, suite, "", harness.OnCluster(c))
 			var rec limitertest.Recorder
 			l := fallbackLimiter(t, client, "cluster-outage", &rec)
 			victim := c.Masters()[0]
@@ -615,7 +616,7 @@ func TestFallbackRecordedAfterOutage(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(client.Close)
-			countCase(string(kind) + " single")
+			h.Record(t, suite, "", harness.Single(node))
 			at := time.Unix(1_800_000_000, 0)
 			for _, c := range []struct {
 				name   string
