@@ -4,6 +4,7 @@
 package login
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -64,6 +65,18 @@ func Limiters(tb testing.TB, client ratelua.Client, opts ratelua.Options) map[st
 // ar1, zset_log, token_bucket.
 func Scripts() []string {
 	return []string{ratelua.SlidingWindow, ratelua.AR1, ratelua.ZSetLog, ratelua.TokenBucket}
+}
+
+// WindowArgs are Windows as sliding_window's ARGV takes them in ms (the
+// command line's call and reset too): max, duration and resolution of
+// each, "1 5000 1000 5 3600000 600000".
+func WindowArgs() []string {
+	var out []string
+	for _, w := range Windows() {
+		out = append(out, strconv.FormatInt(w.Max, 10), strconv.FormatInt(w.Duration.Milliseconds(), 10),
+			strconv.FormatInt(w.Resolution.Milliseconds(), 10))
+	}
+	return out
 }
 
 // WireLimits are Windows as the Python and Node packages take them (in
