@@ -12,33 +12,10 @@ import (
 
 	"github.com/ratelua/ratelua"
 	"github.com/ratelua/ratelua/integration/internal/harness"
+	"github.com/ratelua/ratelua/integration/internal/login"
 	"github.com/ratelua/ratelua/internal/keyslot"
 	"github.com/ratelua/ratelua/testbench"
 )
-
-// onCluster runs f against a cluster client of the shared six-node
-// cluster of every family. A missing server skips, except under CI=true.
-func onCluster(t *testing.T, f func(t *testing.T, client rueidis.Client, c *testbench.Cluster)) {
-	for _, kind := range harness.Families() {
-		t.Run(string(kind)+"-cluster", func(t *testing.T) {
-			c := h.Cluster(t, kind)
-			client := clusterClient(t, c)
-			h.Record(t, suite, "", harness.OnCluster(c))
-			f(t, client, c)
-		})
-	}
-}
-
-// clusterClient is a rueidis client of c, closed when t ends.
-func clusterClient(t *testing.T, c *testbench.Cluster) rueidis.Client {
-	t.Helper()
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: c.Addrs(), DisableCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
-	return client
-}
 
 // TestClusterLimitersSpreadOverMasters: every limiter on event keys that
 // land on all three masters decides exactly as on a single node.
@@ -46,7 +23,7 @@ func TestClusterLimitersSpreadOverMasters(t *testing.T) {
 	onCluster(t, func(t *testing.T, client rueidis.Client, c *testbench.Cluster) {
 		ctx := context.Background()
 		at := time.Unix(1_800_000_000, 0)
-		limiters := loginLimiters(t, client, "spread", func() time.Time { return at }, false)
+		limiters := login.Limiters(t, ratelua.Rueidis(client), ratelua.Options{Prefix: "spread", Clock: func() time.Time { return at }})
 		keys := make([]string, 300)
 		masters := map[string]bool{}
 		for i := range keys {

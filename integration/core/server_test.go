@@ -13,35 +13,9 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ratelua/ratelua"
-	"github.com/ratelua/ratelua/integration/internal/harness"
 	"github.com/ratelua/ratelua/integration/internal/login"
 	"github.com/ratelua/ratelua/testbench"
 )
-
-// eachServer runs f against a fresh client of the shared single node of
-// every server family. A missing server skips, except under CI=true,
-// where it fails.
-func eachServer(t *testing.T, f func(t *testing.T, client rueidis.Client, s *testbench.Node)) {
-	for _, kind := range harness.Families() {
-		t.Run(string(kind), func(t *testing.T) {
-			s := h.Node(t, kind)
-			client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(client.Close)
-			h.Record(t, suite, "", harness.Single(s))
-			f(t, client, s)
-		})
-	}
-}
-
-// loginLimiters builds the login case (login.Limiters) with every script
-// on client, on a caller clock.
-func loginLimiters(t *testing.T, client rueidis.Client, prefix string, clock func() time.Time, countDenied bool) map[string]*ratelua.Limiter {
-	t.Helper()
-	return login.Limiters(t, ratelua.Rueidis(client), ratelua.Options{Prefix: prefix, Clock: clock, CountDenied: countDenied})
-}
 
 // TestLimitersOnServers replays the hand-worked login cases (the same
 // steps as the luatest tests) through the Go API on both servers.
@@ -68,7 +42,7 @@ func TestLimitersOnServers(t *testing.T) {
 	eachServer(t, func(t *testing.T, client rueidis.Client, s *testbench.Node) {
 		ctx := context.Background()
 		var now int64
-		limiters := loginLimiters(t, client, "steps", func() time.Time { return time.Unix(now, 0) }, false)
+		limiters := login.Limiters(t, ratelua.Rueidis(client), ratelua.Options{Prefix: "steps", Clock: func() time.Time { return time.Unix(now, 0) }})
 		for name, l := range limiters {
 			for i, st := range steps[name] {
 				now = st.now
