@@ -840,10 +840,11 @@ func copyFile(t *testing.T, from, to string) {
 // one limiter of every script, each under its own prefix, at the default
 // script version and pinned to v5, on single nodes of both families: each
 // language writes exactly the key Go's Key names for that version (the
-// default v6, Options.Version 5 the same keys as the packages' version
-// option), and the state it writes is byte for byte Go's (DUMP), so the
-// same script version decided. A v5 state differs from v6's where the
-// layout does: the comparison can tell the versions apart.
+// default, the newest, and Options.Version 5 and 6 the same keys as the
+// packages' version option), and the state it writes is byte for byte
+// Go's (DUMP), so the same script version decided. A v5 state differs
+// from the newest's where the layout does: the comparison can tell the
+// versions apart.
 func TestLangPinnedVersions(t *testing.T) {
 	needTools(t, pythonTools, nodeTools)
 	for _, kind := range harness.Families() {
@@ -870,7 +871,7 @@ func TestLangPinnedVersions(t *testing.T) {
 			stateOf := map[string]map[int]string{}
 			for _, s := range sharedLimits {
 				stateOf[s.script] = map[int]string{}
-				for _, version := range []int{0, 5} {
+				for _, version := range []int{0, 5, 6} {
 					var states []string
 					for _, who := range []string{"go", "python", "node"} {
 						prefix := fmt.Sprintf("pin%d-%s-%s", version, who, run)
@@ -878,7 +879,7 @@ func TestLangPinnedVersions(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						if want := 6; version == 0 && l.Script().Version != want {
+						if want := 7; version == 0 && l.Script().Version != want {
 							t.Fatalf("Go's default version of %s is %d, want %d", s.script, l.Script().Version, want)
 						}
 						var rep reply
@@ -914,7 +915,7 @@ func TestLangPinnedVersions(t *testing.T) {
 				}
 			}
 			if stateOf["token_bucket"][0] == stateOf["token_bucket"][5] {
-				t.Errorf("token_bucket: v5 and v6 wrote the same state: the comparison cannot tell the versions apart")
+				t.Errorf("token_bucket: v5 and the default wrote the same state: the comparison cannot tell the versions apart")
 			}
 		})
 	}
