@@ -17,6 +17,15 @@ type Settings struct {
 	Port, GRPCPort int
 	GRPCUDS        string
 
+	// ConfigType (CONFIG_TYPE) is where the configuration comes from:
+	// FILE, the files of ConfigDir, or GRPC_XDS_SOTW, an xDS server (XDS).
+	ConfigType string
+	// ForceStart (FORCE_START_WITHOUT_INITIAL_CONFIG) serves at once with
+	// GRPC_XDS_SOTW, instead of after the first update from the server.
+	ForceStart bool
+	// XDS are the xDS client's settings (CONFIG_GRPC_XDS_*, XDS_CLIENT_*).
+	XDS XDSSettings
+
 	RuntimeRoot, RuntimeSubdirectory, RuntimeAppDirectory string
 	RuntimeIgnoreDotFiles, RuntimeWatchRoot               bool
 	MergeDomains                                          bool
@@ -122,10 +131,19 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	if v := r.str("BACKEND_TYPE"); v != "redis" {
 		r.fail("BACKEND_TYPE", v, "ratelua-rls runs on Redis or Valkey only (redis)")
 	}
-	if v := r.str("CONFIG_TYPE"); strings.ToUpper(v) != "FILE" {
-		r.fail("CONFIG_TYPE", v, "ratelua-rls reads configuration files only (FILE): configuration over xDS (GRPC_XDS_SOTW) is not built")
+	s.ConfigType = strings.ToUpper(r.str("CONFIG_TYPE"))
+	switch s.ConfigType {
+	case ConfigFile:
+	case ConfigXDS:
+		s.ForceStart = r.bool("FORCE_START_WITHOUT_INITIAL_CONFIG")
+		s.XDS = r.xds()
+	default:
+		r.fail("CONFIG_TYPE", r.str("CONFIG_TYPE"), "must be FILE (the configuration directory) or GRPC_XDS_SOTW (an xDS server)")
 	}
 	s.Unused = r.checkTable()
+	if s.ConfigType != ConfigXDS {
+		s.Unused = append(s.Unused, r.xdsUnused()...)
+	}
 	if s.Unused == nil {
 		s.Unused = []UnusedSetting{}
 	}
@@ -203,7 +221,7 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		r.fail("RATELUA_MAX_DESCRIPTORS", strconv.Itoa(s.MaxDescriptors), "must be above 0")
 	}
 	for _, t := range ReferenceSettings() {
-		if (t.Status == Implemented || t.Status == Own) && !r.read[t.Name] {
+		if (t.Status == Implemented || t.Status == Own) && !r.read[t.Name] && !(s.ConfigType != ConfigXDS && xdsOnly(t.Name)) {
 			r.fail(t.Name, r.getenv(t.Name), "listed as implemented but never read (a bug of ratelua-rls)")
 		}
 	}

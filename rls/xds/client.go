@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -57,7 +59,9 @@ type Options struct {
 
 // Update is one complete state of the configuration: every
 // RateLimitConfig resource the server holds for this node, in the order
-// it sent them.
+// of their names (a server may send them in any order: go-control-plane's
+// snapshot cache sends them in its map's), so that a state loads, and
+// fails, the same way every time.
 type Update struct {
 	// Version is the server's version of this state.
 	Version string
@@ -285,5 +289,6 @@ func (s *subscription) handle(ctx context.Context, resp *discoveryv3.DiscoveryRe
 		}
 		u.Files = append(u.Files, File{Name: name, Data: data})
 	}
+	slices.SortStableFunc(u.Files, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
 	return s.apply(ctx, u)
 }

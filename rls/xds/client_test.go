@@ -231,3 +231,27 @@ func TestRunWaitsForAServer(t *testing.T) {
 		t.Fatal("an update was applied with no server")
 	}
 }
+
+// TestUpdateInNameOrder: the resources of an update come in the order of
+// their names, whatever order the server sends them in (go-control-plane's
+// cache sends its map's), so that a state loads, or fails, the same way
+// every time.
+func TestUpdateInNameOrder(t *testing.T) {
+	srv := xdstest.Start(t)
+	names := []string{"f", "c", "a", "e", "b", "d", "h", "g"}
+	var configs []*confv3.RateLimitConfig
+	for _, n := range names {
+		configs = append(configs, config(n, "domain-"+n, "k", 1, confv3.RateLimitUnit_SECOND))
+	}
+	srv.Set(t, "n", "v1", configs...)
+	rec := newRecorder()
+	run(t, xds.Options{ServerURL: srv.Addr, NodeID: "n"}, rec.apply)
+	u := rec.next(t)
+	var got []string
+	for _, f := range u.Files {
+		got = append(got, f.Name)
+	}
+	if strings.Join(got, "") != "abcdefgh" {
+		t.Errorf("files in the order %v, want a to h", got)
+	}
+}

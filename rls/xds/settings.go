@@ -29,7 +29,7 @@ func ParseNodeMetadata(s string) (map[string]string, error) {
 
 // TLSConfig is the client's TLS for CONFIG_GRPC_XDS_SERVER_USE_TLS: the
 // server's certificate verified with the CA in caFile
-// (CONFIG_GRPC_XDS_SERVER_TLS_CACERT; the system's roots when empty) and
+// (CONFIG_GRPC_XDS_SERVER_TLS_CACERT) or the system's roots, and
 // the name san (CONFIG_GRPC_XDS_SERVER_TLS_SAN; the URL's host when
 // empty), and the client's certificate from certFile and keyFile
 // (CONFIG_GRPC_XDS_CLIENT_TLS_CERT and _KEY) when both are given.
@@ -50,7 +50,11 @@ func TLSConfig(certFile, keyFile, caFile, san string) (*tls.Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: server CA: %w", ErrOptions, err)
 		}
-		pool := x509.NewCertPool()
+		// The system's roots and the CA, as the reference trusts.
+		pool, _ := x509.SystemCertPool()
+		if pool == nil {
+			pool = x509.NewCertPool()
+		}
 		if !pool.AppendCertsFromPEM(pem) {
 			return nil, fmt.Errorf("%w: server CA %s holds no PEM certificate", ErrOptions, caFile)
 		}

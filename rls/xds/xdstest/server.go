@@ -34,6 +34,8 @@ type Request struct {
 	// Answers is the version of the response it answers (by its nonce),
 	// "" for a stream's first request.
 	Answers string
+	// Node is the node the stream's first request named.
+	Node *corev3.Node
 }
 
 // ACK reports whether r accepts the response of version v.
@@ -57,6 +59,7 @@ type Server struct {
 	nonces   map[string]string // nonce -> version
 	headers  []metadata.MD     // of each stream opened
 	nodes    []*corev3.Node
+	streams  map[int64]*corev3.Node
 	changed  chan struct{}
 }
 
@@ -69,6 +72,7 @@ func Start(t testing.TB, opts ...grpc.ServerOption) *Server {
 		cache:   cache.NewSnapshotCache(true, cache.IDHash{}, nil),
 		opts:    opts,
 		nonces:  map[string]string{},
+		streams: map[int64]*corev3.Node{},
 		changed: make(chan struct{}),
 	}
 	s.xds = serverv3.NewServer(ctx, s.cache, serverv3.CallbackFuncs{
@@ -84,8 +88,11 @@ func Start(t testing.TB, opts ...grpc.ServerOption) *Server {
 			defer s.mu.Unlock()
 			if r.GetNode() != nil {
 				s.nodes = append(s.nodes, r.GetNode())
+				if s.streams[id] == nil {
+					s.streams[id] = r.GetNode()
+				}
 			}
-			s.requests = append(s.requests, Request{DiscoveryRequest: r, Stream: id, Answers: s.nonces[r.GetResponseNonce()]})
+			s.requests = append(s.requests, Request{DiscoveryRequest: r, Stream: id, Answers: s.nonces[r.GetResponseNonce()], Node: s.streams[id]})
 			close(s.changed)
 			s.changed = make(chan struct{})
 			return nil
@@ -190,6 +197,14 @@ func (s *Server) WaitNACK(t testing.TB, v string) Request {
 	t.Helper()
 	r, _ := s.WaitFor(t, 0, "NACK of version "+v, func(r Request) bool { return r.NACK(v) })
 	return r
+}
+
+// MetadataIs selects the requests of the nodes whose metadata holds
+// key: value, to tell clients of one node id apart.
+func MetadataIs(key, value string) func(Request) bool {
+	return func(r Request) bool {
+		return r.Node.GetMetadata().GetFields()[key].GetStringValue() == value
+	}
 }
 
 // Requests returns every request received.
