@@ -27,10 +27,13 @@ func config(name, domain, key string, n uint32, unit confv3.RateLimitUnit) *conf
 type recorder struct {
 	updates chan xds.Update
 	refuse  map[string]bool
+	// exited receives what Run returned, if it returns before the test
+	// ends.
+	exited chan error
 }
 
 func newRecorder(refuse ...string) *recorder {
-	r := &recorder{updates: make(chan xds.Update, 16), refuse: map[string]bool{}}
+	r := &recorder{updates: make(chan xds.Update, 16), refuse: map[string]bool{}, exited: make(chan error, 1)}
 	for _, v := range refuse {
 		r.refuse[v] = true
 	}
@@ -50,19 +53,28 @@ func (r *recorder) next(t *testing.T) xds.Update {
 	select {
 	case u := <-r.updates:
 		return u
+	case err := <-r.exited:
+		t.Fatalf("Run returned %v while the test waited for an update", err)
+		return xds.Update{}
 	case <-time.After(xdstest.Wait):
 		t.Fatalf("no update within %v", xdstest.Wait)
 		return xds.Update{}
 	}
 }
 
-// run runs xds.Run until the test ends, and fails the test if it returns
-// anything but the context's end.
-func run(t *testing.T, opts xds.Options, apply xds.Apply) {
+// run runs xds.Run with rec.apply until the test ends, and fails the test
+// if it returns anything but the context's end.
+func run(t *testing.T, opts xds.Options, rec *recorder) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- xds.Run(ctx, opts, apply) }()
+	go func() {
+		err := xds.Run(ctx, opts, rec.apply)
+		if ctx.Err() == nil {
+			rec.exited <- err
+		}
+		done <- err
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
@@ -91,7 +103,7 @@ func TestUpdatesAreAppliedAndAnswered(t *testing.T) {
 	b := config("b", "beta", "ip", 5, confv3.RateLimitUnit_MINUTE)
 	srv.Set(t, "node-1", "v1", a, b)
 	rec := newRecorder("v2")
-	run(t, xds.Options{ServerURL: srv.Addr, NodeID: "node-1", Backoff: xds.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond}}, rec.apply)
+	run(t, xds.Options{ServerURL: srv.Addr, NodeID: "node-1", Backoff: xds.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond}}, rec)
 
 	u := rec.next(t)
 	if u.Version != "v1" || len(u.Files) != 2 {
@@ -142,7 +154,7 @@ func TestNodeAndHeaders(t *testing.T) {
 		ServerURL: srv.Addr, NodeID: "gateway",
 		NodeMetadata: map[string]string{"cluster": "edge"},
 		Headers:      map[string]string{"x-tenant": "t1"},
-	}, rec.apply)
+	}, rec)
 	if u := rec.next(t); u.Version != "g1" || len(u.Files) != 1 || !strings.Contains(string(u.Files[0].Data), "domain: gw") {
 		t.Fatalf("update %+v, want g1 with domain gw", u)
 	}
@@ -165,7 +177,7 @@ func TestReconnects(t *testing.T) {
 	srv.Set(t, "n", "v1", config("a", "alpha", "user", 1, confv3.RateLimitUnit_SECOND))
 	rec := newRecorder()
 	run(t, xds.Options{ServerURL: srv.Addr, NodeID: "n", ConnectRetryInterval: 10 * time.Millisecond,
-		Backoff: xds.Backoff{Initial: time.Millisecond, Max: 20 * time.Millisecond, RandomFactor: 0.5, Jitter: true}}, rec.apply)
+		Backoff: xds.Backoff{Initial: time.Millisecond, Max: 20 * time.Millisecond, RandomFactor: 0.5, Jitter: true}}, rec)
 	if u := rec.next(t); u.Version != "v1" {
 		t.Fatalf("update %q, want v1", u.Version)
 	}
@@ -245,7 +257,7 @@ func TestUpdateInNameOrder(t *testing.T) {
 	}
 	srv.Set(t, "n", "v1", configs...)
 	rec := newRecorder()
-	run(t, xds.Options{ServerURL: srv.Addr, NodeID: "n"}, rec.apply)
+	run(t, xds.Options{ServerURL: srv.Addr, NodeID: "n"}, rec)
 	u := rec.next(t)
 	var got []string
 	for _, f := range u.Files {

@@ -112,7 +112,7 @@ func TestMutualTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := newRecorder()
-	run(t, xds.Options{ServerURL: srv.Addr, NodeID: "n", TLS: c}, rec.apply)
+	run(t, xds.Options{ServerURL: srv.Addr, NodeID: "n", TLS: c}, rec)
 	if u := rec.next(t); u.Version != "v1" {
 		t.Fatalf("update %q, want v1", u.Version)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +18,9 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	confv3 "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -43,9 +46,11 @@ func referenceBinary(t *testing.T) string {
 // xdsService is a rate-limit service taking its configuration from an
 // xDS server.
 type xdsService struct {
-	name   string
-	client pb.RateLimitServiceClient
-	log    string
+	name     string
+	client   pb.RateLimitServiceClient
+	log      string
+	grpcAddr string
+	done     chan struct{} // closed when the process exited
 }
 
 // startXDSService runs binary (args) with the reference's settings for
@@ -53,6 +58,14 @@ type xdsService struct {
 // "ratelimit" with the metadata service=name, on the server at redisAddr,
 // and returns once it answers.
 func startXDSService(t *testing.T, name, binary string, args []string, xdsAddr, redisAddr string, extra ...string) *xdsService {
+	t.Helper()
+	s := launchXDSService(t, name, binary, args, xdsAddr, redisAddr, extra...)
+	s.waitAnswers(t)
+	return s
+}
+
+// launchXDSService starts the process of startXDSService.
+func launchXDSService(t *testing.T, name, binary string, args []string, xdsAddr, redisAddr string, extra ...string) *xdsService {
 	t.Helper()
 	dir := t.TempDir()
 	grpcPort, httpPort, debugPort := freePort(t), freePort(t), freePort(t)
@@ -91,30 +104,37 @@ func startXDSService(t *testing.T, name, binary string, args []string, xdsAddr, 
 			t.Logf("%s's log:\n%s", name, b)
 		}
 	})
-	conn, err := grpc.NewClient("127.0.0.1:"+strconv.Itoa(grpcPort), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	grpcAddr := "127.0.0.1:" + strconv.Itoa(grpcPort)
+	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	s := &xdsService{name: name, client: pb.NewRateLimitServiceClient(conn), log: logPath}
+	return &xdsService{name: name, client: pb.NewRateLimitServiceClient(conn), log: logPath, grpcAddr: grpcAddr, done: done}
+}
+
+// waitAnswers waits until s answers a request (with an answer or with
+// an error of its own: no configuration), failing if it exits.
+func (s *xdsService) waitAnswers(t *testing.T) {
+	t.Helper()
 	ping := request("probe", 0, "version=none")
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_, err := s.client.ShouldRateLimit(ctx, ping)
 		cancel()
-		if err == nil {
-			return s
+		if err == nil || status.Code(err) == codes.Unavailable && strings.Contains(err.Error(), "no rate limit configuration") {
+			return
 		}
 		select {
-		case <-done:
-			b, _ := os.ReadFile(logPath)
-			t.Fatalf("%s exited before answering: %s", name, b)
+		case <-s.done:
+			b, _ := os.ReadFile(s.log)
+			t.Fatalf("%s exited before answering: %s", s.name, b)
 		default:
 		}
 		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logPath)
-			t.Fatalf("%s did not answer within 60 s: %v\n%s", name, err, b)
+			b, _ := os.ReadFile(s.log)
+			t.Fatalf("%s did not answer within 60 s: %v\n%s", s.name, err, b)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -371,4 +391,36 @@ func compareXDS(t *testing.T, ref, ours *xdsService, nodes []*testbench.Node, se
 	}
 	t.Fatal("5 streams straddled a second")
 	return 0
+}
+
+// TestXDSStartWaitsForTheFirstUpdate: with CONFIG_TYPE=GRPC_XDS_SOTW,
+// ratelua-rls subscribes and, as the reference, does not listen until the
+// xDS server's first update (here: while the server holds nothing for its
+// node, its gRPC port refuses connections); once the server has a state,
+// it serves it. With FORCE_START_WITHOUT_INITIAL_CONFIG=true it listens at
+// once, answering Unavailable (no configuration) until the first update.
+func TestXDSStartWaitsForTheFirstUpdate(t *testing.T) {
+	redis := testbench.StartSingle(t, testbench.Options{Kind: testbench.Redis})
+	for _, force := range []bool{false, true} {
+		t.Run(fmt.Sprintf("force=%v", force), func(t *testing.T) {
+			srv := xdstest.Start(t)
+			name := fmt.Sprintf("ratelua-rls-%v", force)
+			s := launchXDSService(t, name, os.Args[0], []string{"-test.run=^$"}, srv.Addr, redis.Addr,
+				"RATELUA_RLS_MAIN=1", fmt.Sprintf("FORCE_START_WITHOUT_INITIAL_CONFIG=%v", force))
+			srv.WaitFor(t, 0, name+"'s subscription", xdstest.MetadataIs("service", name))
+			if force {
+				s.waitAnswers(t)
+				_, err := s.client.ShouldRateLimit(context.Background(), request("probe", 0, "version=v1"))
+				if status.Code(err) != codes.Unavailable {
+					t.Fatalf("before the first update: %v, want Unavailable (no configuration)", err)
+				}
+			} else if c, err := net.Dial("tcp", s.grpcAddr); err == nil {
+				c.Close()
+				t.Fatal("the gRPC port accepts connections before the first xDS update")
+			}
+			srv.Set(t, "ratelimit", "v1", probe("v1"))
+			s.waitAnswers(t)
+			waitProbe(t, s, "v1", true)
+		})
+	}
 }
