@@ -185,12 +185,12 @@ func TestReconnects(t *testing.T) {
 	srv.Stop()
 	srv.Set(t, "n", "v2", config("a", "alpha", "user", 2, confv3.RateLimitUnit_SECOND))
 	srv.Restart(t)
+	if u := rec.next(t); u.Version != "v2" {
+		t.Fatalf("update after the restart %q, want v2", u.Version)
+	}
 	first, _ := srv.WaitFor(t, after, "a new stream's first request", func(r xdstest.Request) bool { return r.GetResponseNonce() == "" })
 	if first.GetVersionInfo() != "v1" {
 		t.Errorf("the new stream starts at version %q, want v1 (the last accepted)", first.GetVersionInfo())
-	}
-	if u := rec.next(t); u.Version != "v2" {
-		t.Fatalf("update after the restart %q, want v2", u.Version)
 	}
 	srv.WaitACK(t, "v2")
 }
