@@ -122,7 +122,10 @@ func TestUpdatesAreAppliedAndAnswered(t *testing.T) {
 	if u := rec.next(t); u.Version != "v2" {
 		t.Fatalf("second update: version %q, want v2", u.Version)
 	}
-	nack := srv.WaitNACK(t, "v2")
+	nack := srv.WaitAnswer(t, "v2", nil)
+	if !nack.NACK("v2") {
+		t.Fatalf("v2, refused by the callback, answered %v: want a NACK", nack)
+	}
 	if !strings.Contains(nack.GetErrorDetail().GetMessage(), "version v2 refused by the test") {
 		t.Errorf("NACK detail %q does not carry the callback's error", nack.GetErrorDetail().GetMessage())
 	}

@@ -300,15 +300,17 @@ func TestXDSAgainstReference(t *testing.T) {
 					srv.Set(t, "ratelimit", v.version, v.configs...)
 				}
 				for _, s := range services {
+					answer := srv.WaitAnswer(t, v.version, xdstest.MetadataIs("service", s.name))
 					if v.good {
-						srv.WaitFor(t, 0, s.name+"'s ACK of "+v.version, func(r xdstest.Request) bool {
-							return r.ACK(v.version) && xdstest.MetadataIs("service", s.name)(r)
-						})
+						if !answer.ACK(v.version) {
+							t.Fatalf("%s answered %s with %v, want an ACK", s.name, v.version, answer)
+						}
 						waitProbe(t, s, v.version, true)
 					} else {
-						nack, _ := srv.WaitFor(t, 0, s.name+"'s NACK of "+v.version, func(r xdstest.Request) bool {
-							return r.NACK(v.version) && xdstest.MetadataIs("service", s.name)(r)
-						})
+						nack := answer
+						if !nack.NACK(v.version) {
+							t.Fatalf("%s answered %s, which does not load, with %v: want a NACK", s.name, v.version, nack)
+						}
 						if nack.GetVersionInfo() != lastGood {
 							t.Errorf("%s's NACK of %s names version %q, want the last good one, %s", s.name, v.version, nack.GetVersionInfo(), lastGood)
 						}

@@ -199,6 +199,14 @@ func (s *Server) WaitNACK(t testing.TB, v string) Request {
 	return r
 }
 
+// WaitAnswer waits for a client's first answer, ACK or NACK, to the
+// response of version v among the requests ok selects (all when nil).
+func (s *Server) WaitAnswer(t testing.TB, v string, ok func(Request) bool) Request {
+	t.Helper()
+	r, _ := s.WaitFor(t, 0, "an answer to version "+v, func(r Request) bool { return r.Answers == v && (ok == nil || ok(r)) })
+	return r
+}
+
 // MetadataIs selects the requests of the nodes whose metadata holds
 // key: value, to tell clients of one node id apart.
 func MetadataIs(key, value string) func(Request) bool {
