@@ -43,7 +43,8 @@ func TestXDSSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.ServerURL != x.ServerURL || o.NodeID != x.NodeID || o.Backoff != x.Backoff || o.MaxMsgSize != x.MaxMsgSize || o.TLS != nil || len(o.Headers) != 2 {
+	if o.ServerURL != x.ServerURL || o.NodeID != x.NodeID || o.Backoff != x.Backoff || o.MaxMsgSize != x.MaxMsgSize || o.TLS != nil || len(o.Headers) != 2 ||
+		o.NodeMetadata["zone"] != "a" || o.ConnectRetryInterval != time.Second {
 		t.Errorf("options %+v", o)
 	}
 
