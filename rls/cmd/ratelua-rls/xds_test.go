@@ -203,6 +203,7 @@ const week = confv3.RateLimitUnit(7) // WEEK, which the module's v0.1.0 does not
 func xdsVersions() []struct {
 	version string
 	good    bool
+	why     string // a NACK's detail holds it (a bad state)
 	configs []*confv3.RateLimitConfig
 } {
 	user := rule("user", "", 3, confv3.RateLimitUnit_HOUR)
@@ -226,13 +227,14 @@ func xdsVersions() []struct {
 	return []struct {
 		version string
 		good    bool
+		why     string
 		configs []*confv3.RateLimitConfig
 	}{
-		{"v1", true, []*confv3.RateLimitConfig{gw1, probe("v1")}},
-		{"v2", true, []*confv3.RateLimitConfig{gw2, other, probe("v2")}},
-		{"v3-duplicate-domain", false, []*confv3.RateLimitConfig{gw2, other, dup, probe("v3-duplicate-domain")}},
-		{"v4-unknown-unit", false, []*confv3.RateLimitConfig{badUnit, other, probe("v4-unknown-unit")}},
-		{"v5", true, []*confv3.RateLimitConfig{gw1, probe("v5")}},
+		{"v1", true, "", []*confv3.RateLimitConfig{gw1, probe("v1")}},
+		{"v2", true, "", []*confv3.RateLimitConfig{gw2, other, probe("v2")}},
+		{"v3-duplicate-domain", false, "duplicate domain 'gw'", []*confv3.RateLimitConfig{gw2, other, dup, probe("v3-duplicate-domain")}},
+		{"v4-unknown-unit", false, "invalid rate limit unit 'UNKNOWN'", []*confv3.RateLimitConfig{badUnit, other, probe("v4-unknown-unit")}},
+		{"v5", true, "", []*confv3.RateLimitConfig{gw1, probe("v5")}},
 	}
 }
 
@@ -275,8 +277,9 @@ func inSecond(f func()) bool {
 // ratelua-rls, both with CONFIG_TYPE=GRPC_XDS_SOTW, one state after
 // another. After each good state both ACK it and answer the same stream
 // of requests identically; a state with a domain twice, and one with a
-// unit that is none, are NACKed by both, and both keep answering as
-// before. On redis-server and valkey-server.
+// unit that is none, are NACKed by both, naming the error, and both keep
+// answering as before. Before the first bad state the xDS server restarts:
+// both open a new stream. On redis-server and valkey-server.
 func TestXDSAgainstReference(t *testing.T) {
 	ref := referenceBinary(t)
 	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
@@ -296,6 +299,23 @@ func TestXDSAgainstReference(t *testing.T) {
 			}
 			lastGood := ""
 			for vi, v := range versions {
+				if v.version == "v3-duplicate-domain" {
+					// The xDS server goes away and comes back (a control
+					// plane's restart): both open a new stream.
+					// (The reference's first request on its new stream
+					// carries the old stream's last nonce: a new stream is
+					// told by its id.)
+					var last int64
+					for _, r := range srv.Requests() {
+						last = max(last, r.Stream)
+					}
+					srv.Restart(t)
+					for _, s := range services {
+						srv.WaitFor(t, 0, s.name+"'s new stream", func(r xdstest.Request) bool {
+							return r.Stream > last && xdstest.MetadataIs("service", s.name)(r)
+						})
+					}
+				}
 				if vi > 0 {
 					srv.Set(t, "ratelimit", v.version, v.configs...)
 				}
@@ -313,6 +333,9 @@ func TestXDSAgainstReference(t *testing.T) {
 						}
 						if nack.GetVersionInfo() != lastGood {
 							t.Errorf("%s's NACK of %s names version %q, want the last good one, %s", s.name, v.version, nack.GetVersionInfo(), lastGood)
+						}
+						if msg := nack.GetErrorDetail().GetMessage(); !strings.Contains(msg, v.why) {
+							t.Errorf("%s's NACK of %s says %q, want it to name the error: %s", s.name, v.version, msg, v.why)
 						}
 						t.Logf("%s refused %s: %s", s.name, v.version, nack.GetErrorDetail().GetMessage())
 						waitProbe(t, s, v.version, false)

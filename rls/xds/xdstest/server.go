@@ -7,6 +7,7 @@ package xdstest
 import (
 	"context"
 	"net"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -31,8 +32,9 @@ type Request struct {
 	*discoveryv3.DiscoveryRequest
 	// Stream is the server's id of the stream it came on.
 	Stream int64
-	// Answers is the version of the response it answers (by its nonce),
-	// "" for a stream's first request.
+	// Answers is the version of the response it answers (by its nonce on
+	// its stream), "" for a stream's first request (or one carrying
+	// another stream's nonce).
 	Answers string
 	// Node is the node the stream's first request named.
 	Node *corev3.Node
@@ -56,7 +58,7 @@ type Server struct {
 	mu       sync.Mutex
 	grpc     *grpc.Server
 	requests []Request
-	nonces   map[string]string // nonce -> version
+	nonces   map[string]string // stream/nonce -> version (nonces count per stream)
 	headers  []metadata.MD     // of each stream opened
 	nodes    []*corev3.Node
 	streams  map[int64]*corev3.Node
@@ -92,15 +94,15 @@ func Start(t testing.TB, opts ...grpc.ServerOption) *Server {
 					s.streams[id] = r.GetNode()
 				}
 			}
-			s.requests = append(s.requests, Request{DiscoveryRequest: r, Stream: id, Answers: s.nonces[r.GetResponseNonce()], Node: s.streams[id]})
+			s.requests = append(s.requests, Request{DiscoveryRequest: r, Stream: id, Answers: s.nonces[nonceKey(id, r.GetResponseNonce())], Node: s.streams[id]})
 			close(s.changed)
 			s.changed = make(chan struct{})
 			return nil
 		},
-		StreamResponseFunc: func(_ context.Context, _ int64, _ *discoveryv3.DiscoveryRequest, resp *discoveryv3.DiscoveryResponse) {
+		StreamResponseFunc: func(_ context.Context, id int64, _ *discoveryv3.DiscoveryRequest, resp *discoveryv3.DiscoveryResponse) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			s.nonces[resp.GetNonce()] = resp.GetVersionInfo()
+			s.nonces[nonceKey(id, resp.GetNonce())] = resp.GetVersionInfo()
 		},
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -111,6 +113,12 @@ func Start(t testing.TB, opts ...grpc.ServerOption) *Server {
 	s.serve(ln)
 	t.Cleanup(func() { s.Stop(); cancel() })
 	return s
+}
+
+// nonceKey identifies a response by its stream and nonce: go-control-plane
+// counts nonces per stream.
+func nonceKey(stream int64, nonce string) string {
+	return strconv.FormatInt(stream, 10) + "/" + nonce
 }
 
 func (s *Server) serve(ln net.Listener) {
