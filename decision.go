@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ratelua/ratelua/internal/denycache"
 	"github.com/ratelua/ratelua/internal/keyslot"
 	"github.com/ratelua/ratelua/internal/model"
 )
@@ -96,17 +97,17 @@ func (l *Limiter) around(ctx context.Context, eventKey string, n int64) (Result,
 		// cache hears of it before it is sent and once it is answered, so
 		// that no denial given before it is stored or answered after it.
 		if l.deny != nil {
-			l.deny.changed(eventKey)
+			l.deny.Changed(eventKey)
 		}
 		if l.fallback != nil {
-			l.fallback.forget(eventKey)
+			l.fallback.Forget(eventKey)
 		}
 		if err != nil {
 			return l.failed(err)
 		}
 		r, err := l.ask(ctx, eventKey, n, now)
 		if l.deny != nil {
-			l.deny.changed(eventKey)
+			l.deny.Changed(eventKey)
 		}
 		return r, err
 	}
@@ -146,20 +147,20 @@ func (l *Limiter) answerLocally(ctx context.Context, d *decision) bool {
 		return false
 	}
 	if l.deny != nil {
-		r, gen, ok := l.deny.answer(d.eventKey, max(d.n, 1), denyTime(d, l.unit), l.unit)
+		a, gen, ok := l.deny.Answer(d.eventKey, max(d.n, 1), denyTime(d, l.unit), l.unit.size)
 		if ok {
-			d.r, d.local = r, true
+			d.r, d.local = Result{Remaining: a.Remaining, RetryAfter: a.RetryAfter, ResetAfter: a.ResetAfter, Limit: a.Limit}, true
 			return true
 		}
 		d.flight, d.gen = true, gen
 	}
 	if l.fallback != nil {
 		d.slot = int(keyslot.CRC16(escapeTag(d.eventKey)) % keyslot.NumSlots)
-		local, probe := l.fallback.route(d.slot, d.start)
+		local, probe := l.fallback.Route(d.slot, d.start)
 		if local {
 			if d.flight {
 				// Not sent after all.
-				l.deny.settle(d.eventKey, d.gen, false, nil)
+				l.deny.Settle(d.eventKey, d.gen, false, denycache.Denial{}, false)
 				d.flight = false
 			}
 			l.fallbackDecide(d, nil)
@@ -276,22 +277,23 @@ func (l *Limiter) settle(ctx context.Context, d *decision, r Result, err error) 
 		// Events recorded (or, without an answer, perhaps recorded) make
 		// any denial given before no longer the server's answer.
 		recorded := d.n > 0 && (err != nil || r.Allowed)
-		var denied *denial
+		var denied denycache.Denial
+		var ok bool
 		if err == nil && !r.Allowed && r.RetryAfter > 0 {
 			var slack time.Duration
 			if !d.clocked {
 				// The server read its clock after d.start and rounded it down.
 				slack = l.unit.size
 			}
-			denied = denialOf(max(d.n, 1), denyTime(d, l.unit), slack, r)
+			denied, ok = denycache.DenialOf(max(d.n, 1), denyTime(d, l.unit), slack, r.RetryAfter, r.ResetAfter, r.Remaining, r.Limit)
 		}
-		l.deny.settle(d.eventKey, d.gen, recorded, denied)
+		l.deny.Settle(d.eventKey, d.gen, recorded, denied, ok)
 		d.flight = false
 	}
 	if l.fallback != nil && d.slot >= 0 {
 		end := time.Now()
 		if noAnswer(err) {
-			use, entered, unanswered := l.fallback.fail(d.slot, d.probe, d.start, end)
+			use, entered, unanswered := l.fallback.Fail(d.slot, d.probe, d.start, end)
 			if entered && l.observe != nil {
 				l.emit(ctx, Event{Kind: KindFallbackEnter, Err: err, Latency: unanswered, Result: Result{Limit: -1}})
 			}
@@ -299,7 +301,7 @@ func (l *Limiter) settle(ctx context.Context, d *decision, r Result, err error) 
 				l.fallbackDecide(d, err)
 				return
 			}
-		} else if left, used := l.fallback.answer(d.slot, d.probe, end); left {
+		} else if left, used := l.fallback.Answer(d.slot, d.probe, end); left {
 			if l.observe != nil {
 				l.emit(ctx, Event{Kind: KindFallbackLeave, Latency: used, Result: Result{Limit: -1}})
 			}
@@ -315,7 +317,7 @@ func (l *Limiter) fallbackDecide(d *decision, cause error) {
 	if l.mode == "1" {
 		mode = 1
 	}
-	ints := l.fallback.decide(d.eventKey, model.Call{Count: d.n, Now: l.unit.now(d.at), Mode: mode, Unit: l.unit.name})
+	ints := l.fallback.Decide(d.eventKey, model.Call{Count: d.n, Now: l.unit.now(d.at), Mode: mode, Unit: l.unit.name})
 	d.r, d.err, d.cause, d.kind = resultOf(ints[:], l.unit), nil, cause, KindFallback
 }
 
@@ -326,7 +328,7 @@ func (l *Limiter) fallbackDecide(d *decision, cause error) {
 // context of the call that ended the fallback. Best effort: a call that
 // fails is not sent again.
 func (l *Limiter) tellServer(ctx context.Context) {
-	events := l.fallback.takeRecorded()
+	events := l.fallback.TakeRecorded()
 	if len(events) == 0 {
 		return
 	}
@@ -336,14 +338,14 @@ func (l *Limiter) tellServer(ctx context.Context) {
 	}
 	calls := make([]Call, len(events))
 	for i, e := range events {
-		args := l.appendArgs(make([]string, 0, 4+len(l.limits)), e.n, now)
+		args := l.appendArgs(make([]string, 0, 4+len(l.limits)), e.N, now)
 		args[3] = "1" // the mode: recorded even over the limits
-		calls[i] = l.newCall(l.Key(e.key), args)
+		calls[i] = l.newCall(l.Key(e.Key), args)
 	}
 	l.exec(ctx, calls)
 	if l.deny != nil {
 		for _, e := range events {
-			l.deny.changed(e.key)
+			l.deny.Changed(e.Key)
 		}
 	}
 }

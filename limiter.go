@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ratelua/ratelua/internal/denycache"
+	"github.com/ratelua/ratelua/internal/fallback"
 	"github.com/ratelua/ratelua/internal/model"
 )
 
@@ -63,8 +65,8 @@ type Limiter struct {
 	// Around the call, each nil or false when unused.
 	extras   bool // any of the below
 	dryRun   bool
-	deny     *denyCache
-	fallback *fallback
+	deny     *denycache.Cache
+	fallback *fallback.Fallback
 	observe  func(ctx context.Context, e Event)
 }
 
@@ -151,7 +153,7 @@ func newLimiter(client Client, opts Options, s spec) (*Limiter, error) {
 	case opts.DenyCache > 0 && opts.CountDenied:
 		return nil, &LimitError{Index: -1, Field: "DenyCache", Reason: "cannot answer for the server when CountDenied records every attempt"}
 	case opts.DenyCache > 0:
-		l.deny = newDenyCache(opts.DenyCache)
+		l.deny = denycache.New(opts.DenyCache)
 	}
 	switch {
 	case opts.Fallback == 0:
@@ -166,7 +168,7 @@ func newLimiter(client Client, opts Options, s spec) (*Limiter, error) {
 		// of an outage as never: refused rather than floored at 1, which
 		// would let N instances admit N times a small limit.
 		for i, q := range s.quotas {
-			if scaleMax(q.max, opts.Fallback) < 1 {
+			if fallback.ScaleMax(q.max, opts.Fallback) < 1 {
 				least := "1/" + strconv.FormatInt(q.max, 10)
 				if q.max == 1 {
 					least = "1"
@@ -174,7 +176,7 @@ func newLimiter(client Client, opts Options, s spec) (*Limiter, error) {
 				return nil, &LimitError{Index: i, Field: "Fallback", Reason: fmt.Sprintf("%v of the maximum %d rounds down to 0, so the fallback would deny every request of an outage: the share must be at least %s", opts.Fallback, q.max, least)}
 			}
 		}
-		l.fallback = newFallback(opts.FallbackAfter, opts.FallbackKeys, s.model(opts.Fallback, u))
+		l.fallback = fallback.New(opts.FallbackAfter, opts.FallbackKeys, s.model(opts.Fallback, u))
 	}
 	l.extras = l.dryRun || l.deny != nil || l.fallback != nil || l.observe != nil
 	return l, nil

@@ -21,10 +21,10 @@ func (l *Limiter) ResetMany(ctx context.Context, eventKeys []string) error {
 	calls := make([]Call, len(eventKeys))
 	for i, k := range eventKeys {
 		if l.deny != nil {
-			l.deny.changed(k)
+			l.deny.Changed(k)
 		}
 		if l.fallback != nil {
-			l.fallback.forget(k)
+			l.fallback.Forget(k)
 		}
 		calls[i] = l.newCall(l.Key(k), l.appendArgs(make([]string, 0, 4+len(l.limits)), -1, now))
 	}
@@ -33,7 +33,7 @@ func (l *Limiter) ResetMany(ctx context.Context, eventKeys []string) error {
 	if l.deny != nil {
 		// Once answered too, so that no denial in flight is stored.
 		for _, k := range eventKeys {
-			l.deny.changed(k)
+			l.deny.Changed(k)
 		}
 	}
 	for i, err := range callErrs {

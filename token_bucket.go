@@ -3,6 +3,7 @@ package ratelua
 import (
 	"time"
 
+	"github.com/ratelua/ratelua/internal/fallback"
 	"github.com/ratelua/ratelua/internal/model"
 )
 
@@ -38,8 +39,8 @@ func NewTokenBucket(client Client, opts Options, buckets ...Bucket) (*Limiter, e
 		model: func(share float64, u unit) func() model.Model {
 			limits := make([]model.TokenBucketLimit, len(buckets))
 			for i, b := range buckets {
-				amount, interval := scaleRate(b.RefillAmount, u.count(b.RefillInterval), share)
-				limits[i] = model.TokenBucketLimit{Capacity: scaleMax(b.Capacity, share), RefillAmount: amount, RefillInterval: interval}
+				amount, interval := fallback.ScaleRate(b.RefillAmount, u.count(b.RefillInterval), share)
+				limits[i] = model.TokenBucketLimit{Capacity: fallback.ScaleMax(b.Capacity, share), RefillAmount: amount, RefillInterval: interval}
 			}
 			return func() model.Model { return &model.TokenBucket{Limits: limits} }
 		},
