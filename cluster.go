@@ -119,7 +119,7 @@ func isStateKey(prefix, key string) bool {
 // nodes lists the client's nodes sorted by address; with masters, only
 // those whose ROLE is master.
 func nodes(ctx context.Context, client Client, masters bool) ([]Node, error) {
-	lister, ok := client.(nodeLister)
+	lister, ok := client.(NodeLister)
 	if !ok {
 		return nil, fmt.Errorf("%w: %T lists no nodes", ErrNotSupported, client)
 	}
@@ -168,7 +168,7 @@ func isMaster(ctx context.Context, n Node) (bool, error) {
 // runBatch sends calls through client: in one round trip per node when it
 // can batch, else one at a time.
 func runBatch(ctx context.Context, client Client, calls []Call, replies [][]int64) []error {
-	if b, ok := client.(batcher); ok {
+	if b, ok := client.(Batcher); ok {
 		return b.RunBatch(ctx, calls, replies)
 	}
 	errs := make([]error, len(calls))

@@ -57,7 +57,35 @@ const resetScan = 500
 // called after each page with the count so far. It returns how many keys
 // it deleted (or would delete). The client must list its nodes (see
 // Client), else the error wraps ErrNotSupported.
+//
+// Deprecated: use ResetPrefixWith, whose options are named:
+// ResetPrefix(ctx, client, prefix, dryRun, progress) is
+// ResetPrefixWith(ctx, client, prefix, ResetOptions{DryRun: dryRun, Progress: progress}).
 func ResetPrefix(ctx context.Context, client Client, prefix string, dryRun bool, progress func(keys int64)) (int64, error) {
+	return ResetPrefixWith(ctx, client, prefix, ResetOptions{DryRun: dryRun, Progress: progress})
+}
+
+// ResetOptions are the options of ResetPrefixWith. The zero value deletes
+// the keys and reports nothing on the way.
+type ResetOptions struct {
+	// DryRun deletes nothing: ResetPrefixWith counts the keys it would
+	// delete.
+	DryRun bool
+	// Progress, if not nil, is called after each page with the count so
+	// far.
+	Progress func(keys int64)
+}
+
+// ResetPrefixWith deletes the state of every limiter whose Options.Prefix
+// is exactly prefix, on every master of the client: the keys
+// <prefix>:{<event key>}:<script>:v<N>:<hash>, and no other key (not
+// "<prefix>:session:42", not the keys of a limiter whose prefix is
+// "<prefix>:admin"). It walks each master with SCAN (never KEYS) and
+// UNLINKs each page's matching keys in one command; opts.DryRun deletes
+// nothing and counts instead, and opts.Progress follows the count. It
+// returns how many keys it deleted (or would delete). The client must
+// list its nodes (a NodeLister), else the error wraps ErrNotSupported.
+func ResetPrefixWith(ctx context.Context, client Client, prefix string, opts ResetOptions) (int64, error) {
 	if err := checkPrefix(prefix); err != nil {
 		return 0, err
 	}
@@ -94,7 +122,7 @@ func ResetPrefix(ctx context.Context, client Client, prefix string, dryRun bool,
 				bySlot[s] = append(bySlot[s], k)
 			}
 			for _, s := range slots {
-				if dryRun {
+				if opts.DryRun {
 					count += int64(len(bySlot[s]) - 1)
 					continue
 				}
@@ -108,8 +136,8 @@ func ResetPrefix(ctx context.Context, client Client, prefix string, dryRun bool,
 				}
 				count += d
 			}
-			if len(slots) > 0 && progress != nil {
-				progress(count)
+			if len(slots) > 0 && opts.Progress != nil {
+				opts.Progress(count)
 			}
 			if cursor = next; cursor == "0" {
 				break
