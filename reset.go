@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/ratelua/ratelua/internal/wire"
 )
 
 // ResetMany resets the state of many event keys: the negative-eventCount
@@ -20,21 +22,14 @@ func (l *Limiter) ResetMany(ctx context.Context, eventKeys []string) error {
 	}
 	calls := make([]Call, len(eventKeys))
 	for i, k := range eventKeys {
-		if l.deny != nil {
-			l.deny.Changed(k)
-		}
-		if l.fallback != nil {
-			l.fallback.Forget(k)
-		}
+		l.chain.Forget(k)
 		calls[i] = l.newCall(l.Key(k), l.appendArgs(make([]string, 0, 4+len(l.limits)), -1, now))
 	}
 	var errs []error
 	_, callErrs := l.exec(ctx, calls)
-	if l.deny != nil {
-		// Once answered too, so that no denial in flight is stored.
-		for _, k := range eventKeys {
-			l.deny.Changed(k)
-		}
+	// Once answered too, so that no denial in flight is stored.
+	for _, k := range eventKeys {
+		l.chain.Deny.Changed(k)
 	}
 	for i, err := range callErrs {
 		if err != nil {
@@ -111,10 +106,10 @@ func ResetPrefixWith(ctx context.Context, client Client, prefix string, opts Res
 			bySlot := map[int][]string{}
 			var slots []int
 			for _, k := range keys {
-				if !isStateKey(prefix, k) {
+				if !wire.IsStateKey(prefix, k) {
 					continue
 				}
-				s := slot(k)
+				s := wire.Slot(k)
 				if bySlot[s] == nil {
 					slots = append(slots, s)
 					bySlot[s] = []string{"UNLINK"}
