@@ -228,6 +228,61 @@ func TestSemaphoreFailOpenAndDryRun(t *testing.T) {
 	}
 }
 
+// TestSemaphorePeekGoesTheLimitersWay: a Semaphore's Peek ends as a
+// Limiter's does (issue 34 row 2: it skipped the common finish): with a
+// server that does not answer, FailOpen admits it with the error and
+// Observe sees a fail_open decision of 0 events; failing closed, it is
+// denied and seen as an error; under DryRun a full key is admitted with
+// DryRunDenied and seen as dry_run; a reset is no decision.
+func TestSemaphorePeekGoesTheLimitersWay(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name    string
+		opts    ratelua.Options
+		down    bool
+		allowed bool
+		kind    string
+	}{
+		{"fail open", ratelua.Options{FailOpen: true}, true, true, ratelua.KindFailOpen},
+		{"fail closed", ratelua.Options{}, true, false, ratelua.KindError},
+		{"dry run", ratelua.Options{DryRun: true}, false, true, ratelua.KindDryRun},
+		{"free", ratelua.Options{}, false, true, ratelua.KindAllowed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var rec limitertest.Recorder
+			c.opts.Observe = rec.Observe
+			s, client, _ := newLogins(t, c.opts)
+			if c.kind == ratelua.KindDryRun {
+				for range 2 {
+					if l, r, err := s.Acquire(ctx, "k"); err != nil || l == nil || l.Local() || !r.Allowed {
+						t.Fatalf("an acquire of a free slot: %v %+v %v", l, r, err)
+					}
+				}
+			}
+			client.SetDown(c.down)
+			rec.Take()
+			r, err := s.Peek(ctx, "k")
+			if r.Allowed != c.allowed || (c.down != (err != nil)) || (c.down && !errors.Is(err, ratelua.ErrUnavailable)) {
+				t.Fatalf("Peek: %+v %v, want allowed %v, an error wrapping ErrUnavailable %v", r, err, c.allowed, c.down)
+			}
+			if r.DryRunDenied != (c.kind == ratelua.KindDryRun) {
+				t.Errorf("Peek: DryRunDenied %v under %s", r.DryRunDenied, c.name)
+			}
+			events := rec.Decisions()
+			if len(events) != 1 || events[0].Kind != c.kind || events[0].N != 0 || events[0].Script != s.Script().String() || (c.down && !errors.Is(events[0].Err, ratelua.ErrUnavailable)) {
+				t.Fatalf("Observe saw %+v, want one %s decision of 0 events by %s", events, c.kind, s.Script())
+			}
+			client.SetDown(false)
+			if err := s.Reset(ctx, "k"); err != nil {
+				t.Fatal(err)
+			}
+			if events := rec.Decisions(); len(events) != 0 {
+				t.Errorf("a reset was observed as a decision: %+v", events)
+			}
+		})
+	}
+}
+
 // TestSemaphoreOptions: what a Semaphore refuses, and that Max and Lease
 // are not part of the key.
 func TestSemaphoreOptions(t *testing.T) {
