@@ -423,10 +423,15 @@ func TestAcquireWithUnknownOutcome(t *testing.T) {
 				t.Fatalf("FailOpen %v: acquire %d with a 5 ms deadline: %v %+v %v, want no lease, not allowed, the deadline's error", failOpen, i, l, r, err)
 			}
 		}
-		// Each late acquire is released in the background: wait until
-		// the server has answered every release.
-		for range late.Load() {
-			<-released
+		// Each late acquire is released in the background, each release
+		// bounded by a few seconds: wait until the server has answered
+		// every one (10 s bounds the wait for a release never sent).
+		for i := range late.Load() {
+			select {
+			case <-released:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("FailOpen %v: %d of %d acquires with an unknown outcome released after 10 s", failOpen, i, late.Load())
+			}
 		}
 		r, err := s.Peek(context.Background(), "k")
 		if err != nil || r.Remaining != 2 {
