@@ -242,7 +242,8 @@ func (c *Semaphore) clock() time.Time {
 	return time.Now()
 }
 
-// result is the Result of an acquire or a decision.
+// result is the Result of an acquire, whose limit_index is the lease id:
+// Limit 0, or -1 when nothing decided.
 func (c *Semaphore) result(reply [5]int64) wire.Result {
 	r := wire.Decode(reply[:], c.l.unit)
 	r.Limit = 0
