@@ -1,0 +1,187 @@
+package statsink
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// The statsd sink's bounds, as gostats' network sink has them.
+const (
+	// udpPacket is the largest datagram sent: 1432 bytes fit an Ethernet
+	// MTU of 1500 unfragmented.
+	udpPacket = 1432
+	// maxPending bounds what a sink holds between flushes (timers, and
+	// a flush's lines while the server is unreachable): past it, lines
+	// are dropped, and counted.
+	maxPending = 4 << 20
+	// dialTimeout and writeTimeout bound one connection attempt and one
+	// write, so that a statsd server that does not answer delays only
+	// the flush, never a request.
+	dialTimeout  = 1500 * time.Millisecond
+	writeTimeout = time.Second
+)
+
+// lineSink is what the statsd and dogstatsd sinks share: the lines of a
+// flush, sent over TCP (one stream, reconnected after an error) or UDP
+// (datagrams of whole lines, at most udpPacket bytes).
+type lineSink struct {
+	network, addr string
+	log           *slog.Logger
+
+	mu      sync.Mutex
+	pending bytes.Buffer
+	dropped uint64 // bytes dropped since the last warning
+
+	conn    net.Conn // of the flushing goroutine (under mu)
+	warned  time.Time
+	failing bool
+}
+
+func newLineSink(network, addr string, log *slog.Logger) (*lineSink, error) {
+	switch network {
+	case "tcp", "tcp4", "tcp6", "udp", "udp4", "udp6":
+	default:
+		return nil, fmt.Errorf("statsink: protocol %q: want tcp or udp", network)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &lineSink{network: network, addr: addr, log: log}, nil
+}
+
+// add appends one line (ending in '\n').
+func (s *lineSink) add(line []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending.Len()+len(line) > maxPending {
+		s.dropped += uint64(len(line))
+		return
+	}
+	s.pending.Write(line)
+}
+
+// Flush sends what the sink holds. Lines that cannot be sent are dropped
+// (a warning names the server, at most once a minute).
+func (s *lineSink) Flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending.Len() == 0 {
+		return
+	}
+	b := s.pending.Bytes()
+	err := s.send(b)
+	if err != nil {
+		s.dropped += uint64(len(b))
+	}
+	s.pending.Reset()
+	if s.dropped > 0 && (err == nil || time.Since(s.warned) >= time.Minute) {
+		if err != nil {
+			s.log.Warn("statistics not sent", "server", s.network+"://"+s.addr, "bytes_dropped", s.dropped, "error", err)
+			s.warned, s.failing = time.Now(), true
+		} else if s.failing {
+			s.log.Warn("statistics sent again", "server", s.network+"://"+s.addr, "bytes_dropped", s.dropped)
+			s.failing = false
+		}
+		s.dropped = 0
+	}
+}
+
+// send writes b on the connection, dialling it first if need be; a UDP
+// sink writes whole lines in datagrams of at most udpPacket bytes.
+func (s *lineSink) send(b []byte) error {
+	if s.conn == nil {
+		c, err := net.DialTimeout(s.network, s.addr, dialTimeout)
+		if err != nil {
+			return err
+		}
+		s.conn = c
+	}
+	var err error
+	if s.network[:3] == "udp" {
+		for len(b) > 0 && err == nil {
+			n := packetEnd(b)
+			_, err = s.conn.Write(b[:n])
+			b = b[n:]
+		}
+	} else {
+		_ = s.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+		_, err = s.conn.Write(b)
+	}
+	if err != nil {
+		_ = s.conn.Close()
+		s.conn = nil
+	}
+	return err
+}
+
+// packetEnd is the length of the first datagram of b: the most whole
+// lines that fit udpPacket bytes (one line, when longer).
+func packetEnd(b []byte) int {
+	if len(b) <= udpPacket {
+		return len(b)
+	}
+	if i := bytes.LastIndexByte(b[:udpPacket], '\n'); i >= 0 {
+		return i + 1
+	}
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		return i + 1
+	}
+	return len(b)
+}
+
+// Close sends what is left and closes the connection.
+func (s *lineSink) Close() error {
+	s.Flush()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil {
+		return nil
+	}
+	err := s.conn.Close()
+	s.conn = nil
+	return err
+}
+
+// StatsdSink sends statistics in the statsd protocol, as the reference's
+// USE_STATSD does: "name:delta|c" for a counter, "name:ms|ms" for a timer,
+// one a line, over TCP (the reference's default, STATSD_PROTOCOL) or UDP.
+type StatsdSink struct{ *lineSink }
+
+// NewStatsdSink returns a statsd sink sending to addr (host:port) over
+// network ("tcp" or "udp"); log gets a warning when statistics cannot be
+// sent. It connects at the first flush.
+func NewStatsdSink(network, addr string, log *slog.Logger) (*StatsdSink, error) {
+	s, err := newLineSink(network, addr, log)
+	if err != nil {
+		return nil, err
+	}
+	return &StatsdSink{s}, nil
+}
+
+// FlushCounter adds "name:delta|c".
+func (s *StatsdSink) FlushCounter(name string, delta uint64) {
+	b := make([]byte, 0, len(name)+24)
+	b = append(b, name...)
+	b = append(b, ':')
+	b = strconv.AppendUint(b, delta, 10)
+	s.add(append(b, "|c\n"...))
+}
+
+// FlushTimer adds "name:ms|ms", ms as an integer when it is one.
+func (s *StatsdSink) FlushTimer(name string, ms float64) {
+	b := make([]byte, 0, len(name)+32)
+	b = append(b, name...)
+	b = append(b, ':')
+	if ms >= 0 && ms < math.MaxUint64 && math.Trunc(ms) == ms {
+		b = strconv.AppendUint(b, uint64(ms), 10)
+	} else {
+		b = strconv.AppendFloat(b, ms, 'f', -1, 64)
+	}
+	s.add(append(b, "|ms\n"...))
+}
