@@ -104,6 +104,11 @@ func (s *DogStatsdSink) FlushCounter(name string, delta uint64) {
 	s.add(s.line(name, strconv.FormatUint(min(delta, 1<<63-1), 10), "c"))
 }
 
+// FlushGauge adds the gauge's line.
+func (s *DogStatsdSink) FlushGauge(name string, value uint64) {
+	s.add(s.line(name, strconv.FormatFloat(float64(value), 'f', -1, 64), "g"))
+}
+
 // FlushTimer adds the timer's line, in milliseconds with six decimals
 // as DataDog's client writes them.
 func (s *DogStatsdSink) FlushTimer(name string, ms float64) {

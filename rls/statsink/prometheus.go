@@ -23,7 +23,7 @@ type PrometheusSink struct {
 
 // family is the series of one Prometheus metric name.
 type family struct {
-	kind   string // counter, histogram or summary
+	kind   string // counter, gauge, histogram or summary
 	help   string
 	series map[string]*series // by the labels' text
 }
@@ -89,6 +89,20 @@ func (p *PrometheusSink) FlushCounter(name string, delta uint64) {
 	}
 }
 
+// FlushGauge sets the gauge the name maps to.
+func (p *PrometheusSink) FlushGauge(name string, value uint64) {
+	mp := p.mapper.Map(name, "gauge")
+	v := float64(value)
+	if mp.scale != nil {
+		v *= *mp.scale
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s := p.get(mp, "gauge"); s != nil {
+		s.value = v
+	}
+}
+
 // FlushTimer observes ms in the histogram or summary the name maps to.
 func (p *PrometheusSink) FlushTimer(name string, ms float64) {
 	mp := p.mapper.Map(name, "observer")
@@ -142,7 +156,7 @@ func (p *PrometheusSink) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 		for _, k := range keys {
 			s := f.series[k]
 			switch f.kind {
-			case "counter":
+			case "counter", "gauge":
 				sample(bw, n, s.labels, "", s.value)
 			case "histogram":
 				var cum uint64

@@ -150,7 +150,7 @@ func (s *lineSink) Close() error {
 
 // StatsdSink sends statistics in the statsd protocol, as the reference's
 // USE_STATSD does: "name:delta|c" for a counter, "name:ms|ms" for a timer,
-// one a line, over TCP (the reference's default, STATSD_PROTOCOL) or UDP.
+// "name:value|g" for a gauge, one a line, over TCP (the reference's default, STATSD_PROTOCOL) or UDP.
 type StatsdSink struct{ *lineSink }
 
 // NewStatsdSink returns a statsd sink sending to addr (host:port) over
@@ -171,6 +171,15 @@ func (s *StatsdSink) FlushCounter(name string, delta uint64) {
 	b = append(b, ':')
 	b = strconv.AppendUint(b, delta, 10)
 	s.add(append(b, "|c\n"...))
+}
+
+// FlushGauge adds "name:value|g".
+func (s *StatsdSink) FlushGauge(name string, value uint64) {
+	b := make([]byte, 0, len(name)+24)
+	b = append(b, name...)
+	b = append(b, ':')
+	b = strconv.AppendUint(b, value, 10)
+	s.add(append(b, "|g\n"...))
 }
 
 // FlushTimer adds "name:ms|ms", ms as an integer when it is one.

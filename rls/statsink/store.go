@@ -15,6 +15,8 @@ import (
 type Sink interface {
 	// FlushCounter sends a counter's increase since the last flush.
 	FlushCounter(name string, delta uint64)
+	// FlushGauge sends a gauge's value (every flush).
+	FlushGauge(name string, value uint64)
 	// FlushTimer sends one timer value (milliseconds).
 	FlushTimer(name string, ms float64)
 	// Flush ends a flush: a network sink sends what it holds.
@@ -38,6 +40,24 @@ func (c *Counter) Add(n uint64) {
 
 // Inc adds 1 to the counter.
 func (c *Counter) Inc() { c.Add(1) }
+
+// Set sets the counter's total (a total kept elsewhere, such as the Go
+// runtime's): the next flush sends its increase.
+func (c *Counter) Set(v uint64) {
+	if c != nil {
+		c.value.Store(v)
+	}
+}
+
+// Gauge is a value sent at every flush. A nil *Gauge keeps nothing.
+type Gauge struct{ value atomic.Uint64 }
+
+// Set sets the gauge.
+func (g *Gauge) Set(v uint64) {
+	if g != nil {
+		g.value.Store(v)
+	}
+}
 
 // Value is the counter's total.
 func (c *Counter) Value() uint64 {
@@ -74,8 +94,10 @@ type Store struct {
 	sink     Sink
 	tags     string // the serialized tags that end every name
 	counters sync.Map
+	gauges   sync.Map
 	mu       sync.Mutex // one flush at a time
 	closed   bool
+	gens     []func() // run at the start of each flush (under mu)
 }
 
 // NewStore returns a store flushing to sink, whose every name ends with
@@ -98,6 +120,30 @@ func (s *Store) Counter(name string) *Counter {
 	return v.(*Counter)
 }
 
+// Gauge returns the gauge of name.
+func (s *Store) Gauge(name string) *Gauge {
+	if s == nil {
+		return nil
+	}
+	name += s.tags
+	if v, ok := s.gauges.Load(name); ok {
+		return v.(*Gauge)
+	}
+	v, _ := s.gauges.LoadOrStore(name, new(Gauge))
+	return v.(*Gauge)
+}
+
+// AddGenerator runs gen at the start of every flush, to set counters and
+// gauges from elsewhere (the Go runtime's statistics).
+func (s *Store) AddGenerator(gen func()) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gens = append(s.gens, gen)
+}
+
 // Timer returns the timer of name.
 func (s *Store) Timer(name string) *Timer {
 	if s == nil {
@@ -106,8 +152,9 @@ func (s *Store) Timer(name string) *Timer {
 	return &Timer{name: name + s.tags, sink: s.sink}
 }
 
-// Flush sends every counter's increase since the last flush (when not
-// zero) to the sink, and ends the flush.
+// Flush runs the generators, sends every counter's increase since the
+// last flush (when not zero) and every gauge to the sink, and ends the
+// flush.
 func (s *Store) Flush() {
 	if s == nil {
 		return
@@ -117,10 +164,17 @@ func (s *Store) Flush() {
 	if s.closed {
 		return
 	}
+	for _, g := range s.gens {
+		g()
+	}
 	s.counters.Range(func(k, v any) bool {
 		if d := v.(*Counter).latch(); d != 0 {
 			s.sink.FlushCounter(k.(string), d)
 		}
+		return true
+	})
+	s.gauges.Range(func(k, v any) bool {
+		s.sink.FlushGauge(k.(string), v.(*Gauge).value.Load())
 		return true
 	})
 	s.sink.Flush()
