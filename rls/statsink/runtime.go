@@ -3,7 +3,7 @@ package statsink
 import "runtime"
 
 // AddRuntimeStats adds the Go runtime's statistics under prefix (the
-// reference's "ratelimit_server.go"), named as gostats names them, read
+// reference's "ratelimit.go"), named as gostats names them, read
 // at every flush: gauges alloc, sys, heapAlloc, heapSys, heapIdle,
 // heapInuse, heapReleased, heapObjects, nextGC, lastGC, gcCPUPercent
 // (the collector's share of the CPU in percent, truncated), numGoroutine; counters

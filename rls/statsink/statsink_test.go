@@ -68,14 +68,14 @@ func TestStatsdOverUDPSendsIncreasesOnly(t *testing.T) {
 	hits.Add(3)
 	s.Counter("ratelimit.service.config_load_success").Inc()
 	s.Counter("never.counted")
-	s.Gauge("ratelimit_server.go.numGoroutine").Set(9)
+	s.Gauge("ratelimit.go.numGoroutine").Set(9)
 	s.Timer("ratelimit_server.ShouldRateLimit.response_time").Add(7 * time.Millisecond)
 	s.Flush()
 	want := []string{
+		"ratelimit.go.numGoroutine.__app=rl.__zone=eu_west_1:9|g",
 		"ratelimit.service.config_load_success.__app=rl.__zone=eu_west_1:1|c",
 		"ratelimit.service.rate_limit.app.user.total_hits.__app=rl.__zone=eu_west_1:3|c",
 		"ratelimit_server.ShouldRateLimit.response_time.__app=rl.__zone=eu_west_1:7|ms",
-		"ratelimit_server.go.numGoroutine.__app=rl.__zone=eu_west_1:9|g",
 	}
 	if got := collect(t, lines, 4); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("first flush:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -83,8 +83,8 @@ func TestStatsdOverUDPSendsIncreasesOnly(t *testing.T) {
 	hits.Add(2)
 	s.Flush()
 	want = []string{
+		"ratelimit.go.numGoroutine.__app=rl.__zone=eu_west_1:9|g",
 		"ratelimit.service.rate_limit.app.user.total_hits.__app=rl.__zone=eu_west_1:2|c",
-		"ratelimit_server.go.numGoroutine.__app=rl.__zone=eu_west_1:9|g",
 	}
 	if got := collect(t, lines, 2); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("second flush: %q, want the increase 2 of total_hits and the gauge", got)
