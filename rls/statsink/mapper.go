@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -27,6 +28,7 @@ type Mapper struct {
 // mapping is one entry of a mapping file.
 type mapping struct {
 	re         *regexp.Regexp
+	glob       bool // templates expanded as statsd_exporter expands a glob's
 	name, help string
 	labels     map[string]string
 	metricType string // counter, gauge, observer; empty for any
@@ -137,10 +139,10 @@ func ParseMapper(b []byte) (*Mapper, error) {
 		default:
 			return nil, fmt.Errorf("%s: match_metric_type %q: want counter, gauge or observer", where, e.MatchMetricType)
 		}
-		if e.Name == "" && !mp.drop {
+		if e.Name == "" {
 			return nil, fmt.Errorf("%s: no name", where)
 		}
-		if e.Name != "" && !metricRE.MatchString(e.Name) {
+		if !metricRE.MatchString(e.Name) {
 			return nil, fmt.Errorf("%s: metric name %q is not a Prometheus name", where, e.Name)
 		}
 		for k := range e.Labels {
@@ -162,6 +164,7 @@ func ParseMapper(b []byte) (*Mapper, error) {
 				}
 			}
 			mp.re = regexp.MustCompile(`^` + strings.Join(parts, `\.`) + `$`)
+			mp.glob = true
 			m.globs = append(m.globs, mp)
 		case "regex":
 			re, err := regexp.Compile(e.Match)
@@ -229,15 +232,41 @@ func (m *Mapper) Map(name, kind string) mapped {
 			if idx == nil {
 				continue
 			}
+			expand := func(template string) string {
+				if mp.glob {
+					return expandGlob(template, name, idx)
+				}
+				return string(mp.re.ExpandString(nil, template, name, idx))
+			}
 			out := mapped{drop: mp.drop, help: firstOf(mp.help, defaultHelp), observer: mp.observer, buckets: mp.buckets, scale: mp.scale,
-				name: EscapeName(string(mp.re.ExpandString(nil, mp.name, name, idx))), labels: make(map[string]string, len(mp.labels))}
+				name: EscapeName(expand(mp.name)), labels: make(map[string]string, len(mp.labels))}
 			for k, v := range mp.labels {
-				out.labels[k] = string(mp.re.ExpandString(nil, v, name, idx))
+				out.labels[k] = expand(v)
 			}
 			return out
 		}
 	}
 	return mapped{name: EscapeName(name), help: defaultHelp, observer: m.observer, buckets: m.buckets}
+}
+
+// globReference is a reference in a glob mapping's template, as
+// statsd_exporter reads one: '$', an optional '{', the longest run of
+// letters, digits, '_' and '$', an optional '}'.
+var globReference = regexp.MustCompile(`\$\{?([a-zA-Z0-9_$]+)\}?`)
+
+// expandGlob expands a glob mapping's template as statsd_exporter does:
+// a reference to the n-th '*' (from 1) is its component; any other
+// reference ("$0", "$2_x", a number past the stars) is removed.
+func expandGlob(template, name string, idx []int) string {
+	stars := len(idx)/2 - 1
+	return globReference.ReplaceAllStringFunc(template, func(ref string) string {
+		sub := globReference.FindStringSubmatch(ref)
+		n, err := strconv.Atoi(sub[1])
+		if err != nil || n < 1 || n > stars {
+			return ""
+		}
+		return name[idx[2*n]:idx[2*n+1]]
+	})
 }
 
 // EscapeName makes a statsd name a Prometheus name as statsd_exporter

@@ -281,7 +281,7 @@ func TestMapperFileRefusesWhatItDoesNotApply(t *testing.T) {
 			t.Errorf("%q: %v, want an error naming %s", tc.yaml, err, tc.want)
 		}
 	}
-	m, err := ParseMapper([]byte("mappings:\n  - match: ratelimit.service.rate_limit.*.*.total_hits\n    name: hits\n    labels: {rule: \"$1.$2\"}\n  - match: ratelimit.service.rate_limit.*\n    action: drop\n"))
+	m, err := ParseMapper([]byte("mappings:\n  - match: ratelimit.service.rate_limit.*.*.total_hits\n    name: hits\n    labels: {rule: \"$1.$2\"}\n  - match: ratelimit.service.rate_limit.*\n    name: x\n    action: drop\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
