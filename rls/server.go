@@ -29,6 +29,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/rls/statsink"
 )
 
 // Server is a running ratelua-rls: the gRPC API, the HTTP endpoints and
@@ -151,10 +152,12 @@ func (s *Server) Reload(force bool) error {
 	defer s.mu.Unlock()
 	s.fingerprnt = fp
 	if err != nil {
+		s.service.export.configLoadError.Inc()
 		s.lastError, s.errorAt = err, time.Now()
 		s.log.Error("configuration not loaded; the last good one stays in use", "dir", dir, "error", err)
 		return err
 	}
+	s.service.export.configLoadSuccess.Inc()
 	s.lastError, s.loadedAt = nil, time.Now()
 	s.log.Info("configuration loaded", "dir", dir, "files", len(files))
 	return nil
@@ -268,13 +271,31 @@ func httpStatus(err error) int {
 }
 
 // Run serves until ctx is done (SIGTERM in the command), then stops
-// gracefully: health fails, in-flight requests finish, listeners close.
+// gracefully: health fails, in-flight requests finish, listeners close,
+// and the statistics are flushed a last time.
 func (s *Server) Run(ctx context.Context) error {
+	cfg := s.settings.Stats
+	cfg.Log = s.log
+	exp, err := statsink.Start(cfg)
+	if err != nil {
+		return fmt.Errorf("rls: statistics: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := exp.Close(sctx); err != nil {
+			s.log.Warn("statistics not flushed at shutdown", "error", err)
+		}
+	}()
+	if exp.Store != nil {
+		exp.Store.AddRuntimeStats("ratelimit.go")
+		s.service.exportTo(exp.Store)
+		s.log.Info("exporting statistics", "sink", exp.Kind, "flush_interval", cfg.FlushInterval)
+	}
 	if err := s.Reload(true); err != nil && errors.Is(err, fs.ErrNotExist) {
 		s.log.Warn("configuration directory missing; every domain is unknown until it appears", "dir", s.settings.ConfigDir())
 	}
 	var grpcLn net.Listener
-	var err error
 	if s.settings.GRPCUDS != "" {
 		_ = os.Remove(s.settings.GRPCUDS)
 		grpcLn, err = net.Listen("unix", s.settings.GRPCUDS)
@@ -289,9 +310,13 @@ func (s *Server) Run(ctx context.Context) error {
 		grpcLn.Close()
 		return fmt.Errorf("rls: HTTP listener: %w", err)
 	}
-	gs := grpc.NewServer(grpc.KeepaliveParams(keepalive.ServerParameters{
+	gopts := []grpc.ServerOption{grpc.KeepaliveParams(keepalive.ServerParameters{
 		MaxConnectionAge: s.settings.MaxConnectionAge, MaxConnectionAgeGrace: s.settings.MaxConnectionAgeGrace,
-	}))
+	})}
+	if exp.Store != nil {
+		gopts = append(gopts, grpc.UnaryInterceptor(grpcStats(exp.Store)))
+	}
+	gs := grpc.NewServer(gopts...)
 	pb.RegisterRateLimitServiceServer(gs, s.service)
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	s.log.Info("serving", "grpc", grpcLn.Addr().String(), "http", httpLn.Addr().String())

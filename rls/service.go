@@ -2,6 +2,7 @@ package rls
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/rls/statsink"
 )
 
 // Options configure a Service.
@@ -57,6 +59,13 @@ type Options struct {
 	FailOpen  bool
 	// Stats, if set, counts the decisions per rule.
 	Stats *Stats
+	// Export, if set, is where the statistics are exported (statsd,
+	// dogstatsd, Prometheus: see package statsink), under the reference's
+	// names: the rules' (with Stats) and the service's
+	// (ratelimit.service.config_load_success, ..._error,
+	// global_shadow_mode, call.should_rate_limit.redis_error and
+	// service_error, rate_limit.<domain>.domain_not_found).
+	Export *statsink.Store
 	// MaxDescriptors bounds the descriptors of one request; 0 means 1000.
 	MaxDescriptors int
 	// RequestTimeout bounds a request whose context has no deadline (a
@@ -81,6 +90,7 @@ type Service struct {
 	// that made one.
 	refs   map[pb.RateLimitResponse_RateLimit_Unit]*decider
 	refErr error
+	export *serviceStats
 }
 
 // NewService returns a Service with no configuration: every domain is
@@ -93,6 +103,7 @@ func NewService(opts Options) *Service {
 		opts.MaxDescriptors = 1000
 	}
 	s := &Service{opts: opts, refs: map[pb.RateLimitResponse_RateLimit_Unit]*decider{}}
+	s.exportTo(opts.Export)
 	if opts.DenyCache > 0 {
 		s.deny = newDenyCache(opts.DenyCache)
 	}
@@ -109,6 +120,14 @@ func NewService(opts Options) *Service {
 		s.refs[unit] = d
 	}
 	return s
+}
+
+// exportTo exports the statistics to store (nil: nowhere), before the
+// service answers.
+func (s *Service) exportTo(store *statsink.Store) {
+	s.opts.Export = store
+	s.opts.Stats.Export(store)
+	s.export = newServiceStats(store)
 }
 
 func (s *Service) limiterOptions() limiterOptions {
@@ -163,6 +182,19 @@ type slot struct {
 
 // ShouldRateLimit decides a request as envoyproxy/ratelimit does.
 func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
+	resp, err := s.shouldRateLimit(ctx, req)
+	if err != nil && status.Code(err) != codes.Unavailable || errors.Is(err, errNoConfig) {
+		// A request refused, as the reference counts its service
+		// errors (an empty domain, no descriptors, no configuration).
+		s.export.serviceError.Inc()
+	}
+	return resp, err
+}
+
+// errNoConfig is the answer before the first configuration.
+var errNoConfig = status.Error(codes.Unavailable, "no rate limit configuration loaded")
+
+func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
 	if err := s.check(req); err != nil {
 		return nil, err
 	}
@@ -177,7 +209,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	}
 	c := s.config.Load()
 	if c == nil {
-		return nil, status.Error(codes.Unavailable, "no rate limit configuration loaded")
+		return nil, errNoConfig
 	}
 	descs := req.GetDescriptors()
 	slots := make([]slot, len(descs))
@@ -185,6 +217,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	for i, d := range descs {
 		m := c.lookup(req.GetDomain(), d.GetEntries())
 		if !m.known {
+			s.export.domainNotFound(req.GetDomain())
 			continue
 		}
 		if o := d.GetLimit(); o != nil {
@@ -244,6 +277,14 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	}
 	for _, j := range jobs {
 		if j.err != nil {
+			// As the reference, which counts a descriptor's hits before
+			// its call: the hits, nothing else, and the backend's error.
+			for i := range slots {
+				if sl := &slots[i]; sl.rule != nil {
+					s.opts.Stats.add(ctx, sl.statGroup, sl.statKey, counts{0: sl.job.n})
+				}
+			}
+			s.export.redisError.Inc()
 			return nil, status.Errorf(codes.Unavailable, "rate limit backend: %v", j.err)
 		}
 	}
@@ -391,6 +432,7 @@ func (s *Service) respond(ctx context.Context, req *pb.RateLimitRequest, slots [
 	}
 	if resp.OverallCode == pb.RateLimitResponse_OVER_LIMIT && s.opts.ShadowMode {
 		resp.OverallCode = pb.RateLimitResponse_OK
+		s.export.globalShadowMode.Inc()
 	}
 	if s.opts.DynamicMetadata {
 		resp.DynamicMetadata = dynamicMetadata(req, slots, violations)

@@ -3,10 +3,13 @@ package rls
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ratelua/ratelua/rls/statsink"
 )
 
 // Settings are the service's settings, read from the environment variables
@@ -38,6 +41,11 @@ type Settings struct {
 	CacheKeyPrefix                            string
 	HealthyWithConfig                         bool
 
+	// Stats is where the statistics are exported (USE_STATSD,
+	// USE_DOG_STATSD, USE_PROMETHEUS, DISABLE_STATS, EXTRA_TAGS,
+	// STATS_FLUSH_INTERVAL...), read as the reference reads them.
+	Stats statsink.Config
+
 	// MetricsExporter is OTEL_METRICS_EXPORTER: "none" or "otlp" (the
 	// statistics per rule as OpenTelemetry metrics, see NewMeterProvider).
 	MetricsExporter string
@@ -50,9 +58,8 @@ type Settings struct {
 	// (GRPC_MAX_CONNECTION_AGE, GRPC_MAX_CONNECTION_AGE_GRACE).
 	MaxConnectionAge, MaxConnectionAgeGrace time.Duration
 
-	// Unused are the settings given that ratelua-rls does not use (and
-	// USE_STATSD unset, the reference's statsd by default): the command
-	// logs each once at the start.
+	// Unused are the settings given that ratelua-rls does not use: the
+	// command logs each once at the start.
 	Unused []UnusedSetting
 
 	// ratelua's own.
@@ -119,6 +126,7 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		MaxConnectionAge:      r.duration("GRPC_MAX_CONNECTION_AGE"),
 		MaxConnectionAgeGrace: r.duration("GRPC_MAX_CONNECTION_AGE_GRACE"),
 	}
+	s.Stats = r.stats()
 	if v := r.str("BACKEND_TYPE"); v != "redis" {
 		r.fail("BACKEND_TYPE", v, "ratelua-rls runs on Redis or Valkey only (redis)")
 	}
@@ -303,21 +311,95 @@ func (r *envReader) checkTable() []UnusedSetting {
 			unused = append(unused, UnusedSetting{Name: t.Name, Value: v, Why: t.Why})
 		}
 	}
-	// STATSD_HOST or STATSD_PORT given: statsd is wanted, unless
-	// USE_STATSD says false.
-	if useStatsd, _ := parseSetting(kindBool, r.getenv("USE_STATSD")); !explicit["USE_STATSD"] || useStatsd == true {
-		for _, name := range []string{"STATSD_HOST", "STATSD_PORT"} {
-			if explicit[name] {
-				r.fail(name, r.getenv(name), "statsd is configured, and ratelua-rls does not export statsd (its statistics are on /stats and, with OTEL_METRICS_EXPORTER=otlp, OpenTelemetry metrics): set USE_STATSD=false")
-			}
-		}
-	}
 	for _, name := range []string{"REDIS_POOL_ON_EMPTY_BEHAVIOR"} {
 		if v := strings.ToUpper(r.getenv(name)); v != "" && v != "WAIT" {
 			r.fail(name, r.getenv(name), "must be WAIT (the reference refuses CREATE and ERROR too)")
 		}
 	}
 	return unused
+}
+
+// stats reads where the statistics go, refusing what the reference
+// refuses (two sinks at once) and what it would misread.
+func (r *envReader) stats() statsink.Config {
+	c := statsink.Config{
+		Disable:        r.bool("DISABLE_STATS"),
+		Statsd:         r.bool("USE_STATSD"),
+		StatsdHost:     r.str("STATSD_HOST"),
+		StatsdPort:     r.int("STATSD_PORT"),
+		StatsdProtocol: strings.ToLower(r.str("STATSD_PROTOCOL")),
+		DogStatsd:      r.bool("USE_DOG_STATSD"),
+		Prometheus:     r.bool("USE_PROMETHEUS"),
+		PrometheusAddr: r.str("PROMETHEUS_ADDR"),
+		PrometheusPath: r.str("PROMETHEUS_PATH"),
+		FlushInterval:  r.duration("STATS_FLUSH_INTERVAL"),
+	}
+	tags, err := statsink.ParseTags(r.str("EXTRA_TAGS"))
+	if err != nil {
+		r.fail("EXTRA_TAGS", r.getenv("EXTRA_TAGS"), err.Error())
+	}
+	c.ExtraTags = tags
+	mogrifiers := r.str("USE_DOG_STATSD_MOGRIFIERS")
+	mapper := r.str("PROMETHEUS_MAPPER_YAML")
+	if c.Disable {
+		// The reference reads nothing else of its statistics then.
+		return c
+	}
+	switch c.StatsdProtocol {
+	case "tcp", "tcp4", "tcp6", "udp", "udp4", "udp6":
+	default:
+		r.fail("STATSD_PROTOCOL", c.StatsdProtocol, "must be tcp or udp")
+	}
+	if c.StatsdPort < 0 || c.StatsdPort > 65535 {
+		r.fail("STATSD_PORT", strconv.Itoa(c.StatsdPort), "must be a port from 0 to 65535")
+	}
+	if c.FlushInterval <= 0 {
+		r.fail("STATS_FLUSH_INTERVAL", c.FlushInterval.String(), "must be above 0")
+	}
+	if !strings.HasPrefix(c.PrometheusPath, "/") {
+		r.fail("PROMETHEUS_PATH", c.PrometheusPath, "must start with /")
+	}
+	n := 0
+	for _, on := range []bool{c.Statsd, c.DogStatsd, c.Prometheus} {
+		if on {
+			n++
+		}
+	}
+	if n > 1 {
+		name := "USE_DOG_STATSD"
+		if !c.DogStatsd {
+			name = "USE_PROMETHEUS"
+		}
+		r.fail(name, r.getenv(name), statsink.ErrSeveralSinks.Error())
+	}
+	if c.DogStatsd {
+		var names []string
+		if mogrifiers != "" {
+			names = strings.Split(mogrifiers, ",")
+		}
+		m, err := statsink.MogrifiersFromEnv(names, r.getenv)
+		if err != nil {
+			r.fail("USE_DOG_STATSD_MOGRIFIERS", mogrifiers, err.Error())
+		}
+		c.Mogrifiers = m
+		// DataDog's client tags every line with these, as the
+		// reference's does.
+		for _, t := range [...]struct{ env, tag string }{{"DD_ENV", "env"}, {"DD_SERVICE", "service"}, {"DD_VERSION", "version"}} {
+			if v := r.getenv(t.env); v != "" {
+				c.DogStatsdTags = append(c.DogStatsdTags, t.tag+":"+v)
+			}
+		}
+	}
+	if c.Prometheus && mapper != "" {
+		b, err := os.ReadFile(mapper)
+		if err == nil {
+			c.Mapper, err = statsink.ParseMapper(b)
+		}
+		if err != nil {
+			r.fail("PROMETHEUS_MAPPER_YAML", mapper, err.Error())
+		}
+	}
+	return c
 }
 
 // parseSetting parses v as a value of p, in a form that compares: a

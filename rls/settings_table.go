@@ -65,11 +65,9 @@ type Setting struct {
 // reference's order, then its own.
 func ReferenceSettings() []Setting {
 	const (
-		statsd   = "ratelua-rls does not export statsd: its statistics are on /stats and, with OTEL_METRICS_EXPORTER=otlp, OpenTelemetry metrics"
 		xds      = "read only with CONFIG_TYPE=GRPC_XDS_SOTW, which is refused"
 		grpcTLS  = "read only with GRPC_SERVER_USE_TLS=true, which is refused"
 		memcache = "read only with BACKEND_TYPE=memcache, which is refused"
-		prom     = "read only with USE_PROMETHEUS=true, which is refused"
 		perSec   = "read only with REDIS_PERSECOND=true, which is refused"
 		tracing  = "read only with TRACING_ENABLED=true, which is refused"
 		pool     = "rueidis multiplexes one connection per node and pipelines on its own: no pool to size"
@@ -108,18 +106,18 @@ func ReferenceSettings() []Setting {
 		{Name: "XDS_CLIENT_BACKOFF_RANDOM_FACTOR", Default: "0.5", Parser: kindFloat, Status: Unused, Why: xds},
 		{Name: "XDS_CLIENT_BACKOFF_JITTER", Default: "true", Parser: kindBool, Status: Unused, Why: xds},
 		{Name: "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", Parser: kindInt, Status: Unused, Why: xds},
-		{Name: "USE_DOG_STATSD", Default: "false", Parser: kindBool, Status: Refused, Off: "false", Why: "dogstatsd is not built: " + statsd},
-		{Name: "USE_DOG_STATSD_MOGRIFIERS", Parser: kindList, Status: Unused, Why: "read only with USE_DOG_STATSD=true, which is refused"},
-		{Name: "USE_STATSD", Default: "true", Parser: kindBool, Status: Refused, Off: "false", LogUnset: true, Why: statsd + "; refused when set to true (or when STATSD_HOST or STATSD_PORT is set and USE_STATSD is not false), logged once when unset (the reference's default, true)"},
-		{Name: "STATSD_HOST", Default: "localhost", Parser: kindString, Status: Unused, Why: "read only with USE_STATSD=true; set without USE_STATSD=false it is refused (statsd configured explicitly)"},
-		{Name: "STATSD_PORT", Default: "8125", Parser: kindInt, Status: Unused, Why: "read only with USE_STATSD=true; set without USE_STATSD=false it is refused (statsd configured explicitly)"},
-		{Name: "EXTRA_TAGS", Parser: kindMap, Status: Unused, Why: "tags of the statsd and Prometheus statistics, which are not built"},
-		{Name: "STATS_FLUSH_INTERVAL", Default: "10s", Parser: kindDuration, Status: Unused, Why: "the statsd flush; ratelua-rls's OpenTelemetry export interval is OTEL_METRIC_EXPORT_INTERVAL"},
-		{Name: "DISABLE_STATS", Default: "false", Parser: kindBool, Status: Unused, Why: "ratelua-rls exports statistics only with OTEL_METRICS_EXPORTER=otlp; /stats always answers"},
-		{Name: "USE_PROMETHEUS", Default: "false", Parser: kindBool, Status: Refused, Off: "false", Why: "the Prometheus endpoint is not built: " + statsd},
-		{Name: "PROMETHEUS_ADDR", Default: ":9090", Parser: kindString, Status: Unused, Why: prom},
-		{Name: "PROMETHEUS_PATH", Default: "/metrics", Parser: kindString, Status: Unused, Why: prom},
-		{Name: "PROMETHEUS_MAPPER_YAML", Parser: kindString, Status: Unused, Why: prom},
+		{Name: "USE_DOG_STATSD", Default: "false", Parser: kindBool, Status: Implemented, Why: "dogstatsd over UDP to STATSD_HOST:STATSD_PORT, as the reference's DataDog client sends it: name:value|c|#tags, EXTRA_TAGS (and DD_ENV, DD_SERVICE, DD_VERSION as the client adds them) as tags; with USE_STATSD=false (two sinks at once are refused, as the reference refuses them)"},
+		{Name: "USE_DOG_STATSD_MOGRIFIERS", Parser: kindList, Status: Implemented, Why: "the mogrifiers of the dogstatsd names, as the reference's: for each NAME, DOG_STATSD_MOGRIFIER_NAME_PATTERN (a regular expression), _NAME and _TAGS (key:value,... with $1... the groups); a missing or bad one is refused"},
+		{Name: "USE_STATSD", Default: "true", Parser: kindBool, Status: Implemented, Why: "statsd to STATSD_HOST:STATSD_PORT (on by default, as the reference): every STATS_FLUSH_INTERVAL, each counter's increase as name:value|c, the Go runtime's gauges, response times as |ms; the reference's names (ratelimit.service.rate_limit.<rule>.<statistic>, ratelimit.service.config_load_success, ...)"},
+		{Name: "STATSD_HOST", Default: "localhost", Parser: kindString, Status: Implemented, Why: "the statsd or dogstatsd server's host"},
+		{Name: "STATSD_PORT", Default: "8125", Parser: kindInt, Status: Implemented, Why: "the statsd or dogstatsd server's port"},
+		{Name: "EXTRA_TAGS", Parser: kindMap, Status: Implemented, Why: "key:value,... tags of every statistic: appended to statsd names as the reference's (.__key=value), dogstatsd tags"},
+		{Name: "STATS_FLUSH_INTERVAL", Default: "10s", Parser: kindDuration, Status: Implemented, Why: "the time between two flushes of the statistics (statsd, dogstatsd, Prometheus), and a last one at shutdown"},
+		{Name: "DISABLE_STATS", Default: "false", Parser: kindBool, Status: Implemented, Why: "no statsd, dogstatsd or Prometheus statistics, whatever else is set; /stats still answers"},
+		{Name: "USE_PROMETHEUS", Default: "false", Parser: kindBool, Status: Implemented, Why: "the statistics on PROMETHEUS_ADDR at PROMETHEUS_PATH, named and labelled as the reference's (its statsd_exporter mapping), with USE_STATSD=false"},
+		{Name: "PROMETHEUS_ADDR", Default: ":9090", Parser: kindString, Status: Implemented, Why: "the Prometheus listener's address; one that cannot be listened on stops the start"},
+		{Name: "PROMETHEUS_PATH", Default: "/metrics", Parser: kindString, Status: Implemented, Why: "the Prometheus endpoint's path"},
+		{Name: "PROMETHEUS_MAPPER_YAML", Parser: kindString, Status: Implemented, Why: "a statsd_exporter mapping file instead of the reference's mapping: globs, regular expressions, labels, drop, match_metric_type, histogram buckets; a field it cannot apply (ttl, summary quantiles) or a file that does not parse stops the start (the reference ignores a bad file)"},
 		{Name: "RUNTIME_ROOT", Default: "/srv/runtime_data/current", Parser: kindString, Status: Implemented, Why: "the configuration directory is RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY"},
 		{Name: "RUNTIME_SUBDIRECTORY", Parser: kindString, Status: Implemented, Why: "see RUNTIME_ROOT"},
 		{Name: "RUNTIME_APPDIRECTORY", Default: "config", Parser: kindString, Status: Implemented, Why: "see RUNTIME_ROOT"},
@@ -184,6 +182,7 @@ func ReferenceSettings() []Setting {
 		{Name: "TRACING_EXPORTER_PROTOCOL", Default: "http", Parser: kindString, Status: Unused, Why: tracing},
 		{Name: "TRACING_SAMPLING_RATE", Default: "1", Parser: kindFloat, Status: Unused, Why: tracing},
 
+		{Name: "STATSD_PROTOCOL", Default: "tcp", Parser: kindString, Status: Own, Why: "tcp or udp: the statsd transport, which the reference's statsd client (gostats) reads from the environment"},
 		{Name: "OTEL_METRICS_EXPORTER", Default: "none", Parser: kindString, Status: Own, Why: "otlp: the statistics per rule as OpenTelemetry metrics (OTLP over HTTP, OTEL_EXPORTER_OTLP_*)"},
 		{Name: "OTEL_EXPORTER_OTLP_PROTOCOL", Default: "http/protobuf", Parser: kindString, Status: Own, Why: "http/protobuf only"},
 		{Name: "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", Default: "http/protobuf", Parser: kindString, Status: Own, Why: "http/protobuf only"},

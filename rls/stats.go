@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/rls/statsink"
 )
 
 // MeterScope is the instrumentation scope of the service's meter.
@@ -45,8 +46,9 @@ type counts [len(statNames)]uint64
 
 // RuleStats are the counters of one rule.
 type RuleStats struct {
-	c   [len(statNames)]atomic.Uint64
-	opt metric.AddOption // the rule's attribute, for the instruments
+	c    [len(statNames)]atomic.Uint64
+	opt  metric.AddOption                  // the rule's attribute, for the instruments
+	sink [len(statNames)]*statsink.Counter // the exported counters (statsd, Prometheus), nil without
 }
 
 // Stats counts the decisions of a Service per rule, as the reference's
@@ -57,6 +59,7 @@ type Stats struct {
 	rules       sync.Map // statistics name -> *RuleStats
 	raw         sync.Map // name before sanitizing -> *RuleStats
 	instruments [len(statNames)]metric.Int64Counter
+	sink        *statsink.Store // set by Export, before the first count
 
 	// The names of each rule (detailed_metric and value_to_metric make
 	// one per value), at most maxNames; the rest count under the rule's
@@ -111,12 +114,27 @@ func NewStats(nearLimitRatio float64, meters metric.MeterProvider) (*Stats, erro
 	return s, nil
 }
 
+// Export counts every rule's statistics in store too, under the
+// reference's names (ratelimit.service.rate_limit.<rule>.<statistic>), for
+// statsd, dogstatsd or Prometheus. It must be called before the first
+// count.
+func (s *Stats) Export(store *statsink.Store) {
+	if s != nil {
+		s.sink = store
+	}
+}
+
 // Rule returns the counters of a rule's statistics name.
 func (s *Stats) Rule(name string) *RuleStats {
 	if v, ok := s.rules.Load(name); ok {
 		return v.(*RuleStats)
 	}
 	r := &RuleStats{opt: metric.WithAttributeSet(attribute.NewSet(RuleAttribute.String(name)))}
+	if s.sink != nil {
+		for i, stat := range statNames {
+			r.sink[i] = s.sink.Counter(ruleStatPrefix + name + "." + stat)
+		}
+	}
 	v, _ := s.rules.LoadOrStore(name, r)
 	return v.(*RuleStats)
 }
@@ -162,6 +180,7 @@ func (s *Stats) add(ctx context.Context, group, name string, c counts) {
 			continue
 		}
 		r.c[i].Add(v)
+		r.sink[i].Add(v)
 		if s.instruments[i] != nil {
 			s.instruments[i].Add(ctx, int64(min(v, math.MaxInt64)), r.opt)
 		}
