@@ -152,7 +152,11 @@ func (s *Server) Reload(force bool) error {
 	defer s.mu.Unlock()
 	s.fingerprnt = fp
 	if err != nil {
-		s.service.export.configLoadError.Inc()
+		// Counted once per failure: a directory that cannot be read fails
+		// every poll.
+		if fp != "" || s.lastError == nil || s.lastError.Error() != err.Error() {
+			s.service.export.configLoadError.Inc()
+		}
 		s.lastError, s.errorAt = err, time.Now()
 		s.log.Error("configuration not loaded; the last good one stays in use", "dir", dir, "error", err)
 		return err

@@ -1,0 +1,193 @@
+package rls
+
+import (
+	"context"
+	"net"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	rlpb "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/ratelua/ratelua/rls/statsink"
+	"github.com/ratelua/ratelua/testbench"
+)
+
+// scrapeSink flushes store and returns what sink serves, by "name{labels}".
+func scrapeSink(t *testing.T, store *statsink.Store, sink *statsink.PrometheusSink) map[string]string {
+	t.Helper()
+	store.Flush()
+	rec := httptest.NewRecorder()
+	sink.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	out := map[string]string{}
+	for _, l := range strings.Split(rec.Body.String(), "\n") {
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(l, ' ')
+		out[l[:i]] = l[i+1:]
+	}
+	return out
+}
+
+// TestServiceStatisticsExported (issue 33, statistics): the service counts
+// the reference's service statistics under its names, beside the rules':
+// global_shadow_mode for a request SHADOW_MODE answered OK,
+// domain_not_found per descriptor of an unknown domain, service_error for
+// a request refused, and, with the server down, redis_error and the
+// descriptors' total_hits (the reference counts them before its call),
+// nothing else.
+func TestServiceStatisticsExported(t *testing.T) {
+	sink := statsink.NewPrometheusSink(nil)
+	store := statsink.NewStore(sink, nil)
+	stats, err := NewStats(0.8, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, node, _ := setupKind(t, testbench.Redis, "domain: app\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 2}\n",
+		Options{Stats: stats, Export: store, ShadowMode: true})
+	ctx := context.Background()
+	user := &pb.RateLimitRequest{Domain: "app", Descriptors: []*rlpb.RateLimitDescriptor{desc("user", "u1")}}
+	for range 3 {
+		if resp, err := svc.ShouldRateLimit(ctx, user); err != nil || resp.OverallCode != pb.RateLimitResponse_OK {
+			t.Fatalf("%v, %v: want OK (shadow mode)", resp, err)
+		}
+	}
+	if _, err := svc.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "nope", Descriptors: []*rlpb.RateLimitDescriptor{desc("a", "1"), desc("b", "2")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.ShouldRateLimit(ctx, &pb.RateLimitRequest{Descriptors: user.Descriptors}); err == nil {
+		t.Fatal("an empty domain answered")
+	}
+	if err := node.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.ShouldRateLimit(ctx, user); err == nil {
+		t.Fatal("answered with the server down")
+	}
+	got := scrapeSink(t, store, sink)
+	for name, want := range map[string]string{
+		`ratelimit_service_rate_limit_total_hits{domain="app",key1="user"}`:   "4",
+		`ratelimit_service_rate_limit_within_limit{domain="app",key1="user"}`: "2",
+		`ratelimit_service_rate_limit_over_limit{domain="app",key1="user"}`:   "1",
+		`ratelimit_service_rate_limit_near_limit{domain="app",key1="user"}`:   "1",
+		`ratelimit_service_global_shadow_mode`:                                "1",
+		`ratelimit_service_rate_limit_nope_domain_not_found`:                  "2",
+		`ratelimit_service_should_rate_limit_error{err_type="service_error"}`: "1",
+		`ratelimit_service_should_rate_limit_error{err_type="redis_error"}`:   "1",
+	} {
+		if got[name] != want {
+			t.Errorf("%s = %q, want %s", name, got[name], want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("exported: %v", got)
+	}
+}
+
+// statsdLines collects the lines of the statsd datagrams sent to it.
+type statsdLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *statsdLines) sum(prefix string) (n uint64, seen bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range l.lines {
+		name, rest, _ := strings.Cut(line, ":")
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		seen = true
+		v, _ := strconv.ParseUint(strings.Split(rest, "|")[0], 10, 64)
+		n += v
+	}
+	return n, seen
+}
+
+// TestServerExportsStatsd: a running server (USE_STATSD over UDP, flushed
+// every 20 ms) sends the configuration loads and errors, the gRPC calls
+// and their times, the Go runtime's statistics, every name with
+// EXTRA_TAGS.
+func TestServerExportsStatsd(t *testing.T) {
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var got statsdLines
+	go func() {
+		buf := make([]byte, 65536)
+		for {
+			n, err := c.Read(buf)
+			if err != nil {
+				return
+			}
+			got.mu.Lock()
+			got.lines = append(got.lines, strings.Split(strings.TrimSuffix(string(buf[:n]), "\n"), "\n")...)
+			got.mu.Unlock()
+		}
+	}()
+	srv, dir, _ := runServer(t, Settings{Stats: statsink.Config{Statsd: true, StatsdHost: "127.0.0.1", StatsdPort: c.LocalAddr().(*net.UDPAddr).Port,
+		StatsdProtocol: "udp", FlushInterval: 20 * time.Millisecond, ExtraTags: map[string]string{"pod": "p.1"}}})
+	install(t, dir, "app.yaml", "domain: app\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 2}\n")
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				got.mu.Lock()
+				t.Fatalf("within 30 s, not %s; received:\n%s", what, strings.Join(got.lines, "\n"))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	wait("config_load_success", func() bool {
+		n, _ := got.sum("ratelimit.service.config_load_success.__pod=p_1")
+		return n >= 1 && hasRule(srv.Service().Config(), "app.user")
+	})
+	// The directory may have been missing at the first load (an error,
+	// counted once): a file that does not load is one more.
+	before, _ := got.sum("ratelimit.service.config_load_error.__pod=p_1")
+	install(t, dir, "bad.yaml", "domain: bad\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n")
+	wait("config_load_error", func() bool {
+		n, _ := got.sum("ratelimit.service.config_load_error.__pod=p_1")
+		return n == before+1 && before <= 1
+	})
+	conn, err := grpc.NewClient("127.0.0.1:"+strconv.Itoa(srv.settings.GRPCPort), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := pb.NewRateLimitServiceClient(conn)
+	for range 3 {
+		if _, err := client.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "app", Descriptors: []*rlpb.RateLimitDescriptor{desc("user", "u1")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wait("3 requests and 3 response times", func() bool {
+		n, _ := got.sum("ratelimit_server.ShouldRateLimit.total_requests.__pod=p_1")
+		got.mu.Lock()
+		times := 0
+		for _, l := range got.lines {
+			if strings.HasPrefix(l, "ratelimit_server.ShouldRateLimit.response_time.__pod=p_1:") && strings.HasSuffix(l, "|ms") {
+				times++
+			}
+		}
+		got.mu.Unlock()
+		return n == 3 && times == 3
+	})
+	wait("the rule's and the runtime's statistics", func() bool {
+		hits, _ := got.sum("ratelimit.service.rate_limit.app.user.total_hits.__pod=p_1")
+		over, _ := got.sum("ratelimit.service.rate_limit.app.user.over_limit.__pod=p_1")
+		_, goroutines := got.sum("ratelimit.go.numGoroutine.__pod=p_1")
+		return hits == 3 && over == 1 && goroutines
+	})
+}
