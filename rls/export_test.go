@@ -2,8 +2,11 @@ package rls
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -190,4 +193,40 @@ func TestServerExportsStatsd(t *testing.T) {
 		_, goroutines := got.sum("ratelimit.go.numGoroutine.__pod=p_1")
 		return hits == 3 && over == 1 && goroutines
 	})
+}
+
+// TestUnreadableDirectoryCountsOneLoadError: a configuration directory
+// that cannot be read fails every poll; config_load_error counts the
+// failure once, as the reference counts a load that failed, and a file
+// that does not parse, once per change.
+func TestUnreadableDirectoryCountsOneLoadError(t *testing.T) {
+	store := statsink.NewStore(statsink.NewPrometheusSink(nil), nil)
+	srv, err := NewServer(Settings{RuntimeRoot: filepath.Join(t.TempDir(), "missing"), RuntimeAppDirectory: "config", NearLimitRatio: 0.8},
+		offline{}, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.service.exportTo(store)
+	errs := store.Counter("ratelimit.service.config_load_error")
+	for range 3 {
+		if err := srv.Reload(false); err == nil {
+			t.Fatal("a missing directory loaded")
+		}
+	}
+	if n := errs.Value(); n != 1 {
+		t.Fatalf("config_load_error %d after 3 polls of a missing directory, want 1", n)
+	}
+	dir := srv.settings.ConfigDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("domain: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		_ = srv.Reload(false)
+	}
+	if n := errs.Value(); n != 2 {
+		t.Fatalf("config_load_error %d after a file that does not parse, polled 3 times, want 2", n)
+	}
 }
