@@ -161,25 +161,70 @@ func (s *service) call(req *pb.RateLimitRequest) error {
 	return err
 }
 
-// statsdListener receives a service's statsd or dogstatsd datagrams: the
-// lines of every datagram, in order (the reference's client may cut a line
-// between two datagrams: the datagrams are read as one stream).
+// statsdListener receives a service's statsd or dogstatsd lines: over UDP
+// the lines of every datagram, in order (the reference's client may cut a
+// line between two datagrams: the datagrams are read as one stream), over
+// TCP the lines of every connection.
 type statsdListener struct {
-	conn  *net.UDPConn
-	mu    sync.Mutex
-	lines []string
-	part  string
+	portNum int
+	mu      sync.Mutex
+	lines   []string
+	part    string
 }
 
-func listenStatsd(t *testing.T) *statsdListener {
+// add appends a chunk of the stream (a datagram, or what a read of a
+// connection returned), keeping a cut line for the next chunk.
+func (l *statsdListener) add(part *string, b []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	text := *part + string(b)
+	i := strings.LastIndexByte(text, '\n')
+	if i >= 0 {
+		l.lines = append(l.lines, strings.Split(text[:i], "\n")...)
+	}
+	*part = text[i+1:]
+}
+
+// listenStatsd listens on a loopback port over network (udp or tcp).
+func listenStatsd(t *testing.T, network string) *statsdListener {
 	t.Helper()
+	l := &statsdListener{}
+	if network == "tcp" {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		l.portNum = ln.Addr().(*net.TCPAddr).Port
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				t.Cleanup(func() { conn.Close() })
+				go func() {
+					var part string
+					buf := make([]byte, 65536)
+					for {
+						n, err := conn.Read(buf)
+						l.add(&part, buf[:n])
+						if err != nil {
+							return
+						}
+					}
+				}()
+			}
+		}()
+		return l
+	}
 	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = c.SetReadBuffer(8 << 20)
-	l := &statsdListener{conn: c}
 	t.Cleanup(func() { c.Close() })
+	l.portNum = c.LocalAddr().(*net.UDPAddr).Port
 	go func() {
 		buf := make([]byte, 65536)
 		for {
@@ -187,22 +232,13 @@ func listenStatsd(t *testing.T) *statsdListener {
 			if err != nil {
 				return
 			}
-			l.mu.Lock()
-			text := l.part + string(buf[:n])
-			i := strings.LastIndexByte(text, '\n')
-			if i >= 0 {
-				l.lines = append(l.lines, strings.Split(text[:i], "\n")...)
-			}
-			l.part = text[i+1:]
-			l.mu.Unlock()
+			l.add(&l.part, buf[:n])
 		}
 	}()
 	return l
 }
 
-func (l *statsdListener) port() string {
-	return strconv.Itoa(l.conn.LocalAddr().(*net.UDPAddr).Port)
-}
+func (l *statsdListener) port() string { return strconv.Itoa(l.portNum) }
 
 // metric is what a name received over a run: the counters' increases
 // summed, the gauges' and timers' lines counted.

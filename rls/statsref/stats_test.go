@@ -236,36 +236,43 @@ func sumPrefix(m map[string]*metric, prefix string) uint64 {
 }
 
 // TestStatsdAgainstReference (issue 33, statistics) runs both services
-// with statsd over UDP (USE_STATSD, STATSD_PROTOCOL=udp) and EXTRA_TAGS,
-// sends both the same requests (every kind of rule, refusals, an unknown
-// domain, a configuration that does not load, a request with the server
-// killed) and compares what each sent to the test's listener: the same
-// names, the same values.
+// with statsd (USE_STATSD) over UDP (STATSD_PROTOCOL=udp) and over TCP
+// (the reference's default) and EXTRA_TAGS, sends both the same requests
+// (every kind of rule, refusals, an unknown domain, a configuration that
+// does not load, a request with the server killed) and compares what each
+// sent to the test's listener: the same names, the same values.
 func TestStatsdAgainstReference(t *testing.T) {
-	lref, lours := listenStatsd(t), listenStatsd(t)
-	env := []string{"USE_STATSD=true", "STATSD_HOST=127.0.0.1", "STATSD_PROTOCOL=udp", "EXTRA_TAGS=team:rl,zone:eu.1"}
-	p := startPair(t, []string{"STATSD_PORT=" + lref.port()}, []string{"STATSD_PORT=" + lours.port()}, env...)
-	l := map[*service]*statsdListener{p.ref: lref, p.ours: lours}
-	p.exercise(t, func() {
-		writeBadConfig(t, p, func(s *service) uint64 { return sumPrefix(l[s].metrics(t), "ratelimit.service.config_load_error") })
-	})
-	p.flushed(t, requestsOf(l, t))
-	ref, ours := lref.metrics(t), lours.metrics(t)
-	var names []string
-	for n := range ref {
-		names = append(names, n)
+	for _, network := range []string{"udp", "tcp"} {
+		t.Run(network, func(t *testing.T) {
+			lref, lours := listenStatsd(t, network), listenStatsd(t, network)
+			env := []string{"USE_STATSD=true", "STATSD_HOST=127.0.0.1", "EXTRA_TAGS=team:rl,zone:eu.1"}
+			if network == "udp" {
+				env = append(env, "STATSD_PROTOCOL=udp")
+			}
+			p := startPair(t, []string{"STATSD_PORT=" + lref.port()}, []string{"STATSD_PORT=" + lours.port()}, env...)
+			l := map[*service]*statsdListener{p.ref: lref, p.ours: lours}
+			p.exercise(t, func() {
+				writeBadConfig(t, p, func(s *service) uint64 { return sumPrefix(l[s].metrics(t), "ratelimit.service.config_load_error") })
+			})
+			p.flushed(t, requestsOf(l, t))
+			ref, ours := lref.metrics(t), lours.metrics(t)
+			var names []string
+			for n := range ref {
+				names = append(names, n)
+			}
+			mustHave(t, names, ".near_limit.__team=rl.__zone=eu_1", ".over_limit.", ".shadow_mode.", "stats.ip_10_0_0_1.total_hits",
+				"stats.path.method.tier.", "unknown.domain_not_found", "service_error", "redis_error", "config_load_success", "config_load_error",
+				"ratelimit_server.ShouldRateLimit.response_time", "ratelimit.go.numGoroutine")
+			compareStatsd(t, ref, ours)
+		})
 	}
-	mustHave(t, names, ".near_limit.__team=rl.__zone=eu_1", ".over_limit.", ".shadow_mode.", "stats.ip_10_0_0_1.total_hits",
-		"stats.path.method.tier.", "unknown.domain_not_found", "service_error", "redis_error", "config_load_success", "config_load_error",
-		"ratelimit_server.ShouldRateLimit.response_time", "ratelimit.go.numGoroutine")
-	compareStatsd(t, ref, ours)
 }
 
 // TestDogStatsdAgainstReference runs both services with dogstatsd
 // (USE_DOG_STATSD), EXTRA_TAGS, a mogrifier and SHADOW_MODE
 // (global_shadow_mode), and compares names, tags and values.
 func TestDogStatsdAgainstReference(t *testing.T) {
-	lref, lours := listenStatsd(t), listenStatsd(t)
+	lref, lours := listenStatsd(t, "udp"), listenStatsd(t, "udp")
 	env := []string{"USE_STATSD=false", "USE_DOG_STATSD=true", "STATSD_HOST=127.0.0.1", "EXTRA_TAGS=team:rl",
 		"SHADOW_MODE=true", "DD_ORIGIN_DETECTION_ENABLED=false",
 		"USE_DOG_STATSD_MOGRIFIERS=RULE",
