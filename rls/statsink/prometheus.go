@@ -2,6 +2,7 @@ package statsink
 
 import (
 	"bufio"
+	"bytes"
 	"net/http"
 	"sort"
 	"strconv"
@@ -132,10 +133,18 @@ func (p *PrometheusSink) Flush() {}
 func (p *PrometheusSink) Close() error { return nil }
 
 // ServeHTTP writes every metric in the text exposition format (0.0.4),
-// sorted by name and labels.
+// sorted by name and labels. The text is made under the sink's lock and
+// written after, so a slow scraper delays no request.
 func (p *PrometheusSink) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	bw := bufio.NewWriter(w)
+	var out bytes.Buffer
+	p.write(&out)
+	_, _ = w.Write(out.Bytes())
+}
+
+// write writes every metric's text to out.
+func (p *PrometheusSink) write(out *bytes.Buffer) {
+	bw := bufio.NewWriter(out)
 	defer bw.Flush()
 	p.mu.Lock()
 	defer p.mu.Unlock()

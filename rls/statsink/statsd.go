@@ -34,11 +34,12 @@ type lineSink struct {
 	network, addr string
 	log           *slog.Logger
 
-	mu      sync.Mutex
+	mu      sync.Mutex // pending and dropped: held briefly, never over the network
 	pending bytes.Buffer
 	dropped uint64 // bytes dropped since the last warning
 
-	conn    net.Conn // of the flushing goroutine (under mu)
+	send    sync.Mutex // the connection, the sends and the warnings
+	conn    net.Conn
 	warned  time.Time
 	failing bool
 }
@@ -67,34 +68,51 @@ func (s *lineSink) add(line []byte) {
 }
 
 // Flush sends what the sink holds. Lines that cannot be sent are dropped
-// (a warning names the server, at most once a minute).
+// (a warning names the server, at most once a minute). A request adding
+// a line waits for no network: the lines are taken from the sink, then
+// sent.
 func (s *lineSink) Flush() {
+	s.send.Lock()
+	defer s.send.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pending.Len() == 0 {
+	if s.pending.Len() == 0 && s.dropped == 0 {
+		s.mu.Unlock()
 		return
 	}
-	b := s.pending.Bytes()
-	err := s.send(b)
+	b := bytes.Clone(s.pending.Bytes())
+	s.pending.Reset()
+	s.mu.Unlock()
+	var err error
+	if len(b) > 0 {
+		err = s.write(b)
+	}
+	s.mu.Lock()
 	if err != nil {
 		s.dropped += uint64(len(b))
 	}
-	s.pending.Reset()
-	if s.dropped > 0 && (err == nil || time.Since(s.warned) >= time.Minute) {
-		if err != nil {
-			s.log.Warn("statistics not sent", "server", s.network+"://"+s.addr, "bytes_dropped", s.dropped, "error", err)
-			s.warned, s.failing = time.Now(), true
-		} else if s.failing {
-			s.log.Warn("statistics sent again", "server", s.network+"://"+s.addr, "bytes_dropped", s.dropped)
-			s.failing = false
-		}
+	dropped := s.dropped
+	report := err == nil || time.Since(s.warned) >= time.Minute
+	if report {
 		s.dropped = 0
+	}
+	s.mu.Unlock()
+	server := s.network + "://" + s.addr
+	switch {
+	case err != nil && report:
+		s.log.Warn("statistics not sent", "server", server, "bytes_dropped", dropped, "error", err)
+		s.warned, s.failing = time.Now(), true
+	case err == nil && s.failing:
+		s.log.Warn("statistics sent again", "server", server, "bytes_dropped", dropped)
+		s.failing = false
+	case err == nil && dropped > 0:
+		s.log.Warn("statistics dropped: more than 4 MB between two flushes", "server", server, "bytes_dropped", dropped)
 	}
 }
 
-// send writes b on the connection, dialling it first if need be; a UDP
-// sink writes whole lines in datagrams of at most udpPacket bytes.
-func (s *lineSink) send(b []byte) error {
+// write writes b on the connection, dialling it first if need be; a UDP
+// sink writes whole lines in datagrams of at most udpPacket bytes. The
+// caller holds s.send.
+func (s *lineSink) write(b []byte) error {
 	if s.conn == nil {
 		c, err := net.DialTimeout(s.network, s.addr, dialTimeout)
 		if err != nil {
@@ -138,8 +156,8 @@ func packetEnd(b []byte) int {
 // Close sends what is left and closes the connection.
 func (s *lineSink) Close() error {
 	s.Flush()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.send.Lock()
+	defer s.send.Unlock()
 	if s.conn == nil {
 		return nil
 	}

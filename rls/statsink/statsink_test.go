@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"sort"
@@ -299,4 +300,34 @@ func TestSeveralSinksAreRefused(t *testing.T) {
 		t.Fatalf("DISABLE_STATS: %v, %v, want no store", e, err)
 	}
 	e.Store.Counter("x").Inc() // a nil store counts nothing, without failing
+}
+
+// TestUnreachableStatsdIsLoggedOnce: with nothing listening, a flush's
+// lines are dropped and the warning names the server and the bytes lost,
+// once a minute, not at every flush; the sink keeps counting.
+func TestUnreachableStatsdIsLoggedOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	var logs strings.Builder
+	sink, err := NewStatsdSink("tcp", addr, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewStore(sink, nil)
+	c := s.Counter("ratelimit.service.config_load_success")
+	for range 3 {
+		c.Inc()
+		s.Flush()
+	}
+	if n := strings.Count(logs.String(), `msg="statistics not sent"`); n != 1 || !strings.Contains(logs.String(), "server=tcp://"+addr) ||
+		!strings.Contains(logs.String(), "bytes_dropped=") {
+		t.Fatalf("3 flushes to nothing logged %d warnings, want 1 naming the server:\n%s", n, logs.String())
+	}
+	if c.Value() != 3 {
+		t.Fatalf("counter %d, want 3", c.Value())
+	}
 }
