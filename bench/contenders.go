@@ -222,7 +222,7 @@ func embedded(name string, v int) bool {
 
 // comparedVersion is the released version that the newest is shown beside
 // (each of its rows again, pinned by Options.Version).
-const comparedVersion = 5
+const comparedVersion = 6
 
 // Names of the rows the targets refer to (without the version).
 const (

@@ -290,7 +290,7 @@ measured against.
 ar1 1 limit = max 100, factor 2 per minute; 3 limits = max 1 / 5 s, 5 / h, 1000 / day, factor 2; zset_log = max 100 per minute;
 sliding_window 1 limit = 100 per minute at 1 s (60 buckets); 3 limits = 1 per 5 s at 1 s, 5 per hour at 10 min, 1000 per day at 1 h.
 Every ratelua limiter goes through the Go API (` + "`Allow`" + `: EVALSHA, or FCALL with ` + "`Options.Functions`" + `) with a caller
-Clock returning real time. ` + fmt.Sprintf("The v%d rows run the Go API's default, the newest embedded version; the v%d rows pin `Options.Version: %[2]d` (v5 is the version of release 0.1.0).", newestVersion("token_bucket"), comparedVersion) + ` Each version has its own key prefix of the same length ("rl", "r5"), so that
+Clock returning real time. ` + fmt.Sprintf("The v%d rows run the Go API's default, the newest embedded version; the v%d rows pin `Options.Version: %[2]d` (v5 is the scripts of release 0.1.0, v6 of 0.2.0). Each version has its own key prefix of the same length (\"rl\", %q), so that", newestVersion("token_bucket"), comparedVersion, versionPrefix(comparedVersion)) + `
 two versions keeping the same state layout do not read the state the other's rows left.
 sliding_window 8 limits = the 1-limit row's limit first (it is the one that denies), then 2, 5, 10, 30 minutes, 1, 6 and
 24 hours at 60 buckets each, max 200 to 1400; on the main load. The 10 and 10,000 buckets rows: sliding_window, 1 limit,

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/ratelua/ratelua"
@@ -121,16 +122,28 @@ func readmeRawCalls(_ string, newest map[string]ratelua.Script) (string, error) 
 // the columns.
 var benchRow = regexp.MustCompile(`(?m)^\| (ratelua v[0-9]+ [a-z_0-9]+, [^|]*?|peer redis_rate[^|]*?) \|(.*)\|$`)
 
+// benchVersion matches the version of a ratelua row of BENCHMARKS.md.
+var benchVersion = regexp.MustCompile(`(?m)^\| ratelua v([0-9]+) `)
+
 // readmeCosts is the table of cost and memory of the newest version's
-// rows in BENCHMARKS.md, on each server it measured.
+// rows in BENCHMARKS.md (of the newest version it measured), on each
+// server it measured.
 func readmeCosts(root string, newest map[string]ratelua.Script) (string, error) {
 	raw, err := os.ReadFile(filepath.Join(root, "BENCHMARKS.md"))
 	if err != nil {
 		return "", fmt.Errorf("generate: README.md's costs: %w", err)
 	}
-	version := 0
+	newestVersion := 0
 	for _, s := range newest {
-		version = max(version, s.Version)
+		newestVersion = max(newestVersion, s.Version)
+	}
+	// The newest version BENCHMARKS.md measured: a version in development
+	// is shown once the bench has measured it.
+	version := 0
+	for _, m := range benchVersion.FindAllStringSubmatch(string(raw), -1) {
+		if v, err := strconv.Atoi(m[1]); err == nil && v <= newestVersion {
+			version = max(version, v)
+		}
 	}
 	prefix := fmt.Sprintf("ratelua v%d ", version)
 	type cell struct{ cost, memory string }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelua/ratelua/rls"
+	"github.com/ratelua/ratelua/rls/settings"
 )
 
 // env is a getenv of the given NAME=value pairs.
@@ -59,7 +59,7 @@ func TestCheckReadsTheSettings(t *testing.T) {
 
 // refusedValue is a value that turns a Refused setting on: true for a
 // switch, 1 for a size.
-func refusedValue(s rls.Setting) string {
+func refusedValue(s settings.Setting) string {
 	if s.Parser == "bool" {
 		return "true"
 	}
@@ -99,8 +99,8 @@ func TestRefusedSettingsStopTheStart(t *testing.T) {
 		{[]string{"LOCAL_CACHE_SIZE_IN_BYTES=1048576"}},
 	}
 	refused := 0
-	for _, s := range rls.ReferenceSettings() {
-		if s.Status == rls.Refused {
+	for _, s := range settings.Table() {
+		if s.Status == settings.Refused {
 			cases = append(cases, refusal{[]string{s.Name + "=" + refusedValue(s)}})
 			refused++
 		}

@@ -1,0 +1,1109 @@
+-- ratelua sliding_window v7: several <max, duration, resolution> limits over
+-- time buckets, all in one hash.
+--
+-- KEYS[1]  the state key (the only key read or written)
+-- ARGV[1]  eventCount: > 0 record that many events and decide; 0 decide
+--          whether one more event would pass (records nothing, but may save
+--          the dropping of expired buckets); < 0 delete the state and reply
+--          as for a fresh key
+-- ARGV[2]  unit of now and of every duration: 's', 'ms' or 'us'
+-- ARGV[3]  now in that unit, or '' for the server clock (TIME)
+-- ARGV[4]  mode: '0' a denied call records nothing in any limit;
+--          '1' every call records its events, allowed or not
+-- ARGV[5..] 1 to 16 limits of three integers:
+--          max         events allowed in the window, 1..10^9
+--          duration    the window in the unit, 1..2^52
+--          resolution  bucket width in the unit, 1..duration;
+--                      ceil(duration / resolution) <= 10000 buckets
+-- reply    {allowed, remaining, retry_after, reset_after, limit_index}
+--
+-- Every integer is canonical decimal text: '0', or an optional '-' then a
+-- digit 1-9 then digits ('-0', '+1', '007', ' 1', '1e3' are refused). Bad
+-- input is an error reply 'ERR ratelua: ...' naming the argument, and
+-- writes nothing.
+--
+-- Bucket b holds the events at times t with floor(t / resolution) = b. At
+-- time now a limit counts the buckets b > floor((now - duration) /
+-- resolution). Events are allowed when count + eventCount <= max for every
+-- limit. Fresh means every count is 0; reset_after is the time until then.
+-- The executable specification is internal/model/sliding_window.go.
+--
+-- State: a hash. Per limit i, a ring of N = ceil(duration / resolution)
+-- buckets ends at the bucket of the last write, w = floor(time /
+-- resolution); its non-empty buckets form a chain, oldest first.
+-- Field "l" is ARGV[2] and ARGV[5..] joined by spaces, exactly as the call
+-- that created the state sent them (a call with other limits or another
+-- unit starts fresh; a call with the same ones need not check them again).
+-- Field "m" is "<time> <events> <boundary> <room> <index> <reset>" then
+-- " <total> <span> <newest>" per limit: time the last write in the unit;
+-- per limit the events in its ring, w minus the oldest non-empty bucket,
+-- and the count of bucket w ("0 0 0" for an empty ring), every bucket
+-- before the oldest non-empty one having left the ring; and a summary of
+-- the limits written by a call with several limits that records (all 0
+-- otherwise, and when the summary alone would make "m" longer than 64
+-- bytes, which would cost the hash its compact encoding): until
+-- time <boundary> no limit's head or window edge moves, <room> is the
+-- least of max - window over the limits, <index> the first limit with that
+-- room, <reset> the latest w * resolution + duration. <events> counts the
+-- events recorded since the summary, by quiet calls (allowed before the
+-- boundary, all in every limit's bucket w), which the totals and newest
+-- counts leave out. Bucket w lives in "m" only.
+-- Field "<i>.<b mod N>" is "<b>:<count>:<step>" for a non-empty bucket b < w
+-- of limit i, step being the distance to the next non-empty bucket (which
+-- may be w); it is written once, when a write moves the limit's
+-- newest bucket past b (the spill), and a field whose bucket has left the
+-- ring, or is w's slot, is stale and ignored until reused. Two short fields
+-- "l" and "m" keep a small hash in the server's compact encoding, where one
+-- field holding both would not. A bucket's count is capped at max + 1 (mode
+-- 1), which changes no reply. TTL: reset_after. A now earlier than the last
+-- write is treated as the time of the last write. A call that drops more
+-- than 16 expired buckets without recording saves the advanced rings (HSET
+-- of "m" alone), so each bucket is read about once. The key must be written
+-- by this script only.
+--
+-- What v6 does apart from v5: the replies are v5's; the state is not (state
+-- version 6: v6 neither reads nor shares v5's state, the Go API's key names
+-- the layout). "m" drops v5's <lag> (the ring's end minus w), which always
+-- equalled what the oldest non-empty bucket implies (one limit: a write
+-- formats four numbers, v5 five), and starts with the summary: with
+-- several limits, an allowed call before the boundary (most calls of a
+-- limiter busier than its buckets are narrow) parses six numbers and
+-- writes two whatever the number of limits, where v5 parsed and wrote four
+-- per limit.
+-- The prelude's helpers and the script's own are macros or code in place,
+-- so a call builds no closure (v5 built seven on every call) but a refused
+-- call, a reset or the first write of a key (which build the error
+-- helpers). The fast paths (one limit with locals, several in passes over
+-- one table) now also take a call whose rings drop fewer than 1000 bucket
+-- slots (one HMGET of those slots, dropped along the chain, the advanced
+-- rings saved by a call that records nothing when more than 16 left, as
+-- the general code does), with several limits a call for which some
+-- limit's whole ring has left (that limit starts again, empty, with no
+-- read), and a denied call that records nothing and is
+-- over a limit by one event (it retries when the limit's oldest bucket
+-- leaves the window: every bucket holds at least one event), where v5 ran
+-- its general code (the denied one walking the chain). The general code is
+-- v5's, on the new layout.
+
+-- What v7 does apart from v6: nothing yet (v7 is in development; it will
+-- hold reserve and settle, issue 31, and the cost work of issue 35). It
+-- reads and writes v6's state.
+-- #include _prelude.v7.lua
+
+-- limits_error sets OUT to the error reply for the first bad limit of the n
+-- in ARGV, or to nil when every limit is valid; HELPERS is the table the
+-- macro rare declares (expand it first: only a call that checks its limits
+-- builds them, a reset or the first write of a key).
+-- #define limits_error(OUT, HELPERS)
+OUT = nil
+for i = 5, 2 + 3 * n, 3 do
+  if HELPERS.integer(ARGV[i], 1, 1000000000) == nil then
+    OUT = HELPERS.refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
+  elseif HELPERS.integer(ARGV[i + 1], 1, MAX_TIME) == nil then
+    OUT = HELPERS.refuse(KEYS, ARGV, 3, i + 1, 'duration', '[1, 2^52]')
+  elseif HELPERS.integer(ARGV[i + 2], 1, MAX_TIME) == nil then
+    OUT = HELPERS.refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
+  end
+  if OUT then
+    break
+  end
+end
+if OUT == nil then
+  for i = 5, 2 + 3 * n, 3 do
+    local duration, resolution = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+    if resolution > duration then
+      OUT = redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3 .. ': resolution must be at most duration, got '
+        .. string.format('%d > %d', resolution, duration))
+      break
+    end
+    local r = duration % resolution
+    if r < 0 then
+      r = r + resolution
+    elseif r >= resolution then
+      r = r - resolution
+    end
+    local buckets = (duration - r) / resolution
+    if r > 0 then
+      buckets = buckets + 1
+    end
+    if buckets > 10000 then
+      OUT = redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3
+        .. ': duration / resolution must be at most 10000 buckets, got ' .. string.format('%d', buckets))
+      break
+    end
+  end
+end
+-- #end
+
+-- Floor division without a function call: for integers 0 <= a and
+-- 0 < b with a + b <= 2^53, r = a % b (Lua: a - floor(a / b) * b, each step
+-- exact) is the remainder give or take b, as the float quotient is floor or
+-- floor + 1; after "if r < 0 then r = r + b elseif r >= b then r = r - b
+-- end", r = a mod b and (a - r) / b = floor(a / b), exactly.
+
+
+-- compact sets TEXT, the "m" of a call that records with several limits,
+-- to "m" without the summary (its five numbers 0, as one limit writes)
+-- when the summary alone would take "m" past 64 bytes, the servers'
+-- default hash-max-listpack-value: a longer value turns the whole hash
+-- into a hash table, about twice its memory (3 limits: 532 bytes against
+-- 277). The calls that follow then take the fast paths (or the general
+-- code) instead of the quiet case, with the same replies.
+-- #define compact(TEXT, STAMP, NUMBERS, AT, LIMITS)
+if #TEXT > 64 then
+  local plain = format('%d 0 0 0 0 0' .. string.rep(' %d %d %d', LIMITS), STAMP, unpack(NUMBERS, AT + 1, AT + 3 * LIMITS))
+  if #plain <= 64 then
+    TEXT = plain
+  end
+end
+-- #end
+-- #call: what follows runs on every call (in ratelua_v7, the function body)
+local tonumber, format, match = tonumber, string.format, string.match
+local count, now, n = 1, false, #ARGV - 4
+if ARGV[1] ~= '1' then
+  -- #expand integer(count, ARGV[1], -MAX_TIME, MAX_TIME)
+end
+if ARGV[3] ~= '' then
+  -- #expand integer(now, ARGV[3], 0, MAX_TIME)
+end
+local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
+if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
+  or (mode ~= '0' and mode ~= '1') or n < 3 or n % 3 ~= 0 or n > 3 * MAX_LIMITS then
+  -- #expand rare(helpers)
+  return helpers.refuse(KEYS, ARGV, 3)
+end
+n = n / 3
+if count < 0 then
+  -- #expand rare(helpers)
+  local bad
+  -- #expand limits_error(bad, helpers)
+  return bad or helpers.fresh(KEYS, ARGV, 3)
+end
+
+-- The last write: its time, and per limit the ring's total, span, lag and
+-- newest count, if it was written for these limits (checked then).
+local limits
+if n == 1 then
+  limits = unit .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7]
+else
+  limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
+end
+local stored = redis.pcall('HMGET', key, 'l', 'm')
+-- #expand wrong_type(stored, 'sliding_window')
+local meta = stored[2]
+
+-- The quiet case, whatever the number of limits: the last write recorded
+-- events (so every limit's newest bucket was its head then) and summed up
+-- the rings in the head of "m": until time <boundary> no limit's head or
+-- window edge moves, <room> more events fit in every limit, limit <index>
+-- has the fewest left and <reset> - now is reset_after. A call before the
+-- boundary that is allowed needs no limit's numbers: it adds its events to
+-- <events>, the events recorded since the summary (which every limit's
+-- total and newest count in "m" leave out), and rewrites the head of "m".
+-- Only a call with several limits writes a summary (one limit's own path
+-- costs no more than the quiet case would). The head of "m" is parsed
+-- once, here, for every path that follows.
+-- (index and reset are read, and the positions found, only by an allowed
+-- quiet call: every capture costs every other call a string or a nested
+-- match.) One limit's head is always "<time> 0 0 0 0 0": its own path
+-- reads the whole of "m" in one match.
+local time, events, boundary, room, at
+local total1, span1, top1 -- one limit's ring
+if meta and stored[1] == limits then
+  if n == 1 then
+    time, total1, span1, top1 = match(meta, '^(%d+) 0 0 0 0 0 (%d+) (%d+) (%d+)$')
+  else
+    time, events, boundary, room, at = match(meta, '^(%d+) (%d+) (%d+) (%-?%d+) %d+ %d+()')
+  end
+end
+-- A state whose last write lies further ahead of now than the widest
+-- window (and, for a caller's clock, of the server's TIME too) is stale:
+-- written by a clock far ahead. It is forgotten here (meta nil), and the
+-- general code below deletes it and counts from now. The common call pays
+-- one comparison (a server-clock call reads TIME here, as it would below).
+if time then
+  local server = not now
+  if server then
+    -- #expand server_now(now, unit)
+  end
+  local last = time + 0
+  if last > now then
+    local widest = 0
+    for i = 6, #ARGV, 3 do
+      local duration = ARGV[i] + 0
+      if duration > widest then
+        widest = duration
+      end
+    end
+    local gone
+    -- #expand stale(gone, last, now, widest, server, unit)
+    if gone then
+      meta, time, boundary, total1 = nil, nil, nil, nil
+    end
+  end
+end
+if boundary and boundary ~= '0' and room ~= '0' then
+  local asked = count
+  if asked < 1 then
+    asked = 1
+  end
+  local from = #time + #events + 3 -- where <boundary> starts
+  events = events + 0
+  local left = room - events - asked
+  if left >= 0 then
+    if not now then
+      -- #expand server_now(now, unit)
+    end
+    local stamp = now
+    if time + 0 > now then
+      stamp = time + 0
+    end
+    if stamp < boundary + 0 then
+      local index, reset = match(meta, '^(%d+) (%d+)', from + #boundary + #room + 2)
+      local reset_after = reset - now
+      if reset_after > MAX_TIME then
+        reset_after = MAX_TIME
+      end
+      if count > 0 then
+        redis.call('HSET', key, 'm', format('%d %d %s', stamp, events + count, string.sub(meta, from)))
+        local ttl
+        -- #expand ttl_ms(ttl, unit, reset_after)
+        redis.call('PEXPIRE', key, ttl)
+        return { 1, left, 0, reset_after, index + 0 }
+      end
+      return { 1, left + 1, 0, reset_after, index + 0 }
+    end
+  end
+end
+
+-- One limit, the common case: the state was written for this limit, its
+-- ring has not left, fewer than 1000 bucket slots leave it now (read in one
+-- HMGET and dropped along the chain; a call that records nothing saves the
+-- advanced ring when more than 16 left, as the general code does), the window needs no bucket but those
+-- in "m" (no partly covered oldest bucket but the newest), and no retry has
+-- to be found on the chain. Any other call goes on to the general code
+-- below (which reads "m" again).
+if n == 1 and time then
+  local total, span, top = total1, span1, top1
+  if total ~= '0' then
+    -- (text + 0 is the number of a canonical integer without a call)
+    local max, duration, resolution = ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
+    local last = time + 0
+    if not now then
+      -- #expand server_now(now, unit)
+    end
+    local stamp = now
+    if last > now then
+      stamp = last
+    end
+    local part = duration % resolution
+    if part < 0 then
+      part = part + resolution
+    elseif part >= resolution then
+      part = part - resolution
+    end
+    local q = (duration - part) / resolution
+    local buckets = q
+    if part > 0 then
+      buckets = q + 1
+    end
+    local into = stamp % resolution
+    if into < 0 then
+      into = into + resolution
+    elseif into >= resolution then
+      into = into - resolution
+    end
+    local head = (stamp - into) / resolution
+    local w = last % resolution
+    if w < 0 then
+      w = w + resolution
+    elseif w >= resolution then
+      w = w - resolution
+    end
+    w = (last - w) / resolution
+    local edge = head - buckets
+    local first = w - span
+    local low = head - q
+    if into < part then
+      low = low - 1
+    end
+    local partial = edge + 1
+    total = total + 0
+    top = top + 0
+    local simple = w > edge and edge - first < 999
+    local leaving = 0
+    if simple and edge >= first then
+      leaving = edge - first + 1
+      -- Drop the buckets leaving the ring along the chain, oldest first:
+      -- their slots, first to edge, read at once.
+      local names = {}
+      for b = first, edge do
+        names[b - first + 1] = format('1.%d', b % buckets)
+      end
+      local read = redis.call('HMGET', key, unpack(names))
+      local b = first
+      while b <= edge do
+        local v, bucket, c, step = read[b - first + 1], nil, nil, nil
+        if v then
+          bucket, c, step = match(v, '^(%d+):(%d+):(%d+)$')
+        end
+        if bucket == nil or bucket + 0 ~= b or step == '0' then
+          break -- not a chain this script wrote: the general code decides
+        end
+        total = total - c
+        b = b + step
+      end
+      simple = b > edge and b <= w
+      first = b
+    end
+    if simple and not (low == partial and partial < w and partial >= first) then
+      local wc = top + 0
+      local window = total
+      if low == partial and first == partial then
+        window = total - wc -- partial == w: the ring holds bucket w alone
+      end
+      local asked = count
+      if asked < 1 then
+        asked = 1
+      end
+      local allowed = window + asked <= max
+      local record = count > 0 and (allowed or mode == '1')
+      -- A denied call that records nothing retries when its oldest bucket
+      -- leaves the window (no walk) if that is enough: when the ring holds
+      -- bucket w alone, or when one event too many is asked (window + asked
+      -- = max + 1, the common denial: every bucket holds at least one).
+      if allowed or asked > max or (not record and (first == w or window + asked == max + 1)) then
+        if record then
+          local current = 0
+          local spilled = nil
+          if w == head then
+            current = wc
+          else
+            -- Spill bucket w to its field, linked to head.
+            spilled = format('%d:%d:%d', w, wc, head - w)
+          end
+          local updated = current + count
+          if updated > max + 1 then
+            updated = max + 1
+          end
+          total = total + updated - current
+          window = window + updated - current
+          meta = format('%d 0 0 0 0 0 %d %d %d', stamp, total, head - first, updated)
+          if spilled then
+            redis.call('HSET', key, 'm', meta, format('1.%d', w % buckets), spilled)
+          else
+            redis.call('HSET', key, 'm', meta)
+          end
+          w = head
+        elseif leaving > 16 then
+          -- Save the advanced ring, so that the next calls need not read
+          -- these buckets again (the key keeps its TTL).
+          redis.call('HSET', key, 'm', format('%d 0 0 0 0 0 %d %d %d', last, total, w - first, wc))
+        end
+        local reset_after = 0
+        if window > 0 then
+          reset_after = w * resolution + duration - now
+          if reset_after > MAX_TIME then
+            reset_after = MAX_TIME
+          elseif reset_after < 0 then
+            reset_after = 0
+          end
+        end
+        if record then
+          local ttl
+          -- #expand ttl_ms(ttl, unit, reset_after)
+          redis.call('PEXPIRE', key, ttl)
+        end
+        local left = max - window
+        if left < 0 then
+          left = 0
+        end
+        if allowed then
+          return { 1, left, 0, reset_after, 1 }
+        end
+        if asked > max then
+          return { 0, left, -1, reset_after, 1 }
+        end
+        local retry = first * resolution + duration - now
+        if retry > MAX_TIME then
+          retry = MAX_TIME
+        elseif retry < 0 then
+          retry = 0
+        end
+        return { 0, left, retry, reset_after, 1 }
+      end
+    end
+  end
+end
+
+-- Several limits, the same common case for every limit, in passes over
+-- the limits with the values of limit i in f[11 * (i - 1) + 1 .. + 11]:
+-- max, duration, resolution, N, head, w, oldest, total, count of w, the
+-- newest bucket out of the window (then the window count) and the index in
+-- the read of the limit's first leaving slot (a call that records finds
+-- the summary's times then: a denial needs none of them). The slots leaving every
+-- ring, fewer than 1000 in all, are read in one HMGET (a call that records
+-- nothing saves the advanced rings when more than 16 left). Any limit
+-- outside the common case sends the call to the general code.
+if n > 1 and time then
+  do
+    local last = time + 0
+    if events == '0' then
+      events = 0 -- (a comparison of interned strings: no conversion)
+    else
+      events = events + 0
+    end
+    if not now then
+      -- #expand server_now(now, unit)
+    end
+    local stamp = now
+    if last > now then
+      stamp = last
+    end
+    local asked = count
+    if asked < 1 then
+      asked = 1
+    end
+    local f = {
+      nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+      nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+      nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+    }
+    local names, reads = nil, 0
+    local simple = true
+    local j = 0
+    for arg = 5, 2 + 3 * n, 3 do
+      local total, span, top
+      total, span, top, at = match(meta, '^ (%d+) (%d+) (%d+)()', at)
+      if total == nil or total == '0' then
+        simple = false
+        break
+      end
+      local max, duration, resolution = ARGV[arg] + 0, ARGV[arg + 1] + 0, ARGV[arg + 2] + 0
+      local part = duration % resolution
+      if part < 0 then
+        part = part + resolution
+      elseif part >= resolution then
+        part = part - resolution
+      end
+      local q = (duration - part) / resolution
+      local buckets = q
+      if part > 0 then
+        buckets = q + 1
+      end
+      local into = stamp % resolution
+      if into < 0 then
+        into = into + resolution
+      elseif into >= resolution then
+        into = into - resolution
+      end
+      local head = (stamp - into) / resolution
+      local w = last % resolution
+      if w < 0 then
+        w = w + resolution
+      elseif w >= resolution then
+        w = w - resolution
+      end
+      w = (last - w) / resolution
+      local edge = head - buckets
+      local first = w - span
+      if w <= edge then
+        -- The whole ring has left: the limit starts again at head, empty
+        -- (no read; its stale fields are ignored until reused).
+        w, first, total, top = head, head, 0, 0
+      elseif reads + edge - first >= 999 then
+        simple = false
+        break
+      else
+        total, top = total + events, top + events
+      end
+      local low = head - q
+      if into < part then
+        low = low - 1
+      end
+      f[j + 1], f[j + 2], f[j + 3], f[j + 4], f[j + 5], f[j + 6] = max, duration, resolution, buckets, head, w
+      f[j + 7], f[j + 8], f[j + 9], f[j + 10], f[j + 11] = first, total, top, low, reads + 1
+      if edge >= first then
+        names = names or {}
+        local i = j / 11 + 1
+        for b = first, edge do
+          reads = reads + 1
+          names[reads] = format('%d.%d', i, b % buckets)
+        end
+      end
+      j = j + 11
+    end
+    if simple and at == #meta + 1 then
+      local read = names and redis.call('HMGET', key, unpack(names, 1, reads))
+      local allowed, never, walk = true, false, false
+      for o = 0, j - 11, 11 do
+        local max, head, w, first, total = f[o + 1], f[o + 5], f[o + 6], f[o + 7], f[o + 8]
+        local edge = head - f[o + 4]
+        if edge >= first then
+          -- Drop the buckets leaving the ring along the chain.
+          local from, b = f[o + 11] - first, first
+          while b <= edge do
+            local v, bucket, c, step = read[from + b], nil, nil, nil
+            if v then
+              bucket, c, step = match(v, '^(%d+):(%d+):(%d+)$')
+            end
+            if bucket == nil or bucket + 0 ~= b or step == '0' then
+              break -- not a chain this script wrote: the general code decides
+            end
+            total = total - c
+            b = b + step
+          end
+          if b <= edge or b > w then
+            simple = false
+            break
+          end
+          first = b
+          f[o + 7], f[o + 8] = first, total
+        end
+        local low, partial = f[o + 10], edge + 1
+        if low == partial and partial < w and partial >= first then
+          simple = false
+          break
+        end
+        local window = total
+        if low == partial and first == partial then
+          window = total - f[o + 9] -- partial == w: the ring holds bucket w alone
+        end
+        f[o + 10] = window
+        if window + asked > max then
+          allowed = false
+        end
+        if asked > max then
+          never = true
+        elseif window + asked > max + 1 and first ~= w then
+          walk = true -- its retry needs the chain
+        end
+      end
+      -- A denied call needs no retry walk when some limit can never admit
+      -- `asked` events (retry_after is -1 and that limit decides), or when
+      -- it records nothing and every limit over its max holds bucket w
+      -- alone or is over by one event (it retries when its oldest bucket
+      -- leaves the window).
+      local record = count > 0 and (allowed or mode == '1')
+      if simple and (allowed or never or not (walk or record)) then
+        local written = { 'm', false } -- HSET's arguments
+        local h = 2
+        local mb = 11 * n -- f[mb + 1 .. mb + 3 * n]: the meta words
+        local remaining, retry, reset_after, index = nil, 0, 0, 1
+        -- The summary of a call that records (see the quiet case).
+        local boundary, room, least, reset = MAX_TIME * 2, nil, 1, 0
+        for i = 1, n do
+          local o = 11 * (i - 1)
+          local max, duration, resolution, buckets, head = f[o + 1], f[o + 2], f[o + 3], f[o + 4], f[o + 5]
+          local w, first, total, wc, window = f[o + 6], f[o + 7], f[o + 8], f[o + 9], f[o + 10]
+          if record then
+            local current = 0
+            if w == head then
+              current = wc
+            else
+              -- Spill bucket w to its field, linked to head.
+              written[h + 1] = format('%d.%d', i, w % buckets)
+              written[h + 2] = format('%d:%d:%d', w, wc, head - w)
+              h = h + 2
+            end
+            wc = current + count
+            if wc > max + 1 then
+              wc = max + 1
+            end
+            total = total + wc - current
+            window = window + wc - current
+            w = head
+            -- The head moves at (head + 1) * resolution, the window's edge
+            -- at head * resolution + the width of its oldest bucket.
+            local moves = head * resolution
+            local oldest = duration - (buckets - 1) * resolution
+            if stamp - moves < oldest then
+              moves = moves + oldest
+            else
+              moves = moves + resolution
+            end
+            if moves < boundary then
+              boundary = moves
+            end
+            if room == nil or max - window < room then
+              room, least = max - window, i
+            end
+            if head * resolution + duration > reset then
+              reset = head * resolution + duration
+            end
+          end
+          if window > 0 then
+            local reset = w * resolution + duration - now
+            if reset > MAX_TIME then
+              reset = MAX_TIME
+            end
+            if reset > reset_after then
+              reset_after = reset
+            end
+          end
+          local left = max - window
+          if left < 0 then
+            left = 0
+          end
+          if remaining == nil or left < remaining then
+            remaining = left
+            if allowed then
+              index = i
+            end
+          end
+          if not allowed and retry ~= -1 then
+            if asked > max then
+              retry, index = -1, i
+            elseif window + asked > max then
+              local r = first * resolution + duration - now
+              if r > MAX_TIME then
+                r = MAX_TIME
+              end
+              if r > retry then
+                retry, index = r, i
+              end
+            end
+          end
+          local a = mb + 3 * i
+          f[a - 2], f[a - 1], f[a] = total, w - first, wc
+        end
+        if record then
+          written[2] = format('%d 0 %d %d %d %d' .. string.rep(' %d %d %d', n), stamp, boundary, room, least, reset,
+            unpack(f, mb + 1, mb + 3 * n))
+          -- #expand compact(written[2], stamp, f, mb, n)
+          redis.call('HSET', key, unpack(written, 1, h))
+          local ttl
+          -- #expand ttl_ms(ttl, unit, reset_after)
+          redis.call('PEXPIRE', key, ttl)
+        elseif reads > 16 then
+          -- Save the advanced rings (the key keeps its TTL).
+          redis.call('HSET', key, 'm', format('%d 0 0 0 0 0' .. string.rep(' %d %d %d', n), last, unpack(f, mb + 1, mb + 3 * n)))
+        end
+        if allowed then
+          return { 1, remaining, 0, reset_after, index }
+        end
+        return { 0, remaining, retry, reset_after, index }
+      end
+    end
+  end
+end
+
+-- Offsets of a limit's values in the table t (see below).
+local MAX, DURATION, RESOLUTION, BUCKETS, WHOLE, PART, TOTAL, SPAN, BOUNDARY, HEAD = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+local LOW, NEWEST, OLDEST, LEAVING, LEAVING_AT, WINDOW, NEWEST_COUNT = 11, 12, 13, 14, 15, 16, 17
+local PARTIAL_VALUE, FIELD_FORMAT = 18, 19
+
+-- One flat table t. Limit i owns t[o + MAX .. o + FIELD_FORMAT],
+-- o = 20 * (i - 1): MAX, DURATION, RESOLUTION; BUCKETS, N; WHOLE and PART,
+-- floor(duration / resolution) and duration mod resolution; TOTAL, SPAN
+-- and NEWEST_COUNT, the ring's meta words; HEAD, the bucket of the
+-- decision's time; LOW, the newest bucket out of the window; NEWEST, the
+-- newest non-empty bucket w (false: empty ring); OLDEST, the oldest
+-- non-empty bucket (false: empty ring); LEAVING, the first bucket leaving
+-- the ring, and LEAVING_AT the index of its field in the read; WINDOW, the
+-- window count; PARTIAL_VALUE, the read value of the partly covered oldest
+-- bucket when it is not w (false: not read); FIELD_FORMAT, the format of the
+-- limit's field names, '<i>.%d' (nil until needed; string.format is cheaper
+-- than concatenating numbers).
+-- After them (base = 20 * n): the fields read, then the fields written, the
+-- meta words and the fields read ahead on a chain. The constructor sizes the
+-- array part for one limit at once (growing a table rehashes it).
+local t = {
+  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+}
+
+local last, at, events = nil, nil, 0
+if meta and stored[1] == limits then
+  last, events, at = match(meta, '^(%d+) (%d+) %d+ %-?%d+ %d+ %d+()')
+  events = tonumber(events) or 0
+end
+if last == nil then
+  -- #expand rare(helpers)
+  local bad
+  -- #expand limits_error(bad, helpers)
+  if bad then
+    return bad
+  end
+end
+local last_o = 20 * (n - 1)
+for o = 0, last_o, 20 do
+  local arg = 5 + o / 20 * 3
+  local duration, resolution = ARGV[arg + 1] + 0, ARGV[arg + 2] + 0
+  local r = duration % resolution
+  if r < 0 then
+    r = r + resolution
+  elseif r >= resolution then
+    r = r - resolution
+  end
+  local q = (duration - r) / resolution
+  local buckets = q
+  if r > 0 then
+    buckets = q + 1
+  end
+  t[o + MAX], t[o + DURATION], t[o + RESOLUTION] = ARGV[arg] + 0, duration, resolution
+  t[o + BUCKETS], t[o + WHOLE], t[o + PART] = buckets, q, r
+  if last then
+    local total, span, newest
+    total, span, newest, at = match(meta, '^ (%d+) (%d+) (%d+)()', at)
+    if total == nil then
+      last = nil
+    else
+      t[o + TOTAL], t[o + SPAN], t[o + NEWEST_COUNT] = total + events, span + 0, newest + events
+    end
+  end
+end
+if last and at == #meta + 1 then
+  last = tonumber(last)
+else
+  last = nil
+end
+if (meta or stored[1]) and last == nil then
+  redis.call('DEL', key) -- written for other limits
+end
+if not now then
+  -- #expand server_now(now, unit)
+end
+local stamp = now
+if last ~= nil and last > now then
+  stamp = last
+end
+
+-- Advance every ring to stamp: name the buckets leaving it and the partly
+-- covered oldest bucket (the newest bucket is in the meta), to read them at
+-- once.
+local base = 20 * n
+local m = 0
+local leaving = 0
+for o = 0, last_o, 20 do
+  local resolution, buckets = t[o + RESOLUTION], t[o + BUCKETS]
+  local into = stamp % resolution
+  if into < 0 then
+    into = into + resolution
+  elseif into >= resolution then
+    into = into - resolution
+  end
+  local head = (stamp - into) / resolution
+  local low = head - t[o + WHOLE]
+  t[o + BOUNDARY] = (head + 1) * resolution
+  if into < t[o + PART] then
+    low = low - 1
+    t[o + BOUNDARY] = head * resolution + t[o + PART]
+  end
+  local edge = head - buckets
+  local written, first = false, false
+  if last ~= nil and t[o + TOTAL] > 0 then
+    local w = last % resolution
+    if w < 0 then
+      w = w + resolution
+    elseif w >= resolution then
+      w = w - resolution
+    end
+    w = (last - w) / resolution
+    -- The whole ring, up to w, has left when w <= edge.
+    if w > edge then
+      written, first = w, w - t[o + SPAN]
+      -- Every bucket before the oldest non-empty one has been dropped.
+      local lo = first
+      t[o + LEAVING], t[o + LEAVING_AT] = lo, m + 1
+      local partial = edge + 1
+      local partly = low == partial and partial < w and partial >= first
+      if edge >= lo or partly then
+        local name = format('%d.%%d', o / 20 + 1)
+        t[o + FIELD_FORMAT] = name
+        if edge >= lo then
+          leaving = leaving + edge - lo + 1
+          for b = lo, edge do
+            m = m + 1
+            t[base + m] = format(name, b % buckets)
+          end
+        end
+        if partly then
+          m = m + 1
+          t[base + m] = format(name, partial % buckets)
+        end
+      end
+    end
+  end
+  if not written then
+    t[o + TOTAL] = 0
+  end
+  t[o + HEAD], t[o + LOW], t[o + NEWEST], t[o + OLDEST] = head, low, written, first
+end
+-- vals[vb + j] is the value of the j-th field named.
+local vals, vb = t, base
+if m > 0 then
+  if m <= 1000 then
+    vals, vb = redis.call('HMGET', key, unpack(t, base + 1, base + m)), 0
+  else
+    for f = 1, m, 1000 do
+      local e = f + 999
+      if e > m then
+        e = m
+      end
+      local read = redis.call('HMGET', key, unpack(t, base + f, base + e))
+      for j = f, e do
+        t[base + j] = read[j - f + 1]
+      end
+    end
+  end
+end
+
+-- Drop the leaving buckets (all older than w), walking the chain from its
+-- oldest bucket; count each window and decide.
+local asked = count
+if asked < 1 then
+  asked = 1
+end
+local allowed = true
+for o = 0, last_o, 20 do
+  local total, written, first = t[o + TOTAL], t[o + NEWEST], t[o + OLDEST]
+  if written then
+    local low, edge, lo, at = t[o + LOW], t[o + HEAD] - t[o + BUCKETS], t[o + LEAVING], t[o + LEAVING_AT]
+    local ahead = edge - lo + 1
+    if ahead < 0 then
+      ahead = 0
+    end
+    local pv = false
+    local partial = edge + 1
+    if low == partial and partial < written and partial >= first then
+      pv = vals[vb + at + ahead] or ''
+    end
+    t[o + PARTIAL_VALUE] = pv
+    while first and first <= edge do
+      local v = vals[vb + at + first - lo]
+      local c, s = 0, 0
+      if v then
+        local b, vc, vs = match(v, '^(%d+):(%d+):(%d+)$')
+        if b ~= nil and tonumber(b) == first then
+          c, s = tonumber(vc), tonumber(vs)
+        end
+      end
+      total = total - c
+      if s == 0 then
+        first, written = false, false
+      else
+        first = first + s
+      end
+    end
+    t[o + TOTAL], t[o + NEWEST], t[o + OLDEST] = total, written, first
+    if low == partial and first == partial then
+      if partial == written then
+        total = total - t[o + NEWEST_COUNT]
+      else
+        local b, vc = match(pv, '^(%d+):(%d+):%d+$')
+        if b ~= nil and tonumber(b) == partial then
+          total = total - tonumber(vc)
+        end
+      end
+    end
+  end
+  t[o + WINDOW] = total
+  if total + asked > t[o + MAX] then
+    allowed = false
+  end
+end
+local record = count > 0 and (allowed or mode == '1')
+local save = record or leaving > 16
+
+-- Record, and reply from the state after this call: when allowed, the limit
+-- with the fewest remaining decides; when denied, the one with the longest
+-- retry (never first); ties go to the lower index.
+local k = base -- t[base + 1 .. k]: the fields written (the spilled buckets)
+local mb = base + 2 * n -- t[mb + 1 .. mb + 3 * n]: the meta words
+local rb = base + 5 * n -- t[rb + 1 ..]: the fields read ahead
+local remaining, retry, reset_after, index = nil, 0, 0, 1
+-- The summary of a call that records (see the quiet case).
+local boundary, room, least, reset = MAX_TIME * 2, nil, 1, 0
+for o = 0, last_o, 20 do
+  local max, duration, resolution, buckets = t[o + MAX], t[o + DURATION], t[o + RESOLUTION], t[o + BUCKETS]
+  local total, head, low, written, first, window = t[o + TOTAL], t[o + HEAD], t[o + LOW], t[o + NEWEST], t[o + OLDEST], t[o + WINDOW]
+  local i = o / 20 + 1
+  -- The newest bucket before this call, its count and its step (to head
+  -- when this call records in a later bucket).
+  local newest, wc, ws = written, t[o + NEWEST_COUNT], 0
+  local top = wc -- the newest bucket's count after this call
+  if record then
+    local current = 0
+    if written then
+      if written == head then
+        current = wc
+      else
+        -- Spill the previous newest bucket to its field, linked to head.
+        ws = head - written
+        local name = t[o + FIELD_FORMAT]
+        if name == nil then
+          name = format('%d.%%d', i)
+          t[o + FIELD_FORMAT] = name
+        end
+        t[k + 1], t[k + 2] = format(name, written % buckets), format('%d:%d:%d', written, wc, ws)
+        k = k + 2
+      end
+    end
+    top = current + count
+    if top > max + 1 then
+      top = max + 1
+    end
+    total = total + top - current
+    window = window + top - current
+    written = head
+    if not first then
+      first = head
+    end
+    if t[o + BOUNDARY] < boundary then
+      boundary = t[o + BOUNDARY]
+    end
+    if room == nil or max - window < room then
+      room, least = max - window, i
+    end
+    if head * resolution + duration > reset then
+      reset = head * resolution + duration
+    end
+  end
+
+  local r = 0
+  if asked > max then
+    r = -1
+  elseif not allowed and window + asked > max then
+    -- The time at which enough of the oldest events have left the window
+    -- for `asked` events to fit: walk the chain, reading up to 16 buckets
+    -- ahead at a time (all but those already known).
+    local excess = window + asked - max
+    local partial = head - buckets + 1
+    local name = t[o + FIELD_FORMAT] or format('%d.%%d', i)
+    local b = first
+    local from, to, read, digits = 0, -1, nil, nil
+    while true do
+      local c, s = 0, 0
+      if record and b == head then
+        c = top
+      elseif b == newest then
+        c, s = wc, ws
+      else
+        local v
+        if b == partial and t[o + PARTIAL_VALUE] then
+          v = t[o + PARTIAL_VALUE]
+        else
+          if b > to then
+            from, to = b, b + 15
+            if to > written then
+              to = written
+            end
+            -- The names of consecutive slots share their stem, '<i>.' and
+            -- all digits but the last (a concatenation is cheaper than
+            -- string.format).
+            digits = digits or { '0', '1', '2', '3', '4', '5', '6', '7', '8', '9' }
+            local f, stem = rb, nil
+            for x = from, to do
+              local slot = x % buckets
+              local d = slot % 10
+              if stem == nil or d == 0 then
+                if slot < 10 then
+                  stem = string.sub(name, 1, -3)
+                else
+                  stem = format(name, (slot - d) / 10)
+                end
+              end
+              if x ~= newest and not (record and x == head) then
+                f = f + 1
+                t[f] = stem .. digits[d + 1]
+              end
+            end
+            read = redis.call('HMGET', key, unpack(t, rb + 1, f))
+          end
+          local j = b - from + 1
+          if newest and newest >= from and newest < b then
+            j = j - 1
+          end
+          v = read[j]
+        end
+        if v then
+          local sb, vc, vs = match(v, '^(%d+):(%d+):(%d+)$')
+          if sb ~= nil and tonumber(sb) == b then
+            c, s = tonumber(vc), tonumber(vs)
+          end
+        end
+      end
+      if b > low then
+        excess = excess - c
+        if excess <= 0 then
+          break
+        end
+      end
+      if s == 0 then
+        -- Unreachable while the ring totals agree with the chain.
+        error('ratelua: sliding_window state of ' .. key .. ' is inconsistent')
+      end
+      b = b + s
+    end
+    r = b * resolution + duration - now
+    if r > MAX_TIME then
+      r = MAX_TIME
+    elseif r < 0 then
+      r = 0
+    end
+  end
+  if window > 0 then
+    local reset = written * resolution + duration - now
+    if reset > MAX_TIME then
+      reset = MAX_TIME
+    elseif reset < 0 then
+      reset = 0
+    end
+    if reset > reset_after then
+      reset_after = reset
+    end
+  end
+  local left = max - window
+  if left < 0 then
+    left = 0
+  end
+  if remaining == nil or left < remaining then
+    remaining = left
+    if allowed then
+      index = i
+    end
+  end
+  if not allowed and retry ~= -1 and (r == -1 or r > retry) then
+    retry, index = r, i
+  end
+  if save then
+    local a = mb + 3 * i
+    if first then
+      t[a - 2], t[a - 1], t[a] = total, written - first, top
+    else
+      t[a - 2], t[a - 1], t[a] = 0, 0, 0
+    end
+  end
+end
+
+-- Write what was recorded, or, when this call had to read many buckets
+-- leaving the rings, the advanced rings alone so that the next calls need
+-- not read them again (the key keeps its TTL).
+if save then
+  if record and n > 1 then
+    meta = format('%d 0 %d %d %d %d' .. string.rep(' %d %d %d', n), stamp, boundary, room, least, reset,
+      unpack(t, mb + 1, mb + 3 * n))
+    -- #expand compact(meta, stamp, t, mb, n)
+  else
+    local time = last
+    if record then
+      time = stamp
+    end
+    meta = format('%d 0 0 0 0 0' .. string.rep(' %d %d %d', n), time, unpack(t, mb + 1, mb + 3 * n))
+  end
+  if last == nil then
+    redis.call('HSET', key, 'l', limits, 'm', meta, unpack(t, base + 1, k))
+  else
+    redis.call('HSET', key, 'm', meta, unpack(t, base + 1, k))
+  end
+  if record then
+    local ttl
+    -- #expand ttl_ms(ttl, unit, reset_after)
+    redis.call('PEXPIRE', key, ttl)
+  end
+end
+if allowed then
+  return { 1, remaining, 0, reset_after, index }
+end
+return { 0, remaining, retry, reset_after, index }

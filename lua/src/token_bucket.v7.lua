@@ -1,0 +1,447 @@
+-- ratelua token_bucket v7: one or more token buckets in one key.
+--
+-- KEYS[1]  the state key (the only key read or written)
+-- ARGV[1]  eventCount: > 0 take that many tokens from every bucket and
+--          decide; 0 decide whether one token could be taken (writes
+--          nothing); < 0 delete the state and reply as for a fresh key
+-- ARGV[2]  unit of now and of every duration: 's', 'ms' or 'us'
+-- ARGV[3]  now in that unit, or '' for the server clock (TIME)
+-- ARGV[4]  mode: '0' a denied call takes nothing from any bucket;
+--          '1' every call takes its tokens, and a bucket may go down to
+--          -capacity (a caller that keeps hammering stays blocked)
+-- ARGV[5..] 1 to 16 limits of three integers:
+--          capacity         tokens in a full bucket, 1..10^9
+--          refill_amount    tokens added per refill_interval, 1..10^9
+--          refill_interval  in the unit, 1..2^52;
+--                           capacity * refill_interval <= 2^50
+-- reply    {allowed, remaining, retry_after, reset_after, limit_index}
+--
+-- Every integer is canonical decimal text: '0', or an optional '-' then a
+-- digit 1-9 then digits ('-0', '+1', '007', ' 1', '1e3' are refused). Bad
+-- input is an error reply 'ERR ratelua: ...' naming the argument, and
+-- writes nothing.
+--
+-- A fresh bucket is full. Tokens refill continuously: refill_amount per
+-- refill_interval, exactly (tokens are kept as integers scaled by
+-- refill_interval). Fresh means every bucket is full; reset_after is the time
+-- until then. remaining is the whole tokens left in the emptiest bucket.
+-- The executable specification is internal/model/token_bucket.go.
+--
+-- State with one limit (the common case): one integer X = t *
+-- refill_amount + deficit, written with '%d' (Redis keeps it as an
+-- integer, no string), where t is the call's now and deficit = (capacity -
+-- tokens) * refill_interval, in [0, 2 * capacity * refill_interval]. At a
+-- later now the deficit is X - now * refill_amount, clamped to [0, 2 *
+-- capacity * refill_interval] (X / refill_amount is the time the bucket is
+-- full again). X is exact only below 2^53: when X would not be (e.g. unit
+-- us with a refill_amount above 5), the state is the text "<t> <deficit>"
+-- instead, read as the same line. The unit is not stored and must not
+-- change for a key. The limits are not stored either: every call checks
+-- them, and they must not change for a key. (A call with other limits
+-- reads the deficit as X - now * refill_amount under its own refill_amount
+-- and clamps it to its own 2 * capacity * refill_interval: with the same
+-- refill_amount the time until full carries over, and with the same
+-- refill_interval too the missing tokens; with another refill_amount, at
+-- times far from 0, the bucket reads as full when it is larger and as
+-- -capacity when it is smaller.) A call with another number of limits
+-- starts fresh (the layouts differ).
+--
+-- State with two or more limits: v4's, a string "<limits>|<time>
+-- <tokens_1> ... <tokens_n>" where <limits> is ARGV[2] and ARGV[5..] joined
+-- by spaces, exactly as the call that wrote it sent them (a call with other
+-- limits or another unit starts fresh; a call with the same ones need not
+-- check them again), time is the last write in the unit and tokens_i =
+-- tokens * refill_interval.
+--
+-- TTL: reset_after, so the key vanishes when every bucket is full. With
+-- two or more limits, a now earlier than the last write is treated as the
+-- time of the last write (a clock behind never refills). With one limit it
+-- is not: the deficit counts from the caller's now, so a clock behind the
+-- last write finds the bucket emptier (by the refill of the time behind,
+-- down to -capacity), which can only deny earlier, never admit more: X
+-- never decreases, and a call that reads the deficit above 2 * capacity *
+-- refill_interval (only a clock far behind does) records nothing, even in
+-- mode '1'. The key must be written by this script only.
+--
+-- What v6 does apart from v5: one limit's state is one integer (above)
+-- instead of v5's "<time> <deficit>" text with a unit suffix, so a now
+-- earlier than the last write counts from now for one limit, and the unit
+-- and the limits must not change for a key; the prelude's helpers are
+-- macros expanded in place and the script builds no function on a
+-- decision's path; one limit's integers are checked by anchored finds and
+-- read by arithmetic, and the server clock too (no tonumber, format or
+-- math.floor call but the two formats of the write). Two or more limits:
+-- as v5. v5's and v6's states do not mix (state version 6).
+
+-- What v7 does apart from v6: nothing yet (v7 is in development; it will
+-- hold reserve and settle, issue 31, and the cost work of issue 35). It
+-- reads and writes v6's state.
+-- #include _prelude.v7.lua
+
+-- limits_error sets OUT to the error reply for the first bad limit of the
+-- N in ARGV, or to nil when every limit is valid; HELPERS are the rare
+-- helpers (rare(HELPERS) expanded before).
+-- #define limits_error(OUT, N, HELPERS)
+OUT = nil
+for i = 5, 2 + 3 * N, 3 do
+  if HELPERS.integer(ARGV[i], 1, 1000000000) == nil then
+    OUT = HELPERS.refuse(KEYS, ARGV, 3, i, 'capacity', '[1, 10^9]')
+  elseif HELPERS.integer(ARGV[i + 1], 1, 1000000000) == nil then
+    OUT = HELPERS.refuse(KEYS, ARGV, 3, i + 1, 'refill_amount', '[1, 10^9]')
+  elseif HELPERS.integer(ARGV[i + 2], 1, MAX_TIME) == nil then
+    OUT = HELPERS.refuse(KEYS, ARGV, 3, i + 2, 'refill_interval', '[1, 2^52]')
+  end
+  if OUT then
+    break
+  end
+end
+if OUT == nil then
+  for i = 5, 2 + 3 * N, 3 do
+    local capacity, interval = tonumber(ARGV[i]), tonumber(ARGV[i + 2])
+    if capacity * interval > 1125899906842624 then
+      OUT = redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3 .. ': capacity * refill_interval must be at most 2^50, got '
+        .. string.format('%d * %d', capacity, interval))
+      break
+    end
+  end
+end
+-- #end
+
+-- clock sets OUT to the server's TIME in UNIT. TIME's two fields are
+-- decimal text, which arithmetic reads as numbers (no tonumber call), and
+-- the milliseconds are floored by a modulo (no math.floor call).
+-- #define clock(OUT, UNIT)
+do
+  local time = redis.call('TIME')
+  if UNIT == 'ms' then
+    local micros = time[2] + 0
+    OUT = time[1] * 1000 + (micros - micros % 1000) / 1000
+  elseif UNIT == 's' then
+    OUT = time[1] + 0
+  else
+    OUT = time[1] * 1000000 + time[2]
+  end
+end
+-- #end
+
+-- deficit_at sets OUT to the deficit of the one-limit STATE (its text)
+-- at time AT under refill AMOUNT: X - AT * AMOUNT, or from "<t>
+-- <deficit>"; 0 for text of neither form.
+-- #define deficit_at(OUT, STATE, AT, AMOUNT)
+OUT = tonumber(STATE)
+if OUT then
+  OUT = OUT - AT * AMOUNT
+else
+  local deficit_time, deficit_behind = string.match(STATE, '^(%d+) (%d+)$')
+  OUT = 0
+  if deficit_time then
+    OUT = tonumber(deficit_behind) + (tonumber(deficit_time) - AT) * AMOUNT
+  end
+end
+-- #end
+
+-- #call: what follows runs on every call (in ratelua_v7, the function body)
+local tonumber, floor, format, find = tonumber, math.floor, string.format, string.find
+local unit, now, mode = ARGV[2], false, ARGV[4]
+local count = 1
+if ARGV[1] ~= '1' then
+  -- #expand integer(count, ARGV[1], -MAX_TIME, MAX_TIME)
+end
+if ARGV[3] ~= '' then
+  -- Canonical: '0' or an anchored find of the digits, then read by
+  -- arithmetic (no tonumber call). A call of fewer than 3 arguments has
+  -- no ARGV[3]: it is refused below, naming the first one missing.
+  now = ARGV[3]
+  if now == '0' or (now and find(now, '^[1-9]%d*$')) then
+    now = now + 0
+    if now > MAX_TIME then
+      now = nil
+    end
+  else
+    now = nil
+  end
+end
+local n = (#ARGV - 4) / 3
+if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
+  or (mode ~= '0' and mode ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
+  -- #expand rare(helpers)
+  return helpers.refuse(KEYS, ARGV, 3)
+end
+local key = KEYS[1]
+
+if n == 1 and count >= 0 then
+  -- One bucket, its limits checked here on every call: canonical positive
+  -- integers by an anchored find (no string made), then read by
+  -- arithmetic, which takes digits as a number (no tonumber call).
+  -- refill_interval <= 2^52 follows from capacity >= 1 and the product's
+  -- bound. A bad limit is named below.
+  local capacity, amount, interval = ARGV[5], ARGV[6], ARGV[7]
+  if find(capacity, '^[1-9]%d*$') and find(amount, '^[1-9]%d*$') and find(interval, '^[1-9]%d*$') then
+    capacity, amount, interval = capacity + 0, amount + 0, interval + 0
+  else
+    capacity = nil
+  end
+  if capacity and capacity <= 1000000000 and amount <= 1000000000 and capacity * interval <= 1125899906842624 then
+    local state = redis.pcall('GET', key)
+    -- #expand wrong_type(state, 'token_bucket')
+    local server = not now
+    if server then
+      -- #expand clock(now, unit)
+    end
+    -- level = tokens * interval, in [-full, full].
+    local full = capacity * interval
+    local level, beyond = full, false
+    if state then
+      -- The deficit at now: X - now * amount, or from "<t> <deficit>". A
+      -- product past 2^53 is rounded, but then the difference is far
+      -- outside [0, 2 * full] on the same side, and clamped.
+      local deficit
+      -- #expand deficit_at(deficit, state, now, amount)
+      if deficit > 2 * full then
+        -- Below the floor: only a now behind the last write (or other
+        -- limits) reads so. The bucket is at -capacity, and the call
+        -- records nothing: a write would move X back, refilling the
+        -- bucket for a caller whose clock is right.
+        level, beyond = -full, true
+        if deficit > 3 * full then
+          -- Stale (rarely): the bucket is full again more than three
+          -- refill horizons (full / amount: an empty bucket's refill)
+          -- after now, so the last write lies more than one horizon
+          -- ahead of now (its deficit is at most 2 * full). For a
+          -- caller's clock, the server's TIME must read so too. A stale
+          -- state was written by a clock far ahead: deleted, and the call
+          -- counts from a full bucket.
+          local gone = true
+          if not server then
+            local clock_now, clock_deficit
+            -- #expand clock(clock_now, unit)
+            -- #expand deficit_at(clock_deficit, state, clock_now, amount)
+            gone = clock_deficit > 3 * full
+          end
+          if gone then
+            redis.call('DEL', key)
+            level, beyond = full, false
+          end
+        end
+      elseif deficit > 0 then
+        level = full - deficit
+      end
+    end
+    local asked = count
+    if asked < 1 then
+      asked = 1
+    end
+    local allowed = asked <= capacity and level >= asked * interval
+    local record = count > 0 and (allowed or mode == '1') and not beyond
+    if record then
+      -- Taking more than 2 * capacity always ends at the floor.
+      local taken = count
+      if taken > 2 * capacity then
+        taken = 2 * capacity
+      end
+      level = level - taken * interval
+      if level < -full then
+        level = -full
+      end
+    end
+    -- remaining is floor(level / interval), and the bucket is full again
+    -- after ceil((full - level) / amount) <= 2^51, each a multiple of the
+    -- divisor (found by %, exact for integers under 2^52) divided by it,
+    -- with no math.floor call.
+    local remaining, reset_after = 0, 0
+    if level > 0 then
+      remaining = (level - level % interval) / interval
+    end
+    if level < full then
+      reset_after = (full - level + (level - full) % amount) / amount
+    end
+    if record then
+      local ttl = reset_after
+      if unit ~= 'ms' then
+        -- #expand ttl_ms(ttl, unit, reset_after)
+      elseif ttl < 1 then
+        ttl = '1'
+      else
+        ttl = format('%d', ttl)
+      end
+      local deficit = full - level
+      local x = now * amount + deficit
+      if x < 9007199254740992 then
+        redis.call('SET', key, format('%d', x), 'PX', ttl)
+      else
+        redis.call('SET', key, format('%d %d', now, deficit), 'PX', ttl)
+      end
+    end
+    if allowed then
+      return { 1, remaining, 0, reset_after, 1 }
+    elseif asked > capacity then
+      return { 0, remaining, -1, reset_after, 1 }
+    end
+    -- Denied for want of tokens: level < asked * interval, so the wait is
+    -- ceil((asked * interval - level) / amount) >= 1.
+    local need = asked * interval - level
+    return { 0, remaining, (need + (-need) % amount) / amount, reset_after, 1 }
+  end
+end
+
+-- A reset, a bad limit, or two or more buckets. The state of two or more
+-- counts only if it was written for these limits, which were checked
+-- then. lim[4i-3 .. 4i]: limit i's capacity, refill_amount,
+-- refill_interval and tokens * refill_interval (as stored, then at stamp).
+local limits, lim, last = nil, {}, nil
+if count >= 0 and n ~= 1 then
+  limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
+  local state = redis.pcall('GET', key)
+  -- #expand wrong_type(state, 'token_bucket')
+  if state then
+    local stored, time, at
+    stored, time, at = string.match(state, '^([^|]*)|(%d+)()')
+    for i = 4, 4 * n, 4 do
+      if at then
+        lim[i], at = string.match(state, '^ (%-?%d+)()', at)
+      end
+    end
+    if at ~= #state + 1 then
+      stored = nil
+    end
+    if stored == limits then
+      last = tonumber(time)
+    end
+  end
+end
+if last == nil then
+  -- #expand rare(helpers)
+  local bad
+  -- #expand limits_error(bad, n, helpers)
+  if bad then
+    return bad
+  elseif count < 0 then
+    return helpers.fresh(KEYS, ARGV, 3)
+  elseif n == 1 then
+    -- Not reached: one limit that passes these checks passed the ones
+    -- above.
+    return redis.error_reply('ERR ratelua: internal error: limit 1 checked twice')
+  end
+end
+local server = not now
+if server then
+  -- #expand server_now(now, unit)
+end
+if last and last > now then
+  -- A clock behind the last write (rarely). The state is stale when its
+  -- last write lies more than the widest refill horizon (the longest
+  -- ceil(capacity * refill_interval / refill_amount), an empty bucket's
+  -- refill) ahead of now and, for a caller's clock, of the server's TIME:
+  -- written by a clock far ahead, it is deleted and the call counts from
+  -- full buckets.
+  local widest = 0
+  for i = 5, #ARGV, 3 do
+    local full, amount = tonumber(ARGV[i]) * tonumber(ARGV[i + 2]), tonumber(ARGV[i + 1])
+    local horizon = (full + (-full) % amount) / amount
+    if horizon > widest then
+      widest = horizon
+    end
+  end
+  local gone
+  -- #expand stale(gone, last, now, widest, server, unit)
+  if gone then
+    redis.call('DEL', key)
+    last = nil
+  end
+end
+local stamp = now
+if last and last > now then
+  stamp = last
+end
+
+-- The buckets at stamp, and the decision. Every quotient below is of
+-- integers under 2^52 in magnitude, so math.floor of the division is exact.
+local asked = count
+if asked < 1 then
+  asked = 1
+end
+local allowed = true
+for i = 4, 4 * n, 4 do
+  local arg = 3 * i / 4 + 2
+  local capacity, amount, interval = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1]), tonumber(ARGV[arg + 2])
+  local full = capacity * interval
+  local level = full
+  if last then
+    level = tonumber(lim[i])
+    if level > full then
+      level = full
+    end
+    -- Full again after ceil((full - level) / amount).
+    if stamp - last >= -floor((level - full) / amount) then
+      level = full
+    else
+      level = level + (stamp - last) * amount
+    end
+  end
+  lim[i - 3], lim[i - 2], lim[i - 1], lim[i] = capacity, amount, interval, level
+  if asked > capacity or level < asked * interval then
+    allowed = false
+  end
+end
+local record = count > 0 and (allowed or mode == '1')
+
+-- Take the tokens and reply from the state after this call: when allowed,
+-- the limit with the fewest remaining decides; when denied, the one with
+-- the longest retry (never first); ties go to the lower index.
+local remaining, retry, reset_after, index = nil, 0, 0, 1
+for i = 4, 4 * n, 4 do
+  local capacity, amount, interval, level = lim[i - 3], lim[i - 2], lim[i - 1], lim[i]
+  local full = capacity * interval
+  if record then
+    -- Taking more than 2 * capacity always ends at the floor.
+    local taken = count
+    if taken > 2 * capacity then
+      taken = 2 * capacity
+    end
+    level = level - taken * interval
+    if level < -full then
+      level = -full
+    end
+    lim[i] = level
+  end
+  local left = 0
+  if level > 0 then
+    left = floor(level / interval)
+  end
+  if remaining == nil or left < remaining then
+    remaining = left
+    if allowed then
+      index = i / 4
+    end
+  end
+  if level < full then
+    local reset = math.max(0, math.min(MAX_TIME, stamp - floor((level - full) / amount) - now))
+    if reset > reset_after then
+      reset_after = reset
+    end
+  end
+  if not allowed and retry ~= -1 then
+    local need = asked * interval
+    if asked > capacity then
+      retry, index = -1, i / 4
+    elseif level < need then
+      local wait = math.max(0, math.min(MAX_TIME, stamp - floor((level - need) / amount) - now))
+      if wait > retry then
+        retry, index = wait, i / 4
+      end
+    end
+  end
+end
+if record then
+  local tokens = {}
+  for i = 1, n do
+    tokens[i] = lim[4 * i]
+  end
+  local ttl
+  -- #expand ttl_ms(ttl, unit, reset_after)
+  redis.call('SET', key, format('%s|%d' .. string.rep(' %d', n), limits, stamp, unpack(tokens, 1, n)), 'PX', ttl)
+end
+if allowed then
+  return { 1, remaining, 0, reset_after, index }
+end
+return { 0, remaining, retry, reset_after, index }

@@ -1,0 +1,503 @@
+-- ratelua zset_log v7: an exact sliding log of event times in one sorted
+-- set, checked against one or more <max, window> limits.
+--
+-- KEYS[1]  the state key (the only key read or written)
+-- ARGV[1]  eventCount: > 0 record that many events and decide; 0 decide
+--          whether one more event would pass (writes nothing); < 0 delete
+--          the state and reply as for a fresh key
+-- ARGV[2]  unit of now and of every duration: 's', 'ms' or 'us'
+-- ARGV[3]  now in that unit, or '' for the server clock (TIME)
+-- ARGV[4]  mode: '0' a denied call records nothing;
+--          '1' every call records its events, allowed or not
+-- ARGV[5..] 1 to 16 limits of two integers:
+--          max     events allowed in any window, 1..10^4 (bounds a call's
+--                  work: it adds or drops at most max + 1 members)
+--          window  in the unit, 1..2^52
+-- reply    {allowed, remaining, retry_after, reset_after, limit_index}
+--
+-- Every integer is canonical decimal text: '0', or an optional '-' then a
+-- digit 1-9 then digits ('-0', '+1', '007', ' 1', '1e3' are refused). Bad
+-- input is an error reply 'ERR ratelua: ...' naming the argument, and
+-- writes nothing.
+--
+-- At time now a limit counts the events at times t > now - window. Events
+-- are allowed when count + eventCount <= max for every limit, so no window
+-- of any limit ever holds more than max admitted events. Fresh means no
+-- event is in any window; reset_after is the time until then. The
+-- executable specification is internal/model/zset_log.go.
+--
+-- State: a sorted set, one member per event, scored by its time in the
+-- unit, named "<time>:<index>:<base>": index numbers the events of the key
+-- from 1 (a length letter then digits, so that names of one time sort in
+-- event order) and base is the index of the oldest member left in the set
+-- when that event was added. The newest member tells the last write's time
+-- and which indexes the set holds (so the set's size). Only the
+-- newest max+1 events (largest max) inside the widest window can change a
+-- reply; older ones are dropped by rank once they are at least half of the
+-- set. TTL: reset_after. A now earlier than the newest event is treated as
+-- the time of the newest event. The unit must not change for a key; the
+-- limits may (the events are kept whatever the limits). This is v3's
+-- layout, and v5 replies as v4 and v3 do to every call.
+--
+-- What v4 does apart from v3: the header is read inline, every integer is
+-- checked by a pattern (no string is made), and the prelude builds fewer
+-- functions per EVALSHA. The limits are checked on every call, as the set
+-- keeps no copy of them. What v5 does apart from v4: one limit (the common
+-- case) takes a path with locals only, its limit checked inline, its score
+-- and (unit ms) TTL the text of ARGV when they are equal.
+--
+-- What v6 does apart from v5: the replies and the state are v5's (v5 and
+-- v6 may run on one key); the cost is lower. The prelude's helpers are
+-- macros expanded in place, so a call builds no function (v5 built four
+-- on every EVALSHA). A window is counted as the set's size (from the
+-- newest event's index and base) minus ZCOUNT -inf..window start, an
+-- integer reply from a scan that stops at the first event inside the
+-- window, instead of v5's read and parse of the oldest event inside it
+-- (one limit, while the set is too small for a denial) or ZCOUNT window start..+inf, which scans every event in the
+-- window (several limits). A denied reply reads its retry event by rank
+-- when the set was counted by ZCOUNT (a set large enough for a denial
+-- reads the oldest event in the window as v5 does, and a denial at
+-- saturation reuses it). now (and with one limit max and window) is
+-- checked as canonical by a pattern and read as text + 0 (v5 compared each with format('%d'), a
+-- sprintf per argument); a new member's name takes the newest member's
+-- base as text when it is unchanged, and its letter without a call below
+-- 10^4 events.
+
+-- What v7 does apart from v6: nothing yet (v7 is in development; it will
+-- hold reserve and settle, issue 31, and the cost work of issue 35). It
+-- reads and writes v6's state.
+-- #include _prelude.v7.lua
+
+-- #call: what follows runs on every call (in ratelua_v7, the function body)
+local tonumber, format, match, find = tonumber, string.format, string.match, string.find
+local count, now = 1, false
+if ARGV[1] ~= '1' then
+  -- #expand integer(count, ARGV[1], -MAX_TIME, MAX_TIME)
+end
+if ARGV[3] ~= '' then
+  -- Canonical: '0', or a digit 1-9 then digits (what '%d' writes), which
+  -- text + 0 reads without a call (a find and no string made: cheaper
+  -- than comparing with format('%d', ...)).
+  local text = ARGV[3]
+  now = nil
+  if text == '0' then
+    now = 0
+  elseif text and find(text, '^[1-9]%d*$') then
+    now = text + 0
+    if now > MAX_TIME then
+      now = nil
+    end
+  end
+end
+local n = (#ARGV - 4) / 2
+if count == nil or now == nil or #KEYS ~= 1 or (ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us')
+  or (ARGV[4] ~= '0' and ARGV[4] ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
+  -- #expand rare(helpers)
+  return helpers.refuse(KEYS, ARGV, 2)
+end
+local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
+
+-- One limit, the common case, with locals only: the limit is checked
+-- inline (its '%d' text must be ARGV's), and the window is counted from
+-- the newest event, which tells the set's size (its index minus its base,
+-- plus 1), and the events at or before the window's start (ZCOUNT from
+-- -inf, an integer, which stops at the first event inside the window): the
+-- count is the size minus those. Bad limits and resets go on to the
+-- general code, which refuses or resets.
+if n == 1 and count >= 0 then
+  local max, window = 0, 0
+  if find(ARGV[5], '^[1-9]%d*$') and find(ARGV[6], '^[1-9]%d*$') then
+    max, window = ARGV[5] + 0, ARGV[6] + 0
+  end
+  if max >= 1 and max <= 10000 and window >= 1 and window <= MAX_TIME then
+    local server = not now
+    if server then
+      -- #expand server_now(now, unit)
+    end
+    -- first_index: the base of the newest event, as text.
+    local last, newest, size, first_index = nil, 0, 0, nil
+    local top = redis.pcall('ZRANGE', key, '-1', '-1')
+    -- #expand wrong_type(top, 'zset_log')
+    top = top[1]
+    if top then
+      local time, index
+      time, index, first_index = match(top, '^(%d+):%l(%d+):(%d+)$')
+      if time == nil then
+        return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+      end
+      -- (text + 0 is the number of a digit string without a call)
+      last, newest = time + 0, index + 0
+      size = newest - first_index + 1
+      if last > now + window then
+        local gone
+        -- #expand stale(gone, last, now, window, server, unit)
+        if gone then
+          redis.call('DEL', key)
+          last, newest, size, first_index, top = nil, 0, 0, nil, nil
+        end
+      end
+    end
+    local stamp = now
+    if last and last > now then
+      stamp = last
+    end
+    local asked = count
+    if asked < 1 then
+      asked = 1
+    end
+    -- c: the events in the window. When the set is too small for a denial,
+    -- ZCOUNT counts the events out of the window (an integer); else the
+    -- oldest event in the window is read (first, its name): indexes are
+    -- consecutive, so c is the newest index minus its index plus 1, and it
+    -- is the retry event of a denied call at saturation (mode 0,
+    -- eventCount 1).
+    local c, first = 0, nil
+    if size > 0 and last > stamp - window then
+      c = size
+      if size + asked <= max then
+        if size > 1 then
+          c = size - redis.call('ZCOUNT', key, '-inf', format('%d', stamp - window))
+        end
+      elseif size > 1 then
+        first = redis.call('ZRANGE', key, format('(%d', stamp - window), '+inf', 'BYSCORE', 'LIMIT', '0', '1')[1]
+        local index = match(first, '^%d+:%l(%d+):')
+        if index == nil then
+          return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+        end
+        c = newest - index + 1
+      else
+        first = top
+      end
+    end
+    local allowed = c + asked <= max
+    local record = count > 0 and (allowed or mode == '1')
+    local added = 0
+    local previous = last -- the newest event's time before this call
+    if record then
+      -- More than max + 1 events at once are recorded as max + 1: no reply
+      -- can tell them apart.
+      added = count
+      if added > max + 1 then
+        added = max + 1
+      end
+      local keep = max + 1 - added
+      if c < keep then
+        keep = c
+      end
+      local removable = size - keep
+      if removable > 0 and removable >= keep then
+        redis.call('ZREMRANGEBYRANK', key, '0', format('%d', removable - 1))
+        size = keep
+      end
+      local base = newest - size + 1
+      if first_index == nil or base ~= first_index + 0 then
+        first_index = format('%d', base)
+      end
+      local score = ARGV[3]
+      if stamp ~= now or score == '' then
+        score = format('%d', stamp)
+      end
+      -- Member names: the index after a letter for its number of digits
+      -- (a: 1 digit, b: 2, ...), then the base.
+      local index = newest + 1
+      if added == 1 then
+        local letter
+        if index < 10 then
+          letter = 'a'
+        elseif index < 100 then
+          letter = 'b'
+        elseif index < 1000 then
+          letter = 'c'
+        elseif index < 10000 then
+          letter = 'd'
+        else
+          local digits, ten = 5, 100000
+          while index >= ten do
+            digits, ten = digits + 1, ten * 10
+          end
+          letter = string.char(96 + digits)
+        end
+        redis.call('ZADD', key, score, format('%s:%s%d:%s', score, letter, index, first_index))
+      else
+        local letter, ten = 97, 10
+        while index >= ten do
+          letter, ten = letter + 1, ten * 10
+        end
+        local batch = {}
+        local b = 0
+        for j = index, newest + added do
+          if j >= ten then
+            letter, ten = letter + 1, ten * 10
+          end
+          batch[b + 1], batch[b + 2] = score, format('%s:%c%d:%d', score, letter, j, base)
+          b = b + 2
+          if b == 2000 or j == newest + added then
+            redis.call('ZADD', key, unpack(batch, 1, b))
+            b = 0
+          end
+        end
+      end
+      newest, last = newest + added, stamp
+      c = c + added
+    end
+    local left = max - c
+    if left < 0 then
+      left = 0
+    end
+    local reset_after = 0
+    if c > 0 then
+      reset_after = last + window - now
+      if reset_after > MAX_TIME then
+        reset_after = MAX_TIME
+      elseif reset_after < 0 then
+        reset_after = 0
+      end
+    end
+    if record then
+      -- In unit ms the TTL is the text of ARGV[6] when it is the window
+      -- (reset_after >= 1 here).
+      local ttl = ARGV[6]
+      if unit ~= 'ms' or reset_after ~= window then
+        -- #expand ttl_ms(ttl, unit, reset_after)
+      end
+      redis.call('PEXPIRE', key, ttl)
+    end
+    if allowed then
+      return { 1, left, 0, reset_after, 1 }
+    end
+    if asked > max then
+      return { 0, left, -1, reset_after, 1 }
+    end
+    -- Wait until the (max - asked + 1)-th newest event leaves the window:
+    -- one of this call's, the newest before it, the oldest in the window
+    -- if it was read, or another one (read by rank).
+    local rank = max - asked
+    local time
+    if rank < added then
+      time = stamp
+    elseif rank == added then
+      time = previous
+    elseif rank == c - 1 and first then
+      time = match(first, '^%d+') + 0
+    else
+      local r = format('%d', rank)
+      time = match(redis.call('ZRANGE', key, r, r, 'REV')[1], '^%d+') + 0
+    end
+    local retry = time + window - now
+    if retry > MAX_TIME then
+      retry = MAX_TIME
+    elseif retry < 0 then
+      retry = 0
+    end
+    return { 0, left, retry, reset_after, 1 }
+  end
+end
+
+-- The general code: several limits, a reset, or a bad limit to refuse.
+
+-- member reads a member's time, index and base; nil if it is not a
+-- zset_log event (v4 names its members as v3 does).
+local function member(name)
+  local time, index, base = string.match(name, '^(%d+):%l(%d+):(%d+)$')
+  if time == nil then
+    return nil
+  end
+  return tonumber(time), tonumber(index), tonumber(base)
+end
+
+-- name is the member of event `index` at time `score` (text), whose base
+-- is `base`.
+local function name(score, index, base)
+  local letter = 'a'
+  if index >= 10 then
+    local digits, ten = 2, 100
+    while index >= ten do
+      digits, ten = digits + 1, ten * 10
+    end
+    letter = string.char(96 + digits)
+  end
+  return string.format('%s:%s%d:%d', score, letter, index, base)
+end
+
+-- The limits: largest is the largest max, wide the index of the (first)
+-- widest window.
+-- bad: the first bad limit argument, its field and range (in words).
+local largest, wide, widest = 0, 1, 0
+local bad, field, range
+for i = 5, 3 + 2 * n, 2 do
+  local max, window
+  -- #expand integer(max, ARGV[i], 1, 10000)
+  -- #expand integer(window, ARGV[i + 1], 1, MAX_TIME)
+  if max == nil then
+    bad, field, range = i, 'max', '[1, 10^4]'
+    break
+  elseif window == nil then
+    bad, field, range = i + 1, 'window', '[1, 2^52]'
+    break
+  end
+  if max > largest then
+    largest = max
+  end
+  if window > widest then
+    wide, widest = (i - 3) / 2, window
+  end
+end
+if bad or count < 0 then
+  -- #expand rare(helpers)
+  if bad then
+    return helpers.refuse(KEYS, ARGV, 2, bad, field, range)
+  end
+  return helpers.fresh(KEYS, ARGV, 2)
+end
+local server = not now
+if server then
+  -- #expand server_now(now, unit)
+end
+
+-- The newest event: the last write's time, and the indexes in the set.
+local last, newest, base = nil, 0, 1
+local top = redis.pcall('ZRANGE', key, '-1', '-1')
+-- #expand wrong_type(top, 'zset_log')
+top = top[1]
+if top then
+  last, newest, base = member(top)
+  if last == nil then
+    return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+  end
+  if last > now + widest then
+    local gone
+    -- #expand stale(gone, last, now, widest, server, unit)
+    if gone then
+      redis.call('DEL', key)
+      last, newest, base = nil, 0, 1
+    end
+  end
+end
+local size = newest - base + 1
+local stamp = now
+if last and last > now then
+  stamp = last
+end
+
+-- Count each window and decide. A window the newest event is not in holds
+-- none; a set of one event holds it in every window the newest is in.
+-- counts[i]: the events in limit i's window.
+local asked = count
+if asked < 1 then
+  asked = 1
+end
+local counts = {}
+local allowed = true
+for i = 1, n do
+  local max, window = tonumber(ARGV[2 * i + 3]), tonumber(ARGV[2 * i + 4])
+  local c = 0
+  if size > 0 and last > stamp - window then
+    if size == 1 then
+      c = 1
+    else
+      c = size - redis.call('ZCOUNT', key, '-inf', format('%d', stamp - window))
+    end
+  end
+  counts[i] = c
+  if c + asked > max then
+    allowed = false
+  end
+end
+local record = count > 0 and (allowed or mode == '1')
+local added = 0
+local previous = last -- the newest event's time before this call
+if record then
+  -- More than largest + 1 events at once are recorded as largest + 1: no
+  -- reply can tell them apart.
+  added = count
+  if added > largest + 1 then
+    added = largest + 1
+  end
+  local keep = largest + 1 - added
+  if counts[wide] < keep then
+    keep = counts[wide]
+  end
+  local removable = size - keep
+  if removable > 0 and removable >= keep then
+    redis.call('ZREMRANGEBYRANK', key, '0', format('%d', removable - 1))
+    size = keep
+  end
+  base = newest - size + 1
+  local score = format('%d', stamp)
+  if added == 1 then
+    redis.call('ZADD', key, score, name(score, newest + 1, base))
+  else
+    local batch = {}
+    for first = 1, added, 1000 do
+      local b = 0
+      for j = first, math.min(first + 999, added) do
+        batch[b + 1], batch[b + 2] = score, name(score, newest + j, base)
+        b = b + 2
+      end
+      redis.call('ZADD', key, unpack(batch, 1, b))
+    end
+  end
+  newest, size, last = newest + added, size + added, stamp
+  for i = 1, n do
+    counts[i] = counts[i] + added
+  end
+end
+
+-- Reply from the state after this call: when allowed, the limit with the
+-- fewest remaining decides; when denied, the one with the longest retry
+-- (never first); ties go to the lower index.
+local remaining, retry, reset_after, index = nil, 0, 0, 1
+local fetched, fetched_time = -1, nil -- the last event read by rank, and its time
+for i = 1, n do
+  local max, window, c = tonumber(ARGV[2 * i + 3]), tonumber(ARGV[2 * i + 4]), counts[i]
+  local left = max - c
+  if left < 0 then
+    left = 0
+  end
+  if remaining == nil or left < remaining then
+    remaining = left
+    if allowed then
+      index = i
+    end
+  end
+  if c > 0 then
+    local reset = math.max(0, math.min(MAX_TIME, last + window - now))
+    if reset > reset_after then
+      reset_after = reset
+    end
+  end
+  if not allowed and retry ~= -1 then
+    if asked > max then
+      retry, index = -1, i
+    elseif c + asked > max then
+      -- Wait until the (max - asked + 1)-th newest event leaves the window:
+      -- one of this call's, the newest before it, or an older one.
+      local rank = max - asked
+      local time
+      if rank < added then
+        time = stamp
+      elseif rank == added then
+        time = previous
+      elseif rank == fetched then
+        time = fetched_time
+      else
+        local r = format('%d', rank)
+        time = tonumber(match(redis.call('ZRANGE', key, r, r, 'REV')[1], '^(%d+):'))
+        fetched, fetched_time = rank, time
+      end
+      local wait = math.max(0, math.min(MAX_TIME, time + window - now))
+      if wait > retry then
+        retry, index = wait, i
+      end
+    end
+  end
+end
+if record then
+  local ttl
+  -- #expand ttl_ms(ttl, unit, reset_after)
+  redis.call('PEXPIRE', key, ttl)
+end
+if allowed then
+  return { 1, remaining, 0, reset_after, index }
+end
+return { 0, remaining, retry, reset_after, index }
