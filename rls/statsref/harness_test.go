@@ -65,9 +65,10 @@ type service struct {
 	done   chan struct{}
 }
 
-// startService runs binary with the reference's settings on redisAddr,
-// the configuration files of configDir and extra environment variables,
-// and returns once its health check answers OK.
+// startService runs binary with the reference's settings on redisAddr
+// (comma-separated seeds, with REDIS_TYPE=CLUSTER among extra, for a
+// cluster), the configuration files of configDir and extra environment
+// variables, and returns once its health check answers OK.
 func startService(t *testing.T, name, binary, configDir, redisAddr string, extra ...string) *service {
 	t.Helper()
 	root := t.TempDir()

@@ -1,6 +1,7 @@
 package statsref
 
 import (
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -57,26 +58,60 @@ func stream(seed uint64, n int) []*pb.RateLimitRequest {
 	return reqs
 }
 
-// pair is the two services of a comparison, each on a Redis of its own.
-type pair struct {
-	ref, ours          *service
-	refRedis, ourRedis *testbench.Node
-	sent               int // gRPC calls made to each
+// backend is the servers a pair runs on: a single node or a six-node
+// cluster of redis-server or valkey-server, one for each service.
+type backend struct {
+	kind    testbench.Kind
+	cluster bool
 }
 
-// startPair starts both services with env (and, per service, its own).
+func (b backend) String() string {
+	if b.cluster {
+		return string(b.kind) + "-cluster"
+	}
+	return string(b.kind) + "-single"
+}
+
+// backends are the servers every comparison runs on in TestStatsdOnEveryServer.
+var backends = []backend{{testbench.Redis, false}, {testbench.Valkey, false}, {testbench.Redis, true}, {testbench.Valkey, true}}
+
+// pair is the two services of a comparison, each on servers of its own.
+type pair struct {
+	ref, ours *service
+	// kill stops the servers of both services (nil on a cluster: the
+	// reference's cluster client retries a cluster that is gone for
+	// longer than a test waits).
+	kill func() error
+	sent int // gRPC calls made to each
+}
+
+// startPair starts both services on a Redis single node each, with env
+// (and, per service, its own).
 func startPair(t *testing.T, refEnv, ourEnv []string, env ...string) *pair {
+	t.Helper()
+	return startPairOn(t, backend{kind: testbench.Redis}, refEnv, ourEnv, env...)
+}
+
+// startPairOn starts both services on servers of b.
+func startPairOn(t *testing.T, b backend, refEnv, ourEnv []string, env ...string) *pair {
 	t.Helper()
 	bins, err := binaries()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &pair{
-		refRedis: testbench.StartSingle(t, testbench.Options{Kind: testbench.Redis}),
-		ourRedis: testbench.StartSingle(t, testbench.Options{Kind: testbench.Redis}),
+	p := &pair{}
+	var refAddr, ourAddr string
+	if b.cluster {
+		refCluster, ourCluster := testbench.Start(t, testbench.Options{Kind: b.kind}), testbench.Start(t, testbench.Options{Kind: b.kind})
+		refAddr, ourAddr = strings.Join(refCluster.Addrs(), ","), strings.Join(ourCluster.Addrs(), ",")
+		env = append(env, "REDIS_TYPE=CLUSTER")
+	} else {
+		refNode, ourNode := testbench.StartSingle(t, testbench.Options{Kind: b.kind}), testbench.StartSingle(t, testbench.Options{Kind: b.kind})
+		refAddr, ourAddr = refNode.Addr, ourNode.Addr
+		p.kill = func() error { return errors.Join(refNode.Kill(), ourNode.Kill()) }
 	}
-	p.ref = startService(t, "reference", bins["reference"], "testdata/config", p.refRedis.Addr, append(env, refEnv...)...)
-	p.ours = startService(t, "ratelua-rls", bins["ratelua-rls"], "testdata/config", p.ourRedis.Addr, append(env, ourEnv...)...)
+	p.ref = startService(t, "reference", bins["reference"], "testdata/config", refAddr, append(env, refEnv...)...)
+	p.ours = startService(t, "ratelua-rls", bins["ratelua-rls"], "testdata/config", ourAddr, append(env, ourEnv...)...)
 	return p
 }
 
@@ -94,8 +129,8 @@ func (p *pair) send(t *testing.T, req *pb.RateLimitRequest, refused bool) {
 }
 
 // exercise sends both services the seeded stream, then, with their
-// servers killed, one request (redis_error); with badConfig, a file that
-// does not load (config_load_error) first.
+// servers killed (single nodes), one request (redis_error); with
+// badConfig, a file that does not load (config_load_error) first.
 func (p *pair) exercise(t *testing.T, badConfig func()) {
 	t.Helper()
 	avoidMidnight()
@@ -105,10 +140,10 @@ func (p *pair) exercise(t *testing.T, badConfig func()) {
 	if badConfig != nil {
 		badConfig()
 	}
-	if err := p.refRedis.Kill(); err != nil {
-		t.Fatal(err)
+	if p.kill == nil {
+		return
 	}
-	if err := p.ourRedis.Kill(); err != nil {
+	if err := p.kill(); err != nil {
 		t.Fatal(err)
 	}
 	p.send(t, &pb.RateLimitRequest{Domain: "stats", Descriptors: []*rlpb.RateLimitDescriptor{descriptor("user=u9")}}, true)
@@ -263,6 +298,30 @@ func TestStatsdAgainstReference(t *testing.T) {
 			mustHave(t, names, ".near_limit.__team=rl.__zone=eu_1", ".over_limit.", ".shadow_mode.", "stats.ip_10_0_0_1.total_hits",
 				"stats.path.method.tier.", "unknown.domain_not_found", "service_error", "redis_error", "config_load_success", "config_load_error",
 				"ratelimit_server.ShouldRateLimit.response_time", "ratelimit.go.numGoroutine")
+			compareStatsd(t, ref, ours)
+		})
+	}
+}
+
+// TestStatsdOnEveryServer runs the statsd comparison (over UDP) with both
+// services on redis-server and valkey-server, single nodes and six-node
+// clusters (the reference in its cluster mode): the same names and
+// values whatever the servers.
+func TestStatsdOnEveryServer(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.String(), func(t *testing.T) {
+			lref, lours := listenStatsd(t, "udp"), listenStatsd(t, "udp")
+			p := startPairOn(t, b, []string{"STATSD_PORT=" + lref.port()}, []string{"STATSD_PORT=" + lours.port()},
+				"USE_STATSD=true", "STATSD_HOST=127.0.0.1", "STATSD_PROTOCOL=udp")
+			l := map[*service]*statsdListener{p.ref: lref, p.ours: lours}
+			p.exercise(t, nil)
+			p.flushed(t, requestsOf(l, t))
+			ref, ours := lref.metrics(t), lours.metrics(t)
+			var names []string
+			for n := range ref {
+				names = append(names, n)
+			}
+			mustHave(t, names, ".near_limit", ".over_limit", ".shadow_mode", "stats.ip_10_0_0_1.total_hits", "unknown.domain_not_found", "service_error")
 			compareStatsd(t, ref, ours)
 		})
 	}
