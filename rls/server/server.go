@@ -121,6 +121,12 @@ func (s *Server) Run(ctx context.Context) error {
 	pb.RegisterRateLimitServiceServer(gs, s.service)
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	s.log.Info("serving", "grpc", grpcLn.Addr().String(), "http", httpLn.Addr().String())
+	if debugLn := s.listenDebug(); debugLn != nil {
+		ds := &http.Server{Handler: s.DebugHandler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = ds.Serve(debugLn) }()
+		defer ds.Close()
+		s.log.Info("debug listener", "addr", debugLn.Addr().String())
+	}
 
 	errc := make(chan error, 2)
 	go func() { errc <- gs.Serve(grpcLn) }()

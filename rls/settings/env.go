@@ -19,6 +19,8 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 		Host:                  r.str("HOST"),
 		Port:                  r.int("PORT"),
 		GRPCHost:              r.str("GRPC_HOST"),
+		DebugHost:             r.str("DEBUG_HOST"),
+		DebugPort:             r.int("DEBUG_PORT"),
 		GRPCPort:              r.int("GRPC_PORT"),
 		GRPCUDS:               r.str("GRPC_UDS"),
 		RuntimeRoot:           r.str("RUNTIME_ROOT"),
@@ -113,7 +115,7 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 	for _, p := range []struct {
 		name string
 		port int
-	}{{"PORT", s.Port}, {"GRPC_PORT", s.GRPCPort}} {
+	}{{"PORT", s.Port}, {"GRPC_PORT", s.GRPCPort}, {"DEBUG_PORT", s.DebugPort}} {
 		if p.port < 0 || p.port > 65535 {
 			r.fail(p.name, strconv.Itoa(p.port), "must be a port from 0 to 65535")
 		}

@@ -16,6 +16,10 @@ type Settings struct {
 	Host, GRPCHost string
 	Port, GRPCPort int
 	GRPCUDS        string
+	// DebugHost and DebugPort are the debug listener's (DEBUG_HOST,
+	// DEBUG_PORT): /rlconfig, /debug/pprof/, /stats.
+	DebugHost string
+	DebugPort int
 
 	RuntimeRoot, RuntimeSubdirectory, RuntimeAppDirectory string
 	RuntimeIgnoreDotFiles, RuntimeWatchRoot               bool

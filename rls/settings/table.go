@@ -75,8 +75,8 @@ func Table() []Setting {
 	return []Setting{
 		{Name: "HOST", Default: "0.0.0.0", Parser: kindString, Status: Implemented, Why: "the HTTP listener's address"},
 		{Name: "PORT", Default: "8080", Parser: kindInt, Status: Implemented, Why: "the HTTP listener's port: /healthcheck, /json, /stats"},
-		{Name: "DEBUG_HOST", Default: "0.0.0.0", Parser: kindString, Status: Unused, Why: "no debug listener: /stats and /health.json are on PORT"},
-		{Name: "DEBUG_PORT", Default: "6070", Parser: kindInt, Status: Unused, Why: "no debug listener: /stats and /health.json are on PORT"},
+		{Name: "DEBUG_HOST", Default: "0.0.0.0", Parser: kindString, Status: Implemented, Why: "the debug listener's address: /rlconfig (the configuration in use, as the reference prints it), /debug/pprof/, /stats (expvar), / (the list)"},
+		{Name: "DEBUG_PORT", Default: "6070", Parser: kindInt, Status: Implemented, Why: "the debug listener's port; one that cannot be listened on is logged and the service goes on, as the reference's"},
 		{Name: "GRPC_UDS", Parser: kindString, Status: Implemented, Why: "the gRPC listener on a unix socket instead of GRPC_HOST:GRPC_PORT"},
 		{Name: "GRPC_HOST", Default: "0.0.0.0", Parser: kindString, Status: Implemented, Why: "the gRPC listener's address"},
 		{Name: "GRPC_PORT", Default: "8081", Parser: kindInt, Status: Implemented, Why: "the gRPC listener's port"},

@@ -59,6 +59,7 @@ func freePort(t testing.TB) int {
 // service is one running rate-limit service.
 type service struct {
 	name   string
+	debug  int // DEBUG_PORT
 	client pb.RateLimitServiceClient
 	config string // its configuration directory
 	log    string
@@ -86,7 +87,7 @@ func startService(t *testing.T, name, binary, configDir, redisAddr string, extra
 		"LOG_LEVEL=warn", "STATS_FLUSH_INTERVAL=200ms",
 	)
 	env = append(env, extra...)
-	s := &service{name: name, config: config, log: filepath.Join(root, name+".log"), done: make(chan struct{})}
+	s := &service{name: name, debug: debugPort, config: config, log: filepath.Join(root, name+".log"), done: make(chan struct{})}
 	logFile, err := os.Create(s.log)
 	if err != nil {
 		t.Fatal(err)

@@ -92,8 +92,16 @@ func startPair(t *testing.T, refEnv, ourEnv []string, env ...string) *pair {
 	return startPairOn(t, backend{kind: testbench.Redis}, refEnv, ourEnv, env...)
 }
 
-// startPairOn starts both services on servers of b.
+// startPairOn starts both services on servers of b, with the
+// configuration of testdata/config.
 func startPairOn(t *testing.T, b backend, refEnv, ourEnv []string, env ...string) *pair {
+	t.Helper()
+	return startPairIn(t, "testdata/config", b, refEnv, ourEnv, env...)
+}
+
+// startPairIn starts both services on servers of b, with the
+// configuration files of dir.
+func startPairIn(t *testing.T, dir string, b backend, refEnv, ourEnv []string, env ...string) *pair {
 	t.Helper()
 	bins, err := binaries()
 	if err != nil {
@@ -110,8 +118,8 @@ func startPairOn(t *testing.T, b backend, refEnv, ourEnv []string, env ...string
 		refAddr, ourAddr = refNode.Addr, ourNode.Addr
 		p.kill = func() error { return errors.Join(refNode.Kill(), ourNode.Kill()) }
 	}
-	p.ref = startService(t, "reference", bins["reference"], "testdata/config", refAddr, append(env, refEnv...)...)
-	p.ours = startService(t, "ratelua-rls", bins["ratelua-rls"], "testdata/config", ourAddr, append(env, ourEnv...)...)
+	p.ref = startService(t, "reference", bins["reference"], dir, refAddr, append(env, refEnv...)...)
+	p.ours = startService(t, "ratelua-rls", bins["ratelua-rls"], dir, ourAddr, append(env, ourEnv...)...)
 	return p
 }
 
