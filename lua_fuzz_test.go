@@ -114,6 +114,26 @@ func (ft fuzzTarget) seeds() []fuzzInput {
 	for i, key := range []string{"", "{", "}{", "%", "a\x00b", "é{ü}%7B", strings.Repeat("k", 41), strings.Repeat("{x}\x00é", 60)} {
 		s = append(s, fuzzInput{"1", "s", "1000", strconv.Itoa(i % 2), l, "1", int64(i), key})
 	}
+	if model.Reservable[ft.name] {
+		// Reserves, each settled by the second call (secondMode).
+		for _, m := range []string{"reserve:7:60", "reserve:4503599627370496:1", "reserve:1:4503599627370496"} {
+			s = append(s,
+				fuzzInput{"1", "s", "1000", m, l, "0", 1, testKey},  // a cancel
+				fuzzInput{"3", "s", "1000", m, l, "1", 5, testKey},  // a refund
+				fuzzInput{"1", "s", "1000", m, l, "9", 0, testKey},  // a charge
+				fuzzInput{"1", "ms", "", m, l, "2", 0, testKey},     // the server clock
+				fuzzInput{"1", "s", "1000", m, l, "1", 61, testKey}, // expired
+				fuzzInput{"9", "s", "1000", m, l, "0", 1, testKey})  // denied, nothing to settle
+		}
+		for _, m := range []string{"reserve:0:60", "reserve:01:60", "reserve:1:0", "reserve:1", "reserve:1:2:3",
+			"settle:", "settle:-1", "settle:4503599627370497", "Reserve:1:1", "reserve:1:60 ", "cancel:1"} {
+			s = append(s, fuzzInput{"1", "s", "1000", m, l, "1", 1, testKey})
+		}
+		s = append(s,
+			fuzzInput{"0", "s", "1000", "reserve:1:60", l, "1", 1, testKey},  // an estimate of 0
+			fuzzInput{"-1", "s", "1000", "reserve:1:60", l, "1", 1, testKey}, // a negative one
+			fuzzInput{"1", "s", "1000", "reserve:1:60", l, "-1", 1, testKey}) // a negative actual cost
+	}
 	for _, lim := range ft.extra {
 		s = append(s,
 			fuzzInput{"1", "s", "1000", "1", lim, "1", 1, testKey},
@@ -156,7 +176,7 @@ func checkFuzzInput(t *testing.T, ft fuzzTarget, src string, in fuzzInput) {
 	fc := &fuzzCase{t: t, ft: ft, src: src, in: in, e: frozenEngine()}
 	lim := fuzzSplitLimits(in.limits)
 	argv1 := append([]string{in.count1, in.unit, in.now, in.mode}, lim...)
-	argv2 := append([]string{in.count2, in.unit, fc.secondNow(), in.mode}, lim...)
+	argv2 := append([]string{in.count2, in.unit, fc.secondNow(), secondMode(in.mode)}, lim...)
 	for _, argv := range [][]string{argv1, argv2} {
 		if ft.tooSlow != nil && ft.accepts(ft.name, []string{in.key}, argv) && ft.tooSlow(argv) {
 			t.Skipf("ARGV %q is too slow for luatest", argv)
@@ -221,6 +241,17 @@ func (fc *fuzzCase) secondNow() string {
 		}
 	}
 	return strconv.FormatInt(next, 10)
+}
+
+// secondMode is the second call's mode: the settle of the first call's
+// reservation when that is a reserve ('reserve:<id>:...' then
+// 'settle:<id>'), else the first call's mode.
+func secondMode(mode string) string {
+	if rest, ok := strings.CutPrefix(mode, "reserve:"); ok {
+		id, _, _ := strings.Cut(rest, ":")
+		return "settle:" + id
+	}
+	return mode
 }
 
 func fuzzIsDecimal(s string) bool {
@@ -310,6 +341,11 @@ func (fc *fuzzCase) call(n int, argv []string) {
 			c.Lease, _ = strconv.ParseInt(argv[6], 10, 64)
 		}
 	default:
+		if op, id, lifetime, ok := model.ParseReservation(argv[3]); ok {
+			// v7's reserve or settle.
+			c.Op, c.ID, c.Lifetime = op, id, lifetime
+			break
+		}
 		// The concurrency script's renew or release of lease ARGV[7].
 		c.Op = argv[3]
 		c.Lease, _ = strconv.ParseInt(argv[6], 10, 64)
@@ -340,6 +376,15 @@ func (fc *fuzzCase) limitShape(n int, argv []string, got []int64) {
 	count, _ := strconv.ParseInt(argv[0], 10, 64)
 	nlimits := int64((len(argv) - 4) / fc.ft.group)
 	allowed, remaining, retry, reset, index := got[0], got[1], got[2], got[3], got[4]
+	if strings.HasPrefix(argv[3], "settle:") {
+		if index == 0 && (allowed != 0 || retry != -1) {
+			fc.fatalf(n, argv, "reply %v: a settle not applied must answer allowed 0, retry_after -1", got)
+		}
+		if index == 0 {
+			index = 1 // the rest as a peek's
+		}
+		count = 0
+	}
 	switch {
 	case allowed != 0 && allowed != 1:
 		fc.fatalf(n, argv, "reply %v: allowed not 0 or 1", got)

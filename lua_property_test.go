@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/ratelua/ratelua/internal/model"
 )
 
 var propertyCalls = flag.Int("ratelua.calls", 100_000, "random calls per script in the property tests (at least 1)")
@@ -40,6 +42,9 @@ func agreeWithModel(t *testing.T, name string, script Script) {
 	src := script.Source
 	r := rand.New(rand.NewPCG(uint64(len(name)), 2026))
 	calls, decisions, commands := 0, 0, 0
+	// ops counts the reserves and settles by outcome (v7), so that a
+	// sequence that never applies one fails.
+	ops := map[string]int{}
 	for seq := 0; calls < total; seq++ {
 		unit := []string{"s", "ms", "us"}[r.IntN(3)]
 		m, limits, longest := generators[name](r, unit, nLimits(r))
@@ -74,6 +79,16 @@ func agreeWithModel(t *testing.T, name string, script Script) {
 				t.Fatalf("seq %d call %d: reply %v, model %v\nkey %q limits %v (unit %s)\nstate %v\nlast calls:\n%s",
 					seq, i, got, want, key, limits, unit, e.Dump(key), strings.Join(history, "\n"))
 			}
+			switch {
+			case c.Op == model.OpReserve && want[0] == 1:
+				ops["reserve admitted"]++
+			case c.Op == model.OpReserve:
+				ops["reserve denied"]++
+			case c.Op == model.OpSettle && want[4] == 0:
+				ops["settle not applied"]++
+			case c.Op == model.OpSettle:
+				ops["settle applied"]++
+			}
 			if c.Count >= 0 {
 				decisions++
 				commands += res.Count("") - res.Count("TIME")
@@ -95,4 +110,12 @@ func agreeWithModel(t *testing.T, name string, script Script) {
 		}
 	}
 	t.Logf("%s: %d calls, %.2f redis.calls per decision", script, calls, float64(commands)/float64(decisions))
+	if len(ops) > 0 {
+		t.Logf("%s: reservations %v", script, ops)
+		for _, k := range []string{"reserve admitted", "reserve denied", "settle applied", "settle not applied"} {
+			if total >= 10_000 && ops[k] < total/1000 {
+				t.Errorf("%s: only %d calls of %d were a %s: the sequences do not exercise it", script, ops[k], calls, k)
+			}
+		}
+	}
 }

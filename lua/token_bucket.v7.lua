@@ -93,6 +93,12 @@
 local MAX_TIME = 4503599627370496 -- 2^52: bound of now, durations and replies
 local MAX_LIMITS = 16
 
+-- MAX_RESERVATIONS bounds the reservations one key holds (open, or
+-- expired and not yet dropped): a reserve of a new id on a key holding
+-- that many live ones is refused, so a key cannot grow without bound nor a
+-- call take unbounded work.
+local MAX_RESERVATIONS = 1000
+
 -- #call: what follows runs on every call (in ratelua_v7, the function body)
 local tonumber, floor, format, find = tonumber, math.floor, string.format, string.find
 local unit, now, mode = ARGV[2], false, ARGV[4]
@@ -117,9 +123,40 @@ if ARGV[3] ~= '' then
     now = nil
   end
 end
+-- A reservation's mode (v7): parsed only when the mode is not '0' or '1'.
+-- A reserve decides as mode '0'; least is the smallest ARGV[1] it takes.
+local op, id, lifetime, least = nil, 0, 0, 0
+if mode ~= '0' and mode ~= '1' then
+  -- (Reserve, then settle: v7, issue 31, token_bucket and zset_log. Each
+  -- script that takes them defines MAX_RESERVATIONS.)
+  op = nil
+  if type(mode) == 'string' then
+    local reservation_kind, reservation_id, reservation_life = string.match(mode, '^(%l+):([1-9]%d*):([1-9]%d*)$')
+    if reservation_kind ~= 'reserve' then
+      reservation_kind, reservation_id = string.match(mode, '^(%l+):([1-9]%d*)$')
+      reservation_life = '1'
+      if reservation_kind ~= 'settle' then
+        reservation_kind = nil
+      end
+    end
+    if reservation_kind == 'reserve' or reservation_kind == 'settle' then
+      id, lifetime = reservation_id + 0, reservation_life + 0
+      if id <= MAX_TIME and lifetime <= MAX_TIME then
+        op = reservation_kind
+      end
+    end
+  end
+  if op then
+    mode = '0'
+    if op == 'reserve' then
+      least = 1
+    end
+  end
+end
 local n = (#ARGV - 4) / 3
 if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
-  or (mode ~= '0' and mode ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
+  or (mode ~= '0' and mode ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0))
+  or (op and count < least) then
   local helpers = {}
 
   -- helpers.integer returns text as a number when it is a canonical integer
@@ -187,7 +224,35 @@ if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and
     end
     return { 1, remaining, 0, 0, 0 }
   end
-  return helpers.refuse(KEYS, ARGV, 3)
+  if #KEYS == 1 and count ~= nil and now ~= nil and (ARGV[2] == 'ms' or ARGV[2] == 's' or ARGV[2] == 'us') then
+    local reservation_shown = "'" .. string.gsub(string.sub(tostring(ARGV[4]), 1, 40), '[^ -~]', function(byte)
+      return string.format('\\x%02x', string.byte(byte))
+    end) .. "'"
+    if #tostring(ARGV[4]) > 40 then
+      reservation_shown = string.sub(reservation_shown, 1, -2) .. "...'"
+    end
+    if ARGV[4] == nil then
+      reservation_shown = 'nothing'
+    end
+    if op == 'reserve' and count < 1 then
+      return redis.error_reply('ERR ratelua: ARGV[1] estimate of a reserve must be a canonical integer in [1, 2^52], got '
+        .. ARGV[1])
+    elseif op == 'settle' and count < 0 then
+      return redis.error_reply('ERR ratelua: ARGV[1] actual cost of a settle must be a canonical integer in [0, 2^52], got '
+        .. ARGV[1])
+    elseif op == nil and ARGV[4] ~= '0' and ARGV[4] ~= '1' then
+      return redis.error_reply("ERR ratelua: ARGV[4] mode must be '0' (count allowed events), '1' (count every attempt), "
+        .. "'reserve:<id>:<lifetime>' or 'settle:<id>' (id and lifetime canonical integers in [1, 2^52]), got "
+        .. reservation_shown)
+    end
+  end
+  local args = ARGV
+  if op then
+    -- The mode is right: refuse names the wrong argument after it.
+    args = { unpack(ARGV) }
+    args[4] = '0'
+  end
+  return helpers.refuse(KEYS, args, 3)
 end
 local key = KEYS[1]
 
@@ -205,9 +270,23 @@ if n == 1 and count >= 0 then
   end
   if capacity and capacity <= 1000000000 and amount <= 1000000000 and capacity * interval <= 1125899906842624 then
     local state = redis.pcall('GET', key)
-    if type(state) == 'table' and state.err then
-      return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'token_bucket'
-        .. ' state (another script\'s state?): ' .. state.err)
+    -- v7: a key holding reservations is a hash (held: the reservation
+    -- op names, its field's text), its field s v6's string state.
+    local hashed, held = false, nil
+    if type(state) == 'table' then
+      do
+        local held_fields
+        if op then
+          held_fields = redis.pcall('HMGET', key, 's', format('r%d', id))
+        else
+          held_fields = redis.pcall('HMGET', key, 's')
+        end
+        if held_fields.err or not held_fields[1] then
+          return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than token_bucket'
+            .. ' state (another script\'s state?): ' .. state.err)
+        end
+        hashed, state, held = true, held_fields[1], held_fields[2]
+      end
     end
     local server = not now
     if server then
@@ -225,12 +304,11 @@ if n == 1 and count >= 0 then
     end
     -- level = tokens * interval, in [-full, full].
     local full = capacity * interval
-    local level, beyond = full, false
+    local level, beyond, deficit = full, false, 0
     if state then
       -- The deficit at now: X - now * amount, or from "<t> <deficit>". A
       -- product past 2^53 is rounded, but then the difference is far
       -- outside [0, 2 * full] on the same side, and clamped.
-      local deficit
       deficit = tonumber(state)
       if deficit then
         deficit = deficit - now * amount
@@ -253,8 +331,8 @@ if n == 1 and count >= 0 then
           -- after now, so the last write lies more than one horizon
           -- ahead of now (its deficit is at most 2 * full). For a
           -- caller's clock, the server's TIME must read so too. A stale
-          -- state was written by a clock far ahead: deleted, and the call
-          -- counts from a full bucket.
+          -- state was written by a clock far ahead: deleted (with its
+          -- reservations), and the call counts from a full bucket.
           local gone = true
           if not server then
             local clock_now, clock_deficit
@@ -283,7 +361,8 @@ if n == 1 and count >= 0 then
           end
           if gone then
             redis.call('DEL', key)
-            level, beyond = full, false
+            level, beyond, deficit = full, false, 0
+            state, hashed, held = false, false, nil
           end
         end
       elseif deficit > 0 then
@@ -296,6 +375,61 @@ if n == 1 and count >= 0 then
     end
     local allowed = asked <= capacity and level >= asked * interval
     local record = count > 0 and (allowed or mode == '1') and not beyond
+    -- v7: a reserve or a settle. estimate: the live reservation's.
+    local write, estimate, limits, settled = record, nil, nil, 0
+    if op then
+      limits = unit .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7]
+      estimate = nil
+      if held then
+        local live_expiry, live_estimate, live_limits = string.match(held, '^(%d+) (%d+) (.*)$')
+        if live_expiry and live_expiry + 0 > now then
+          if live_limits ~= limits then
+            return redis.error_reply('ERR ratelua: ARGV[2] and ARGV[5..] must be the unit and the limits of reservation '
+              .. format('%d', id) .. " ('" .. string.sub(live_limits, 1, 200) .. "'), got '" .. string.sub(limits, 1, 200) .. "'")
+          end
+          estimate = live_estimate + 0
+        end
+      end
+      if op == 'settle' then
+        if estimate == nil then
+          -- Not held (unknown, expired or settled): nothing written; the
+          -- reply of a peek, marked.
+          record, asked, allowed = false, 1, level >= interval
+          write = 'none'
+        else
+          -- The difference is refunded (capped at capacity) or charged
+          -- (never denied, down to -capacity; nothing below it), on the
+          -- deficit at now, not clamped to 2 * full.
+          if deficit < 0 then
+            deficit = 0
+          end
+          local diff = estimate - count
+          if diff > 0 then
+            deficit = deficit - diff * interval
+            if deficit < 0 then
+              deficit = 0
+            end
+          elseif diff < 0 and deficit <= 2 * full then
+            if diff < -2 * capacity then
+              diff = -2 * capacity
+            end
+            deficit = deficit - diff * interval
+            if deficit > 2 * full then
+              deficit = 2 * full
+            end
+          end
+          level, settled = full - deficit, deficit
+          if level < -full then
+            level = -full
+          end
+          record, count, asked, allowed, write = false, 0, 1, level >= interval, 'settle'
+        end
+      elseif estimate then
+        -- Held already (a reserve retried): nothing recorded, the reply
+        -- of an admission, read as a peek.
+        record, count, asked, allowed, write = false, 0, 1, true, false
+      end
+    end
     if record then
       -- Taking more than 2 * capacity always ends at the floor.
       local taken = count
@@ -318,23 +452,29 @@ if n == 1 and count >= 0 then
     if level < full then
       reset_after = (full - level + (level - full) % amount) / amount
     end
-    if record then
+    if write == 'none' then
+      return { 0, remaining, -1, reset_after, 0 }
+    end
+    if write then
       local ttl = reset_after
+      if op == 'reserve' and lifetime > ttl then
+        ttl = lifetime
+      end
       if unit ~= 'ms' then
         do
-          local ms = reset_after
+          local ms = ttl
           if unit == 'us' then
-            -- ceil(reset_after / 1000), exactly: the float quotient is floor or
+            -- ceil(ttl / 1000), exactly: the float quotient is floor or
             -- floor + 1.
-            ms = math.floor(reset_after / 1000)
-            if ms * 1000 > reset_after then
+            ms = math.floor(ttl / 1000)
+            if ms * 1000 > ttl then
               ms = ms - 1
             end
-            if ms * 1000 < reset_after then
+            if ms * 1000 < ttl then
               ms = ms + 1
             end
           elseif unit == 's' then
-            ms = reset_after * 1000
+            ms = ttl * 1000
           end
           if ms > MAX_TIME then
             ms = MAX_TIME
@@ -349,11 +489,63 @@ if n == 1 and count >= 0 then
         ttl = format('%d', ttl)
       end
       local deficit = full - level
+      if write == 'settle' then
+        deficit = settled
+      end
       local x = now * amount + deficit
       if x < 9007199254740992 then
-        redis.call('SET', key, format('%d', x), 'PX', ttl)
+        x = format('%d', x)
       else
-        redis.call('SET', key, format('%d %d', now, deficit), 'PX', ttl)
+        x = format('%d %d', now, deficit)
+      end
+      if not (hashed or op) then
+        redis.call('SET', key, x, 'PX', ttl)
+      else
+        if write == 'settle' then
+          if redis.call('HLEN', key) <= 2 then
+            redis.call('DEL', key)
+            redis.call('SET', key, x, 'PX', ttl)
+          else
+            redis.call('HDEL', key, format('r%d', id))
+            redis.call('HSET', key, 's', x)
+            redis.call('PEXPIRE', key, ttl, 'GT')
+          end
+        elseif op == 'reserve' then
+          local field = format('r%d', id)
+          local text = format('%d %d %s', now + lifetime, count, limits)
+          if hashed then
+            if not held and redis.call('HLEN', key) > MAX_RESERVATIONS then
+              local all, gone, open = redis.call('HGETALL', key), {}, 0
+              for i = 1, #all, 2 do
+                if string.byte(all[i]) == 114 then
+                  if string.match(all[i + 1], '^%d+') + 0 > now then
+                    open = open + 1
+                  else
+                    gone[#gone + 1] = all[i]
+                  end
+                end
+              end
+              if open >= MAX_RESERVATIONS then
+                return redis.error_reply('ERR ratelua: KEYS[1] holds ' .. MAX_RESERVATIONS .. ' open reservations, the most'
+                  .. ' a key holds: settle or cancel one, or wait for its lifetime to pass, before ARGV[4] reserves another')
+              end
+              if #gone > 0 then
+                redis.call('HDEL', key, unpack(gone))
+              end
+            end
+            redis.call('HSET', key, 's', x, field, text)
+            redis.call('PEXPIRE', key, ttl, 'GT')
+          else
+            if state then
+              redis.call('DEL', key)
+            end
+            redis.call('HSET', key, 's', x, field, text)
+            redis.call('PEXPIRE', key, ttl)
+          end
+        else
+          redis.call('HSET', key, 's', x)
+          redis.call('PEXPIRE', key, ttl, 'GT')
+        end
       end
     end
     if allowed then
@@ -372,13 +564,27 @@ end
 -- counts only if it was written for these limits, which were checked
 -- then. lim[4i-3 .. 4i]: limit i's capacity, refill_amount,
 -- refill_interval and tokens * refill_interval (as stored, then at stamp).
+-- state: the string state, or a hash's field s (hashed; held as held
+-- reads it).
 local limits, lim, last = nil, {}, nil
+local state, hashed, held = false, false, nil
 if count >= 0 and n ~= 1 then
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
-  local state = redis.pcall('GET', key)
-  if type(state) == 'table' and state.err then
-    return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'token_bucket'
-      .. ' state (another script\'s state?): ' .. state.err)
+  state = redis.pcall('GET', key)
+  if type(state) == 'table' then
+    do
+      local held_fields
+      if op then
+        held_fields = redis.pcall('HMGET', key, 's', format('r%d', id))
+      else
+        held_fields = redis.pcall('HMGET', key, 's')
+      end
+      if held_fields.err or not held_fields[1] then
+        return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than token_bucket'
+          .. ' state (another script\'s state?): ' .. state.err)
+      end
+      hashed, state, held = true, held_fields[1], held_fields[2]
+    end
   end
   if state then
     local stored, time, at
@@ -545,6 +751,7 @@ if last and last > now then
   if gone then
     redis.call('DEL', key)
     last = nil
+    state, hashed, held = false, false, nil
   end
 end
 local stamp = now
@@ -582,6 +789,55 @@ for i = 4, 4 * n, 4 do
   end
 end
 local record = count > 0 and (allowed or mode == '1')
+-- v7: a reserve or a settle, as with one limit, at stamp. estimate: the
+-- live reservation's.
+local write, estimate = record, nil
+if op then
+  estimate = nil
+  if held then
+    local live_expiry, live_estimate, live_limits = string.match(held, '^(%d+) (%d+) (.*)$')
+    if live_expiry and live_expiry + 0 > now then
+      if live_limits ~= limits then
+        return redis.error_reply('ERR ratelua: ARGV[2] and ARGV[5..] must be the unit and the limits of reservation '
+          .. format('%d', id) .. " ('" .. string.sub(live_limits, 1, 200) .. "'), got '" .. string.sub(limits, 1, 200) .. "'")
+      end
+      estimate = live_estimate + 0
+    end
+  end
+  if op == 'settle' then
+    allowed = true
+    for i = 4, 4 * n, 4 do
+      local capacity, interval, level = lim[i - 3], lim[i - 1], lim[i]
+      if estimate then
+        local full, diff = capacity * interval, estimate - count
+        if diff > 0 then
+          level = level + diff * interval
+          if level > full then
+            level = full
+          end
+        elseif diff < 0 then
+          if diff < -2 * capacity then
+            diff = -2 * capacity
+          end
+          level = level + diff * interval
+          if level < -full then
+            level = -full
+          end
+        end
+        lim[i] = level
+      end
+      if level < interval then
+        allowed = false
+      end
+    end
+    record, count, asked, write = false, 0, 1, 'settle'
+    if estimate == nil then
+      write = 'none'
+    end
+  elseif estimate then
+    record, count, asked, allowed, write = false, 0, 1, true, false
+  end
+end
 
 -- Take the tokens and reply from the state after this call: when allowed,
 -- the limit with the fewest remaining decides; when denied, the one with
@@ -630,26 +886,32 @@ for i = 4, 4 * n, 4 do
     end
   end
 end
-if record then
+if write == 'none' then
+  return { 0, remaining, -1, reset_after, 0 }
+end
+if write then
   local tokens = {}
   for i = 1, n do
     tokens[i] = lim[4 * i]
   end
-  local ttl
+  local ttl = reset_after
+  if op == 'reserve' and lifetime > ttl then
+    ttl = lifetime
+  end
   do
-    local ms = reset_after
+    local ms = ttl
     if unit == 'us' then
-      -- ceil(reset_after / 1000), exactly: the float quotient is floor or
+      -- ceil(ttl / 1000), exactly: the float quotient is floor or
       -- floor + 1.
-      ms = math.floor(reset_after / 1000)
-      if ms * 1000 > reset_after then
+      ms = math.floor(ttl / 1000)
+      if ms * 1000 > ttl then
         ms = ms - 1
       end
-      if ms * 1000 < reset_after then
+      if ms * 1000 < ttl then
         ms = ms + 1
       end
     elseif unit == 's' then
-      ms = reset_after * 1000
+      ms = ttl * 1000
     end
     if ms > MAX_TIME then
       ms = MAX_TIME
@@ -658,7 +920,56 @@ if record then
     end
     ttl = string.format('%d', ms)
   end
-  redis.call('SET', key, format('%s|%d' .. string.rep(' %d', n), limits, stamp, unpack(tokens, 1, n)), 'PX', ttl)
+  local x = format('%s|%d' .. string.rep(' %d', n), limits, stamp, unpack(tokens, 1, n))
+  if not (hashed or op) then
+    redis.call('SET', key, x, 'PX', ttl)
+  else
+    if write == 'settle' then
+      if redis.call('HLEN', key) <= 2 then
+        redis.call('DEL', key)
+        redis.call('SET', key, x, 'PX', ttl)
+      else
+        redis.call('HDEL', key, format('r%d', id))
+        redis.call('HSET', key, 's', x)
+        redis.call('PEXPIRE', key, ttl, 'GT')
+      end
+    elseif op == 'reserve' then
+      local field = format('r%d', id)
+      local text = format('%d %d %s', now + lifetime, count, limits)
+      if hashed then
+        if not held and redis.call('HLEN', key) > MAX_RESERVATIONS then
+          local all, gone, open = redis.call('HGETALL', key), {}, 0
+          for i = 1, #all, 2 do
+            if string.byte(all[i]) == 114 then
+              if string.match(all[i + 1], '^%d+') + 0 > now then
+                open = open + 1
+              else
+                gone[#gone + 1] = all[i]
+              end
+            end
+          end
+          if open >= MAX_RESERVATIONS then
+            return redis.error_reply('ERR ratelua: KEYS[1] holds ' .. MAX_RESERVATIONS .. ' open reservations, the most'
+              .. ' a key holds: settle or cancel one, or wait for its lifetime to pass, before ARGV[4] reserves another')
+          end
+          if #gone > 0 then
+            redis.call('HDEL', key, unpack(gone))
+          end
+        end
+        redis.call('HSET', key, 's', x, field, text)
+        redis.call('PEXPIRE', key, ttl, 'GT')
+      else
+        if state then
+          redis.call('DEL', key)
+        end
+        redis.call('HSET', key, 's', x, field, text)
+        redis.call('PEXPIRE', key, ttl)
+      end
+    else
+      redis.call('HSET', key, 's', x)
+      redis.call('PEXPIRE', key, ttl, 'GT')
+    end
+  end
 end
 if allowed then
   return { 1, remaining, 0, reset_after, index }

@@ -30,8 +30,11 @@
 //     Prometheus endpoint with the reference's names, wire format and
 //     flush, depending on nothing of the service;
 //   - [github.com/ratelua/ratelua/rls/server]: the gRPC and HTTP
-//     listeners, health, the Redis or Valkey client and the reload loop:
-//     what the command ratelua-rls runs.
+//     listeners, health, the Redis or Valkey client and the reload loop
+//     (or the xDS subscription): what the command ratelua-rls runs;
+//   - [github.com/ratelua/ratelua/rls/xds]: the xDS client of
+//     CONFIG_TYPE=GRPC_XDS_SOTW, RateLimitConfig resources handed on as
+//     configuration documents; it imports nothing of the service.
 //
 // This package holds only this documentation.
 package rls

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/internal/model"
 	"github.com/ratelua/ratelua/internal/modeltest"
 	"github.com/ratelua/ratelua/luatest"
 	"github.com/ratelua/ratelua/testbench"
@@ -57,6 +58,9 @@ func differential(t *testing.T, ctx context.Context, client rueidis.Client, fami
 		sha := luaSHA(t, name)
 		r := rand.New(rand.NewPCG(uint64(len(name)), uint64(len(family))))
 		done := 0
+		// applied counts the settles applied and the reserves admitted
+		// (v7): the sequences must exercise both on the servers.
+		applied := map[string]int{}
 		for seq := 0; done < calls; seq++ {
 			unit := []string{"s", "ms", "us"}[seq%3]
 			m, limits, longest := modeltest.Generators[name](r, unit, 1+seq%4)
@@ -84,6 +88,9 @@ func differential(t *testing.T, ctx context.Context, client rueidis.Client, fami
 				now = c.Now
 				args := modeltest.CallArgs(c, limits)
 				want := m.Do(c).Ints()
+				if c.Op == model.OpSettle && want[4] >= 1 || c.Op == model.OpReserve && want[0] == 1 {
+					applied[c.Op]++
+				}
 				history = append(history, strings.Join(append(args[:4:4], args[4+len(limits):]...), " "))
 				res, lerr := e.Run(src, []string{key}, args)
 				real, rerr := client.Do(ctx, client.B().Evalsha().Sha1(sha).Numkeys(1).Key(key).Arg(args...).Build()).ToAny()
@@ -124,6 +131,10 @@ func differential(t *testing.T, ctx context.Context, client rueidis.Client, fami
 				e.Do("PEXPIRE", key, "3600000")
 				client.Do(ctx, client.B().Pexpire().Key(key).Milliseconds(3600000).Build())
 			}
+		}
+		if model.Reservable[name] && (applied[model.OpSettle] == 0 || applied[model.OpReserve] == 0) {
+			t.Errorf("%s on %s: %d settles applied and %d reserves admitted in %d calls: the sequences do not exercise them",
+				name, family, applied[model.OpSettle], applied[model.OpReserve], done)
 		}
 	}
 }

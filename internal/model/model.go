@@ -29,9 +29,15 @@ type Call struct {
 	Mode  int    // 0 or 1
 	Unit  string // "s", "ms" or "us"
 	// Op is the concurrency script's mode other than '0': OpRenew or
-	// OpRelease of lease Lease (ARGV[7]); "" for every other call.
+	// OpRelease of lease Lease (ARGV[7]); v7's reserve or settle
+	// (OpReserve, OpSettle: ARGV[4] 'reserve:<ID>:<Lifetime>' or
+	// 'settle:<ID>', Count the estimate or the actual cost); "" for every
+	// other call.
 	Op    string
 	Lease int64
+	// ID and Lifetime are a reservation's id and settle lifetime (in the
+	// unit), for OpReserve and OpSettle.
+	ID, Lifetime int64
 	// Server is the server's clock (TIME) in the unit, which a script
 	// reads when a state's last write lies further ahead of Now than the
 	// limits' widest window (see Stale); 0 stands for Now (a call on the

@@ -23,11 +23,27 @@ type TokenBucket struct {
 	// stale) is kept and decided at its last write's time; from v6 it is
 	// forgotten.
 	KeepsStale bool
-	exists     bool
-	stamp      int64
-	tokens     []*big.Rat
-	ttl        int64
+	// Reserves is v7: the calls may be reserves and settles (Call.Op
+	// OpReserve, OpSettle). The model does not model the refusal of a
+	// reserve past MaxReservations (a case test does).
+	Reserves bool
+	exists   bool
+	stamp    int64
+	tokens   []*big.Rat
+	ttl      int64
+	// reserved are the reservations the state holds (v7), and hashed
+	// whether it is v7's hash (it holds some): its TTL then never
+	// shortens while it does.
+	reserved reservations
+	hashed   bool
 }
+
+// Reservable reports whether the calls may reserve and settle (v7).
+func (m *TokenBucket) Reservable() bool { return m.Reserves }
+
+// Reservations returns the ids of the reservations the state holds, live
+// or expired, for drawing calls that name them.
+func (m *TokenBucket) Reservations() []int64 { return m.reserved.ids() }
 
 // Exists reports whether state must exist.
 func (m *TokenBucket) Exists() bool { return m.exists }
@@ -53,7 +69,7 @@ func waitFor(level *big.Rat, target int64, l TokenBucketLimit) int64 {
 // Do applies one call.
 func (m *TokenBucket) Do(c Call) Reply {
 	if c.Count < 0 {
-		m.exists, m.tokens = false, nil
+		m.forget()
 		caps := make([]int64, len(m.Limits))
 		for i, l := range m.Limits {
 			caps[i] = l.Capacity
@@ -62,13 +78,15 @@ func (m *TokenBucket) Do(c Call) Reply {
 	}
 	behind := m.BehindCounts && len(m.Limits) == 1
 	if m.exists && !m.KeepsStale && m.stale(c, behind) {
-		m.exists, m.tokens = false, nil
+		m.forget()
 	}
 	stamp := c.Now
 	beyond := false // behind, below the floor: record nothing
 	levels := make([]*big.Rat, len(m.Limits))
+	raw := make([]*big.Rat, len(m.Limits)) // levels not floored (a settle's base)
 	for i, l := range m.Limits {
 		levels[i] = big.NewRat(l.Capacity, 1)
+		raw[i] = big.NewRat(l.Capacity, 1)
 		if m.exists {
 			if !behind {
 				stamp = max(stamp, m.stamp)
@@ -80,30 +98,134 @@ func (m *TokenBucket) Do(c Call) Reply {
 			lv := new(big.Rat).Add(m.tokens[i], refill)
 			if lv.Cmp(levels[i]) < 0 {
 				levels[i] = lv
+				raw[i] = new(big.Rat).Set(lv)
 			}
 			if floor := big.NewRat(-l.Capacity, 1); levels[i].Cmp(floor) < 0 {
 				levels[i], beyond = floor, true
 			}
 		}
 	}
-	asked := max(c.Count, 1)
+	switch c.Op {
+	case OpReserve:
+		if _, ok := m.reserved.live(c.ID, c.Now); ok {
+			// Held already (a reserve retried): nothing recorded; the reply
+			// of an admission, read as a peek.
+			return decide(true, m.outcomes(c, stamp, levels, 1))
+		}
+		wasHashed := m.hashed
+		prev := m.ttl
+		reply, recorded, resetAfter := m.decide(c, stamp, levels, beyond, c.Count, 0)
+		if recorded && m.reserved.room(c.ID, c.Now) {
+			if m.reserved == nil {
+				m.reserved = reservations{}
+			}
+			m.reserved[c.ID] = reservation{expiry: c.Now + c.Lifetime, estimate: c.Count}
+			m.hashed = true
+			m.ttl = ttlMillis(c.Unit, max(resetAfter, c.Lifetime))
+			if wasHashed {
+				m.ttl = max(m.ttl, prev)
+			}
+		}
+		return reply
+	case OpSettle:
+		r, ok := m.reserved.live(c.ID, c.Now)
+		if !ok {
+			reply, _, _ := m.decide(c, stamp, levels, beyond, 0, 0)
+			return notApplied(reply)
+		}
+		for i, l := range m.Limits {
+			lv := raw[i]
+			if diff := r.estimate - c.Count; diff > 0 {
+				// A refund, capped at capacity.
+				lv.Add(lv, big.NewRat(diff, 1))
+				if full := big.NewRat(l.Capacity, 1); lv.Cmp(full) > 0 {
+					lv = full
+				}
+			} else if floor := big.NewRat(-l.Capacity, 1); diff < 0 && lv.Cmp(floor) >= 0 {
+				// A charge, never denied, down to -capacity.
+				lv.Sub(lv, big.NewRat(-diff, 1))
+				if lv.Cmp(floor) < 0 {
+					lv = floor
+				}
+			}
+			raw[i] = lv
+		}
+		delete(m.reserved, c.ID)
+		m.stamp, m.tokens = stamp, raw
+		after := make([]*big.Rat, len(m.Limits))
+		for i, l := range m.Limits {
+			after[i] = new(big.Rat).Set(raw[i])
+			if floor := big.NewRat(-l.Capacity, 1); after[i].Cmp(floor) < 0 {
+				after[i] = floor
+			}
+		}
+		outcomes := m.outcomes(c, stamp, after, 1)
+		var resetAfter int64
+		allowed := true
+		for i, o := range outcomes {
+			resetAfter = max(resetAfter, o.reset)
+			if after[i].Cmp(big.NewRat(1, 1)) < 0 {
+				allowed = false
+			}
+		}
+		ttl := ttlMillis(c.Unit, resetAfter)
+		if len(m.reserved) == 0 {
+			// The last reservation: the state is v6's again.
+			m.hashed, m.ttl = false, ttl
+		} else {
+			m.ttl = max(m.ttl, ttl)
+		}
+		return decide(allowed, outcomes)
+	}
+	reply, _, _ := m.decide(c, stamp, levels, beyond, c.Count, c.Mode)
+	return reply
+}
+
+// forget drops the state and its reservations.
+func (m *TokenBucket) forget() {
+	m.exists, m.tokens, m.reserved, m.hashed = false, nil, nil, false
+}
+
+// decide decides count tokens at stamp from levels in mode, records them
+// when it should and returns the reply, whether it recorded and the
+// reset_after it wrote.
+func (m *TokenBucket) decide(c Call, stamp int64, levels []*big.Rat, beyond bool, count int64, mode int) (Reply, bool, int64) {
+	asked := max(count, 1)
 	allowed := true
 	for i, l := range m.Limits {
 		if asked > l.Capacity || levels[i].Cmp(big.NewRat(asked, 1)) < 0 {
 			allowed = false
 		}
 	}
-	record := c.Count > 0 && (allowed || c.Mode == 1) && !beyond
+	record := count > 0 && (allowed || mode == 1) && !beyond
 	if record {
 		for i, l := range m.Limits {
-			levels[i].Sub(levels[i], big.NewRat(c.Count, 1))
+			levels[i].Sub(levels[i], big.NewRat(count, 1))
 			if floor := big.NewRat(-l.Capacity, 1); levels[i].Cmp(floor) < 0 {
 				levels[i] = floor
 			}
 		}
 	}
-	outcomes := make([]outcome, len(m.Limits))
+	outcomes := m.outcomes(c, stamp, levels, asked)
 	var resetAfter int64
+	for _, o := range outcomes {
+		resetAfter = max(resetAfter, o.reset)
+	}
+	if record {
+		ttl := ttlMillis(c.Unit, resetAfter)
+		if m.hashed {
+			// A state with reservations: its TTL never shortens.
+			ttl = max(ttl, m.ttl)
+		}
+		m.exists, m.stamp, m.tokens = true, stamp, levels
+		m.ttl = ttl
+	}
+	return decide(allowed, outcomes), record, resetAfter
+}
+
+// outcomes are the limits' outcomes for asked tokens at levels.
+func (m *TokenBucket) outcomes(c Call, stamp int64, levels []*big.Rat, asked int64) []outcome {
+	outcomes := make([]outcome, len(m.Limits))
 	for i, l := range m.Limits {
 		o := &outcomes[i]
 		if levels[i].Sign() > 0 {
@@ -117,13 +239,8 @@ func (m *TokenBucket) Do(c Call) Reply {
 		if w := waitFor(levels[i], l.Capacity, l); w > 0 {
 			o.reset = clampDuration(stamp + w - c.Now)
 		}
-		resetAfter = max(resetAfter, o.reset)
 	}
-	if record {
-		m.exists, m.stamp, m.tokens = true, stamp, levels
-		m.ttl = ttlMillis(c.Unit, resetAfter)
-	}
-	return decide(allowed, outcomes)
+	return outcomes
 }
 
 // Horizon is a bucket's refill horizon, the time an empty bucket takes to

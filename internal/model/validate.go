@@ -44,7 +44,8 @@ func Accepts(name string, keys, argv []string) bool {
 	if !ok || len(keys) != 1 || len(argv) < 4 {
 		return false
 	}
-	if _, ok := parseInt(argv[0], -MaxTime, MaxTime); !ok {
+	count, ok := parseInt(argv[0], -MaxTime, MaxTime)
+	if !ok {
 		return false
 	}
 	if argv[1] != "s" && argv[1] != "ms" && argv[1] != "us" {
@@ -56,7 +57,10 @@ func Accepts(name string, keys, argv []string) bool {
 		}
 	}
 	if argv[3] != "0" && argv[3] != "1" {
-		return false
+		op, _, _, ok := ParseReservation(argv[3])
+		if !ok || !Reservable[name] || (op == OpReserve && count < 1) || (op == OpSettle && count < 0) {
+			return false
+		}
 	}
 	rest := argv[4:]
 	if len(rest) == 0 || len(rest)%len(rule) != 0 || len(rest)/len(rule) > 16 {
@@ -150,4 +154,32 @@ func acceptsConcurrency(keys, argv []string) bool {
 		}
 	}
 	return true
+}
+
+// Reservable holds the scripts whose newest version (v7) takes reserve
+// and settle.
+var Reservable = map[string]bool{"token_bucket": true}
+
+// ParseReservation reads a reservation's mode, 'reserve:<id>:<lifetime>'
+// or 'settle:<id>' with id and lifetime canonical integers in [1, 2^52]
+// (a settle's lifetime is 0): ok false for any other text.
+func ParseReservation(mode string) (op string, id, lifetime int64, ok bool) {
+	parts := strings.Split(mode, ":")
+	switch {
+	case len(parts) == 3 && parts[0] == OpReserve:
+		op = OpReserve
+	case len(parts) == 2 && parts[0] == OpSettle:
+		op = OpSettle
+	default:
+		return "", 0, 0, false
+	}
+	if id, ok = parseInt(parts[1], 1, MaxTime); !ok || !isCanonical(parts[1]) {
+		return "", 0, 0, false
+	}
+	if op == OpReserve {
+		if lifetime, ok = parseInt(parts[2], 1, MaxTime); !ok || !isCanonical(parts[2]) {
+			return "", 0, 0, false
+		}
+	}
+	return op, id, lifetime, true
 }

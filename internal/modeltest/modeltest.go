@@ -135,6 +135,9 @@ func NextCall(r *rand.Rand, m model.Model, now int64, unit string, longest int64
 	if c, ok := m.(*model.Concurrency); ok {
 		return ConcurrencyCall(r, c, now, unit, longest)
 	}
+	if h, ok := m.(reserver); ok && h.Reservable() {
+		return ReservationCall(r, h.Reservations(), now, unit, longest)
+	}
 	return RandomCall(r, now, unit, longest)
 }
 
@@ -193,6 +196,56 @@ func ConcurrencyCall(r *rand.Rand, m *model.Concurrency, now int64, unit string,
 		step = -r.Int64N(longest + 1)
 	}
 	c.Now = min(max(now+step, 0), model.MaxTime)
+	return c
+}
+
+// reserver is a model of a script with reserve and settle (v7).
+type reserver interface {
+	Reservable() bool
+	Reservations() []int64
+}
+
+// ReservationCall draws the next call on a script with reserve and settle
+// whose state holds the reservations ids: a third of the calls reserve
+// (ids from a small pool, so that a reserve retried meets its own, and
+// sometimes any id; lifetimes from one unit to twice the longest window),
+// a third settle (mostly an id held, live or expired, else any; the actual
+// cost 0 (a cancel), below, at or above the estimates drawn, rarely huge),
+// the rest are RandomCall's.
+func ReservationCall(r *rand.Rand, ids []int64, now int64, unit string, longest int64) model.Call {
+	c := RandomCall(r, now, unit, longest)
+	switch p := r.IntN(90); {
+	case p < 30:
+		c.Op, c.Mode = model.OpReserve, 0
+		c.ID = 1 + r.Int64N(6)
+		if r.IntN(10) == 0 {
+			c.ID = 1 + r.Int64N(1<<52)
+		}
+		c.Count = max(c.Count, 1)
+		if r.IntN(2) == 0 {
+			c.Count = 1 + r.Int64N(4)
+		}
+		c.Lifetime = 1 + r.Int64N(2*longest+1)
+		if r.IntN(20) == 0 {
+			c.Lifetime = 1 + r.Int64N(model.MaxTime)
+		}
+	case p < 60:
+		c.Op, c.Mode = model.OpSettle, 0
+		c.ID = 1 + r.Int64N(8)
+		if len(ids) > 0 && r.IntN(4) != 0 {
+			c.ID = ids[r.IntN(len(ids))]
+		}
+		switch q := r.IntN(10); {
+		case q < 3:
+			c.Count = 0
+		case q < 8:
+			c.Count = r.Int64N(6)
+		case q < 9:
+			c.Count = r.Int64N(40)
+		default:
+			c.Count = r.Int64N(model.MaxTime + 1)
+		}
+	}
 	return c
 }
 
@@ -281,9 +334,17 @@ func RandomKey(r *rand.Rand) string {
 // the limits.
 func CallArgs(c model.Call, limits []string) []string {
 	args := []string{strconv.FormatInt(c.Count, 10), c.Unit, strconv.FormatInt(c.Now, 10), strconv.Itoa(c.Mode)}
-	if c.Op != "" {
+	if c.Op == model.OpRenew || c.Op == model.OpRelease {
 		args[3] = c.Op
 		return append(append(args, limits...), strconv.FormatInt(c.Lease, 10))
+	}
+	switch c.Op {
+	case model.OpReserve:
+		args[3] = "reserve:" + strconv.FormatInt(c.ID, 10) + ":" + strconv.FormatInt(c.Lifetime, 10)
+		return append(args, limits...)
+	case model.OpSettle:
+		args[3] = "settle:" + strconv.FormatInt(c.ID, 10)
+		return append(args, limits...)
 	}
 	if c.Lease != 0 {
 		// A v6 acquire of the caller's lease id.
@@ -299,6 +360,7 @@ func ForVersion(m model.Model, version int) model.Model {
 	case *model.TokenBucket:
 		m.BehindCounts = version >= 6
 		m.KeepsStale = version < 6
+		m.Reserves = version >= 7
 	case *model.AR1:
 		m.KeepsStale = version < 6
 	case *model.SlidingWindow:

@@ -296,3 +296,59 @@ local function rare()
   return helpers
 end
 -- #end
+
+-- reservation sets OP to 'reserve' or 'settle', and ID and LIFETIME to
+-- numbers, when MODE (ARGV[4]) is 'reserve:<id>:<lifetime>' or
+-- 'settle:<id>' with id and lifetime canonical integers in [1, 2^52];
+-- else OP to nil. Only a mode other than '0' and '1' is parsed.
+-- #define reservation(OP, ID, LIFETIME, MODE)
+-- (Reserve, then settle: v7, issue 31, token_bucket and zset_log. Each
+-- script that takes them defines MAX_RESERVATIONS.)
+OP = nil
+if type(MODE) == 'string' then
+  local reservation_kind, reservation_id, reservation_life = string.match(MODE, '^(%l+):([1-9]%d*):([1-9]%d*)$')
+  if reservation_kind ~= 'reserve' then
+    reservation_kind, reservation_id = string.match(MODE, '^(%l+):([1-9]%d*)$')
+    reservation_life = '1'
+    if reservation_kind ~= 'settle' then
+      reservation_kind = nil
+    end
+  end
+  if reservation_kind == 'reserve' or reservation_kind == 'settle' then
+    ID, LIFETIME = reservation_id + 0, reservation_life + 0
+    if ID <= MAX_TIME and LIFETIME <= MAX_TIME then
+      OP = reservation_kind
+    end
+  end
+end
+-- #end
+
+-- reservation_refuse returns the error reply of a call whose first wrong
+-- argument is its mode (ARGV[4], neither '0', '1' nor a reservation's),
+-- or ARGV[1] for its reservation's operation OP (an estimate below 1, an
+-- actual cost below 0); COUNT and NOW are ARGV[1] and ARGV[3] read (nil
+-- when wrong). Else it does nothing: HELPERS.refuse names the argument.
+-- #define reservation_refuse(HELPERS, OP, COUNT, NOW)
+if #KEYS == 1 and COUNT ~= nil and NOW ~= nil and (ARGV[2] == 'ms' or ARGV[2] == 's' or ARGV[2] == 'us') then
+  local reservation_shown = "'" .. string.gsub(string.sub(tostring(ARGV[4]), 1, 40), '[^ -~]', function(byte)
+    return string.format('\\x%02x', string.byte(byte))
+  end) .. "'"
+  if #tostring(ARGV[4]) > 40 then
+    reservation_shown = string.sub(reservation_shown, 1, -2) .. "...'"
+  end
+  if ARGV[4] == nil then
+    reservation_shown = 'nothing'
+  end
+  if OP == 'reserve' and COUNT < 1 then
+    return redis.error_reply('ERR ratelua: ARGV[1] estimate of a reserve must be a canonical integer in [1, 2^52], got '
+      .. ARGV[1])
+  elseif OP == 'settle' and COUNT < 0 then
+    return redis.error_reply('ERR ratelua: ARGV[1] actual cost of a settle must be a canonical integer in [0, 2^52], got '
+      .. ARGV[1])
+  elseif OP == nil and ARGV[4] ~= '0' and ARGV[4] ~= '1' then
+    return redis.error_reply("ERR ratelua: ARGV[4] mode must be '0' (count allowed events), '1' (count every attempt), "
+      .. "'reserve:<id>:<lifetime>' or 'settle:<id>' (id and lifetime canonical integers in [1, 2^52]), got "
+      .. reservation_shown)
+  end
+end
+-- #end

@@ -140,6 +140,108 @@ else
 end
 -- #end
 
+-- MAX_RESERVATIONS bounds the reservations one key holds (open, or
+-- expired and not yet dropped): a reserve of a new id on a key holding
+-- that many live ones is refused, so a key cannot grow without bound nor a
+-- call take unbounded work.
+local MAX_RESERVATIONS = 1000
+
+-- held reads a hash state (v7: a key holding reservations) after GET
+-- answered STATE, an error: HASHED true, STATE its field s (v6's string
+-- state) and HELD the field of reservation id when op names one (false
+-- when absent). A key of another type, or a hash without s (another
+-- script's), is refused as wrong_type does, unchanged.
+-- #define held(HASHED, STATE, HELD)
+do
+  local held_fields
+  if op then
+    held_fields = redis.pcall('HMGET', key, 's', format('r%d', id))
+  else
+    held_fields = redis.pcall('HMGET', key, 's')
+  end
+  if held_fields.err or not held_fields[1] then
+    return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than token_bucket'
+      .. ' state (another script\'s state?): ' .. STATE.err)
+  end
+  HASHED, STATE, HELD = true, held_fields[1], held_fields[2]
+end
+-- #end
+
+-- live sets EST to the estimate of the reservation whose field text is
+-- HELD when it is live (its expiry after now), else to nil. A live
+-- reservation recorded under other limits (LIMITS: the unit and the
+-- limits, as ARGV sends them) is an error, nothing written.
+-- #define live(EST, HELD, LIMITS)
+EST = nil
+if HELD then
+  local live_expiry, live_estimate, live_limits = string.match(HELD, '^(%d+) (%d+) (.*)$')
+  if live_expiry and live_expiry + 0 > now then
+    if live_limits ~= LIMITS then
+      return redis.error_reply('ERR ratelua: ARGV[2] and ARGV[5..] must be the unit and the limits of reservation '
+        .. format('%d', id) .. " ('" .. string.sub(live_limits, 1, 200) .. "'), got '" .. string.sub(LIMITS, 1, 200) .. "'")
+    end
+    EST = live_estimate + 0
+  end
+end
+-- #end
+
+-- hash_write writes state text X with TTL (ms, text) to a key that is or
+-- becomes a hash (v7): HASHED, STATE and HELD as held read them; SETTLED
+-- true for a settle (its reservation forgotten: the last one turns the key
+-- back into v6's string, SET), else a recorded call (a reserve adds its
+-- reservation's field '<expiry> <estimate> <LIMITS>'). On a hash the TTL
+-- never shortens (PEXPIRE GT), so it covers every reservation's lifetime.
+-- A reserve of a new id on a hash holding MAX_RESERVATIONS reservations
+-- drops the expired ones first, and is refused if none is (nothing
+-- written).
+-- #define hash_write(HASHED, STATE, HELD, X, TTL, LIMITS, SETTLED)
+if SETTLED then
+  if redis.call('HLEN', key) <= 2 then
+    redis.call('DEL', key)
+    redis.call('SET', key, X, 'PX', TTL)
+  else
+    redis.call('HDEL', key, format('r%d', id))
+    redis.call('HSET', key, 's', X)
+    redis.call('PEXPIRE', key, TTL, 'GT')
+  end
+elseif op == 'reserve' then
+  local field = format('r%d', id)
+  local text = format('%d %d %s', now + lifetime, count, LIMITS)
+  if HASHED then
+    if not HELD and redis.call('HLEN', key) > MAX_RESERVATIONS then
+      local all, gone, open = redis.call('HGETALL', key), {}, 0
+      for i = 1, #all, 2 do
+        if string.byte(all[i]) == 114 then
+          if string.match(all[i + 1], '^%d+') + 0 > now then
+            open = open + 1
+          else
+            gone[#gone + 1] = all[i]
+          end
+        end
+      end
+      if open >= MAX_RESERVATIONS then
+        return redis.error_reply('ERR ratelua: KEYS[1] holds ' .. MAX_RESERVATIONS .. ' open reservations, the most'
+          .. ' a key holds: settle or cancel one, or wait for its lifetime to pass, before ARGV[4] reserves another')
+      end
+      if #gone > 0 then
+        redis.call('HDEL', key, unpack(gone))
+      end
+    end
+    redis.call('HSET', key, 's', X, field, text)
+    redis.call('PEXPIRE', key, TTL, 'GT')
+  else
+    if STATE then
+      redis.call('DEL', key)
+    end
+    redis.call('HSET', key, 's', X, field, text)
+    redis.call('PEXPIRE', key, TTL)
+  end
+else
+  redis.call('HSET', key, 's', X)
+  redis.call('PEXPIRE', key, TTL, 'GT')
+end
+-- #end
+
 -- #call: what follows runs on every call (in ratelua_v7, the function body)
 local tonumber, floor, format, find = tonumber, math.floor, string.format, string.find
 local unit, now, mode = ARGV[2], false, ARGV[4]
@@ -161,11 +263,31 @@ if ARGV[3] ~= '' then
     now = nil
   end
 end
+-- A reservation's mode (v7): parsed only when the mode is not '0' or '1'.
+-- A reserve decides as mode '0'; least is the smallest ARGV[1] it takes.
+local op, id, lifetime, least = nil, 0, 0, 0
+if mode ~= '0' and mode ~= '1' then
+  -- #expand reservation(op, id, lifetime, mode)
+  if op then
+    mode = '0'
+    if op == 'reserve' then
+      least = 1
+    end
+  end
+end
 local n = (#ARGV - 4) / 3
 if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
-  or (mode ~= '0' and mode ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
+  or (mode ~= '0' and mode ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0))
+  or (op and count < least) then
   -- #expand rare(helpers)
-  return helpers.refuse(KEYS, ARGV, 3)
+  -- #expand reservation_refuse(helpers, op, count, now)
+  local args = ARGV
+  if op then
+    -- The mode is right: refuse names the wrong argument after it.
+    args = { unpack(ARGV) }
+    args[4] = '0'
+  end
+  return helpers.refuse(KEYS, args, 3)
 end
 local key = KEYS[1]
 
@@ -183,19 +305,23 @@ if n == 1 and count >= 0 then
   end
   if capacity and capacity <= 1000000000 and amount <= 1000000000 and capacity * interval <= 1125899906842624 then
     local state = redis.pcall('GET', key)
-    -- #expand wrong_type(state, 'token_bucket')
+    -- v7: a key holding reservations is a hash (held: the reservation
+    -- op names, its field's text), its field s v6's string state.
+    local hashed, held = false, nil
+    if type(state) == 'table' then
+      -- #expand held(hashed, state, held)
+    end
     local server = not now
     if server then
       -- #expand clock(now, unit)
     end
     -- level = tokens * interval, in [-full, full].
     local full = capacity * interval
-    local level, beyond = full, false
+    local level, beyond, deficit = full, false, 0
     if state then
       -- The deficit at now: X - now * amount, or from "<t> <deficit>". A
       -- product past 2^53 is rounded, but then the difference is far
       -- outside [0, 2 * full] on the same side, and clamped.
-      local deficit
       -- #expand deficit_at(deficit, state, now, amount)
       if deficit > 2 * full then
         -- Below the floor: only a now behind the last write (or other
@@ -209,8 +335,8 @@ if n == 1 and count >= 0 then
           -- after now, so the last write lies more than one horizon
           -- ahead of now (its deficit is at most 2 * full). For a
           -- caller's clock, the server's TIME must read so too. A stale
-          -- state was written by a clock far ahead: deleted, and the call
-          -- counts from a full bucket.
+          -- state was written by a clock far ahead: deleted (with its
+          -- reservations), and the call counts from a full bucket.
           local gone = true
           if not server then
             local clock_now, clock_deficit
@@ -220,7 +346,8 @@ if n == 1 and count >= 0 then
           end
           if gone then
             redis.call('DEL', key)
-            level, beyond = full, false
+            level, beyond, deficit = full, false, 0
+            state, hashed, held = false, false, nil
           end
         end
       elseif deficit > 0 then
@@ -233,6 +360,51 @@ if n == 1 and count >= 0 then
     end
     local allowed = asked <= capacity and level >= asked * interval
     local record = count > 0 and (allowed or mode == '1') and not beyond
+    -- v7: a reserve or a settle. estimate: the live reservation's.
+    local write, estimate, limits, settled = record, nil, nil, 0
+    if op then
+      limits = unit .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7]
+      -- #expand live(estimate, held, limits)
+      if op == 'settle' then
+        if estimate == nil then
+          -- Not held (unknown, expired or settled): nothing written; the
+          -- reply of a peek, marked.
+          record, asked, allowed = false, 1, level >= interval
+          write = 'none'
+        else
+          -- The difference is refunded (capped at capacity) or charged
+          -- (never denied, down to -capacity; nothing below it), on the
+          -- deficit at now, not clamped to 2 * full.
+          if deficit < 0 then
+            deficit = 0
+          end
+          local diff = estimate - count
+          if diff > 0 then
+            deficit = deficit - diff * interval
+            if deficit < 0 then
+              deficit = 0
+            end
+          elseif diff < 0 and deficit <= 2 * full then
+            if diff < -2 * capacity then
+              diff = -2 * capacity
+            end
+            deficit = deficit - diff * interval
+            if deficit > 2 * full then
+              deficit = 2 * full
+            end
+          end
+          level, settled = full - deficit, deficit
+          if level < -full then
+            level = -full
+          end
+          record, count, asked, allowed, write = false, 0, 1, level >= interval, 'settle'
+        end
+      elseif estimate then
+        -- Held already (a reserve retried): nothing recorded, the reply
+        -- of an admission, read as a peek.
+        record, count, asked, allowed, write = false, 0, 1, true, false
+      end
+    end
     if record then
       -- Taking more than 2 * capacity always ends at the floor.
       local taken = count
@@ -255,21 +427,35 @@ if n == 1 and count >= 0 then
     if level < full then
       reset_after = (full - level + (level - full) % amount) / amount
     end
-    if record then
+    if write == 'none' then
+      return { 0, remaining, -1, reset_after, 0 }
+    end
+    if write then
       local ttl = reset_after
+      if op == 'reserve' and lifetime > ttl then
+        ttl = lifetime
+      end
       if unit ~= 'ms' then
-        -- #expand ttl_ms(ttl, unit, reset_after)
+        -- #expand ttl_ms(ttl, unit, ttl)
       elseif ttl < 1 then
         ttl = '1'
       else
         ttl = format('%d', ttl)
       end
       local deficit = full - level
+      if write == 'settle' then
+        deficit = settled
+      end
       local x = now * amount + deficit
       if x < 9007199254740992 then
-        redis.call('SET', key, format('%d', x), 'PX', ttl)
+        x = format('%d', x)
       else
-        redis.call('SET', key, format('%d %d', now, deficit), 'PX', ttl)
+        x = format('%d %d', now, deficit)
+      end
+      if not (hashed or op) then
+        redis.call('SET', key, x, 'PX', ttl)
+      else
+        -- #expand hash_write(hashed, state, held, x, ttl, limits, write == 'settle')
       end
     end
     if allowed then
@@ -288,11 +474,16 @@ end
 -- counts only if it was written for these limits, which were checked
 -- then. lim[4i-3 .. 4i]: limit i's capacity, refill_amount,
 -- refill_interval and tokens * refill_interval (as stored, then at stamp).
+-- state: the string state, or a hash's field s (hashed; held as held
+-- reads it).
 local limits, lim, last = nil, {}, nil
+local state, hashed, held = false, false, nil
 if count >= 0 and n ~= 1 then
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
-  local state = redis.pcall('GET', key)
-  -- #expand wrong_type(state, 'token_bucket')
+  state = redis.pcall('GET', key)
+  if type(state) == 'table' then
+    -- #expand held(hashed, state, held)
+  end
   if state then
     local stored, time, at
     stored, time, at = string.match(state, '^([^|]*)|(%d+)()')
@@ -347,6 +538,7 @@ if last and last > now then
   if gone then
     redis.call('DEL', key)
     last = nil
+    state, hashed, held = false, false, nil
   end
 end
 local stamp = now
@@ -384,6 +576,45 @@ for i = 4, 4 * n, 4 do
   end
 end
 local record = count > 0 and (allowed or mode == '1')
+-- v7: a reserve or a settle, as with one limit, at stamp. estimate: the
+-- live reservation's.
+local write, estimate = record, nil
+if op then
+  -- #expand live(estimate, held, limits)
+  if op == 'settle' then
+    allowed = true
+    for i = 4, 4 * n, 4 do
+      local capacity, interval, level = lim[i - 3], lim[i - 1], lim[i]
+      if estimate then
+        local full, diff = capacity * interval, estimate - count
+        if diff > 0 then
+          level = level + diff * interval
+          if level > full then
+            level = full
+          end
+        elseif diff < 0 then
+          if diff < -2 * capacity then
+            diff = -2 * capacity
+          end
+          level = level + diff * interval
+          if level < -full then
+            level = -full
+          end
+        end
+        lim[i] = level
+      end
+      if level < interval then
+        allowed = false
+      end
+    end
+    record, count, asked, write = false, 0, 1, 'settle'
+    if estimate == nil then
+      write = 'none'
+    end
+  elseif estimate then
+    record, count, asked, allowed, write = false, 0, 1, true, false
+  end
+end
 
 -- Take the tokens and reply from the state after this call: when allowed,
 -- the limit with the fewest remaining decides; when denied, the one with
@@ -432,14 +663,25 @@ for i = 4, 4 * n, 4 do
     end
   end
 end
-if record then
+if write == 'none' then
+  return { 0, remaining, -1, reset_after, 0 }
+end
+if write then
   local tokens = {}
   for i = 1, n do
     tokens[i] = lim[4 * i]
   end
-  local ttl
-  -- #expand ttl_ms(ttl, unit, reset_after)
-  redis.call('SET', key, format('%s|%d' .. string.rep(' %d', n), limits, stamp, unpack(tokens, 1, n)), 'PX', ttl)
+  local ttl = reset_after
+  if op == 'reserve' and lifetime > ttl then
+    ttl = lifetime
+  end
+  -- #expand ttl_ms(ttl, unit, ttl)
+  local x = format('%s|%d' .. string.rep(' %d', n), limits, stamp, unpack(tokens, 1, n))
+  if not (hashed or op) then
+    redis.call('SET', key, x, 'PX', ttl)
+  else
+    -- #expand hash_write(hashed, state, held, x, ttl, limits, write == 'settle')
+  end
 end
 if allowed then
   return { 1, remaining, 0, reset_after, index }

@@ -30,7 +30,10 @@ local EPSILON = 0.001
 local ONE_INTEGER = 1048576
 
 redis.register_function('ratelua_ar1_v7', function(KEYS, ARGV)
-local tonumber, floor, format, find = tonumber, math.floor, string.format, string.find
+-- KEYS, ARGV and redis as locals: a global is a table lookup on every use
+-- (about 150 instructions; a local, a register).
+local KEYS, ARGV, redis = KEYS, ARGV, redis
+local tonumber, floor, format, find, log = tonumber, math.floor, string.format, string.find, math.log
 local unit, now, mode = ARGV[2], false, ARGV[4]
 local count = 1
 if ARGV[1] ~= '1' then
@@ -39,7 +42,27 @@ if ARGV[1] ~= '1' then
     count = nil
   end
 end
-if ARGV[3] ~= '' then
+local n = (#ARGV - 4) / 3
+-- One limit, the common case: now (unless '' or '0') and the limit's three
+-- integers are checked canonical at once, in one find of their text joined
+-- by spaces (every call pays a find per string searched, and a call's text
+-- joined costs less than three more), then converted by arithmetic. Any
+-- other case is checked one argument at a time below.
+local max, decay, resolution
+if n == 1 then
+  local text = ARGV[3]
+  if text == '' then
+    if find(ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7], '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
+      max, decay, resolution = ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
+    end
+  elseif find(text .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7], '^[1-9]%d* [1-9]%d* [1-9]%d* [1-9]%d*$') then
+    now, max, decay, resolution = text + 0, ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
+    if now > MAX_TIME then
+      now = nil
+    end
+  end
+end
+if ARGV[3] ~= '' and now == false then
   -- Canonical: what '%d' writes back (in range, a number's '%d' text is
   -- interned already when it is ARGV[3], so the compare is cheap).
   now = tonumber(ARGV[3])
@@ -47,7 +70,6 @@ if ARGV[3] ~= '' then
     now = nil
   end
 end
-local n = (#ARGV - 4) / 3
 if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
   or (mode ~= '0' and mode ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
   local helpers = {}
@@ -210,11 +232,14 @@ if n == 1 then
   -- every call.
   -- Canonical: digits without a leading zero (a find makes no string),
   -- then in range (the text converted by arithmetic, not by a call).
-  local max, decay, resolution = ARGV[5], ARGV[6], ARGV[7]
-  if find(max, '^[1-9]%d*$') and find(decay, '^[1-9]%d*$') and find(resolution, '^[1-9]%d*$') then
-    max, decay, resolution = max + 0, decay + 0, resolution + 0
-  else
-    max = nil
+  if max == nil then
+    -- (not checked above: now is '0')
+    max, decay, resolution = ARGV[5], ARGV[6], ARGV[7]
+    if find(max, '^[1-9]%d*$') and find(decay, '^[1-9]%d*$') and find(resolution, '^[1-9]%d*$') then
+      max, decay, resolution = max + 0, decay + 0, resolution + 0
+    else
+      max = nil
+    end
   end
   if not (max and max <= 1000000000 and decay >= 1001 and decay <= 1000000000 and resolution <= MAX_TIME) then
     local helpers = {}
@@ -407,86 +432,101 @@ if n == 1 then
   if c > 0 then
     local k
     do
-      local bound_room = 0 - 0
-      if bound_room < EPSILON then
-        bound_room = EPSILON
+      local estimate_room = 0 - 0
+      if estimate_room < EPSILON then
+        estimate_room = EPSILON
       end
-      local bound_k = 1
-      if c > bound_room then
-        -- ceil, without a call (math.ceil's result for any finite value).
-        local bound_ratio = math.log(c / bound_room) / math.log(factor)
-        bound_k = bound_ratio - bound_ratio % 1
-        if bound_k < bound_ratio then
-          bound_k = bound_k + 1
-        end
-        if bound_k < 1 then
-          bound_k = 1
+      if estimate_room == EPSILON or estimate_room * 1000000 >= 0 then
+        local estimate = log(c / estimate_room) / log(factor)
+        local estimate_part = estimate % 1
+        if estimate > 1 and estimate_part > 0.0001 and estimate_part < 0.9999 then
+          k = estimate - estimate_part + 1
         end
       end
-      -- Most often the estimate is the answer: check k and k - 1 in one pass
-      -- (the products of two passes: the bases are shared), else search.
-      local bound_j, bound_i, bound_pk, bound_pi, bound_base = bound_k, bound_k - 1, 1, 1, factor
-      while bound_j > 0 do
-        if bound_j % 2 == 1 then
-          bound_pk = bound_pk * bound_base
-          bound_j = bound_j - 1
+    end
+    if not k then
+      do
+        local bound_room = 0 - 0
+        if bound_room < EPSILON then
+          bound_room = EPSILON
         end
-        if bound_i % 2 == 1 then
-          bound_pi = bound_pi * bound_base
-          bound_i = bound_i - 1
+        local bound_k = 1
+        if c > bound_room then
+          -- ceil, without a call (math.ceil's result for any finite value).
+          local bound_ratio = log(c / bound_room) / log(factor)
+          bound_k = bound_ratio - bound_ratio % 1
+          if bound_k < bound_ratio then
+            bound_k = bound_k + 1
+          end
+          if bound_k < 1 then
+            bound_k = 1
+          end
         end
-        bound_base = bound_base * bound_base
-        bound_j = bound_j / 2
-        bound_i = bound_i / 2
-      end
-      local bound_at, bound_before = c / bound_pk, c / bound_pi
-      if bound_at < EPSILON then
-        bound_at = 0
-      end
-      if bound_before < EPSILON then
-        bound_before = 0
-      end
-      if not (bound_at + 0 <= 0 and (bound_k == 1 or bound_before + 0 > 0)) then
-        while true do
-          local bound_j, bound_power, bound_base = bound_k, 1, factor
-          while bound_j > 0 do
-            if bound_j % 2 == 1 then
-              bound_power = bound_power * bound_base
-              bound_j = bound_j - 1
+        -- Most often the estimate is the answer: check k and k - 1 in one pass
+        -- (the products of two passes: the bases are shared), else search.
+        local bound_j, bound_i, bound_pk, bound_pi, bound_base = bound_k, bound_k - 1, 1, 1, factor
+        while bound_j > 0 do
+          if bound_j % 2 == 1 then
+            bound_pk = bound_pk * bound_base
+            bound_j = bound_j - 1
+          end
+          if bound_i % 2 == 1 then
+            bound_pi = bound_pi * bound_base
+            bound_i = bound_i - 1
+          end
+          bound_base = bound_base * bound_base
+          bound_j = bound_j / 2
+          bound_i = bound_i / 2
+        end
+        local bound_at, bound_before = c / bound_pk, c / bound_pi
+        if bound_at < EPSILON then
+          bound_at = 0
+        end
+        if bound_before < EPSILON then
+          bound_before = 0
+        end
+        if not (bound_at + 0 <= 0 and (bound_k == 1 or bound_before + 0 > 0)) then
+          while true do
+            local bound_j, bound_power, bound_base = bound_k, 1, factor
+            while bound_j > 0 do
+              if bound_j % 2 == 1 then
+                bound_power = bound_power * bound_base
+                bound_j = bound_j - 1
+              end
+              bound_base = bound_base * bound_base
+              bound_j = bound_j / 2
             end
-            bound_base = bound_base * bound_base
-            bound_j = bound_j / 2
-          end
-          local bound_left = c / bound_power
-          if bound_left < EPSILON then
-            bound_left = 0
-          end
-          if bound_left + 0 <= 0 then
-            break
-          end
-          bound_k = bound_k + 1
-        end
-        while bound_k > 1 do
-          local bound_j, bound_power, bound_base = bound_k - 1, 1, factor
-          while bound_j > 0 do
-            if bound_j % 2 == 1 then
-              bound_power = bound_power * bound_base
-              bound_j = bound_j - 1
+            local bound_left = c / bound_power
+            if bound_left < EPSILON then
+              bound_left = 0
             end
-            bound_base = bound_base * bound_base
-            bound_j = bound_j / 2
+            if bound_left + 0 <= 0 then
+              break
+            end
+            bound_k = bound_k + 1
           end
-          local bound_left = c / bound_power
-          if bound_left < EPSILON then
-            bound_left = 0
+          while bound_k > 1 do
+            local bound_j, bound_power, bound_base = bound_k - 1, 1, factor
+            while bound_j > 0 do
+              if bound_j % 2 == 1 then
+                bound_power = bound_power * bound_base
+                bound_j = bound_j - 1
+              end
+              bound_base = bound_base * bound_base
+              bound_j = bound_j / 2
+            end
+            local bound_left = c / bound_power
+            if bound_left < EPSILON then
+              bound_left = 0
+            end
+            if bound_left + 0 > 0 then
+              break
+            end
+            bound_k = bound_k - 1
           end
-          if bound_left + 0 > 0 then
-            break
-          end
-          bound_k = bound_k - 1
         end
+        k = bound_k
       end
-      k = bound_k
     end
     reset_after = slot_start + k * resolution - now
     if reset_after > MAX_TIME then
@@ -546,86 +586,101 @@ if n == 1 then
   if asked <= max then
     local k
     do
-      local bound_room = max - asked
-      if bound_room < EPSILON then
-        bound_room = EPSILON
+      local estimate_room = max - asked
+      if estimate_room < EPSILON then
+        estimate_room = EPSILON
       end
-      local bound_k = 1
-      if c > bound_room then
-        -- ceil, without a call (math.ceil's result for any finite value).
-        local bound_ratio = math.log(c / bound_room) / math.log(factor)
-        bound_k = bound_ratio - bound_ratio % 1
-        if bound_k < bound_ratio then
-          bound_k = bound_k + 1
-        end
-        if bound_k < 1 then
-          bound_k = 1
+      if estimate_room == EPSILON or estimate_room * 1000000 >= max then
+        local estimate = log(c / estimate_room) / log(factor)
+        local estimate_part = estimate % 1
+        if estimate > 1 and estimate_part > 0.0001 and estimate_part < 0.9999 then
+          k = estimate - estimate_part + 1
         end
       end
-      -- Most often the estimate is the answer: check k and k - 1 in one pass
-      -- (the products of two passes: the bases are shared), else search.
-      local bound_j, bound_i, bound_pk, bound_pi, bound_base = bound_k, bound_k - 1, 1, 1, factor
-      while bound_j > 0 do
-        if bound_j % 2 == 1 then
-          bound_pk = bound_pk * bound_base
-          bound_j = bound_j - 1
+    end
+    if not k then
+      do
+        local bound_room = max - asked
+        if bound_room < EPSILON then
+          bound_room = EPSILON
         end
-        if bound_i % 2 == 1 then
-          bound_pi = bound_pi * bound_base
-          bound_i = bound_i - 1
+        local bound_k = 1
+        if c > bound_room then
+          -- ceil, without a call (math.ceil's result for any finite value).
+          local bound_ratio = log(c / bound_room) / log(factor)
+          bound_k = bound_ratio - bound_ratio % 1
+          if bound_k < bound_ratio then
+            bound_k = bound_k + 1
+          end
+          if bound_k < 1 then
+            bound_k = 1
+          end
         end
-        bound_base = bound_base * bound_base
-        bound_j = bound_j / 2
-        bound_i = bound_i / 2
-      end
-      local bound_at, bound_before = c / bound_pk, c / bound_pi
-      if bound_at < EPSILON then
-        bound_at = 0
-      end
-      if bound_before < EPSILON then
-        bound_before = 0
-      end
-      if not (bound_at + asked <= max and (bound_k == 1 or bound_before + asked > max)) then
-        while true do
-          local bound_j, bound_power, bound_base = bound_k, 1, factor
-          while bound_j > 0 do
-            if bound_j % 2 == 1 then
-              bound_power = bound_power * bound_base
-              bound_j = bound_j - 1
+        -- Most often the estimate is the answer: check k and k - 1 in one pass
+        -- (the products of two passes: the bases are shared), else search.
+        local bound_j, bound_i, bound_pk, bound_pi, bound_base = bound_k, bound_k - 1, 1, 1, factor
+        while bound_j > 0 do
+          if bound_j % 2 == 1 then
+            bound_pk = bound_pk * bound_base
+            bound_j = bound_j - 1
+          end
+          if bound_i % 2 == 1 then
+            bound_pi = bound_pi * bound_base
+            bound_i = bound_i - 1
+          end
+          bound_base = bound_base * bound_base
+          bound_j = bound_j / 2
+          bound_i = bound_i / 2
+        end
+        local bound_at, bound_before = c / bound_pk, c / bound_pi
+        if bound_at < EPSILON then
+          bound_at = 0
+        end
+        if bound_before < EPSILON then
+          bound_before = 0
+        end
+        if not (bound_at + asked <= max and (bound_k == 1 or bound_before + asked > max)) then
+          while true do
+            local bound_j, bound_power, bound_base = bound_k, 1, factor
+            while bound_j > 0 do
+              if bound_j % 2 == 1 then
+                bound_power = bound_power * bound_base
+                bound_j = bound_j - 1
+              end
+              bound_base = bound_base * bound_base
+              bound_j = bound_j / 2
             end
-            bound_base = bound_base * bound_base
-            bound_j = bound_j / 2
-          end
-          local bound_left = c / bound_power
-          if bound_left < EPSILON then
-            bound_left = 0
-          end
-          if bound_left + asked <= max then
-            break
-          end
-          bound_k = bound_k + 1
-        end
-        while bound_k > 1 do
-          local bound_j, bound_power, bound_base = bound_k - 1, 1, factor
-          while bound_j > 0 do
-            if bound_j % 2 == 1 then
-              bound_power = bound_power * bound_base
-              bound_j = bound_j - 1
+            local bound_left = c / bound_power
+            if bound_left < EPSILON then
+              bound_left = 0
             end
-            bound_base = bound_base * bound_base
-            bound_j = bound_j / 2
+            if bound_left + asked <= max then
+              break
+            end
+            bound_k = bound_k + 1
           end
-          local bound_left = c / bound_power
-          if bound_left < EPSILON then
-            bound_left = 0
+          while bound_k > 1 do
+            local bound_j, bound_power, bound_base = bound_k - 1, 1, factor
+            while bound_j > 0 do
+              if bound_j % 2 == 1 then
+                bound_power = bound_power * bound_base
+                bound_j = bound_j - 1
+              end
+              bound_base = bound_base * bound_base
+              bound_j = bound_j / 2
+            end
+            local bound_left = c / bound_power
+            if bound_left < EPSILON then
+              bound_left = 0
+            end
+            if bound_left + asked > max then
+              break
+            end
+            bound_k = bound_k - 1
           end
-          if bound_left + asked > max then
-            break
-          end
-          bound_k = bound_k - 1
         end
+        k = bound_k
       end
-      k = bound_k
     end
     retry = slot_start + k * resolution - now
     if retry > MAX_TIME then
@@ -880,7 +935,7 @@ for i = 1, n do
       local bound_k = 1
       if c > bound_room then
         -- ceil, without a call (math.ceil's result for any finite value).
-        local bound_ratio = math.log(c / bound_room) / math.log(factor)
+        local bound_ratio = log(c / bound_room) / log(factor)
         bound_k = bound_ratio - bound_ratio % 1
         if bound_k < bound_ratio then
           bound_k = bound_k + 1
@@ -972,7 +1027,7 @@ for i = 1, n do
         local bound_k = 1
         if c > bound_room then
           -- ceil, without a call (math.ceil's result for any finite value).
-          local bound_ratio = math.log(c / bound_room) / math.log(factor)
+          local bound_ratio = log(c / bound_room) / log(factor)
           bound_k = bound_ratio - bound_ratio % 1
           if bound_k < bound_ratio then
             bound_k = bound_k + 1
@@ -1733,12 +1788,58 @@ if n == 1 then
 else
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
 end
-local stored = redis.pcall('HMGET', key, 'l', 'm')
+local stored = redis.pcall('HMGET', key, 'l', 'm', 'd', 'e')
 if type(stored) == 'table' and stored.err then
   return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'sliding_window'
     .. ' state (another script\'s state?): ' .. stored.err)
 end
 local meta = stored[2]
+
+-- The denial memo: a denied call that records events in mode '0', whose
+-- reply came from "m" alone (no bucket field read), saves its reply in "e"
+-- with a copy of "m" in "d": "<asked> <from> <until> <remaining> <retry>
+-- <reset> <index>", the last three times after <from> (short: "e" stays
+-- within 64 bytes). While "m" is that copy and 0 <= now - from < until (no
+-- limit's head or window edge moves, and every denying limit's retry time
+-- lies ahead), a call asking as many events that records nothing (mode
+-- '0', or a peek) is denied with the same remaining and index,
+-- retry_after <retry> - (now - from) (-1 stays -1) and reset_after
+-- <reset> - (now - from) (at least 0): the hammered key of a login answers
+-- from one match whatever its number of limits. Any write of "m" leaves
+-- the memo stale.
+if meta and stored[3] == meta and (count == 0 or mode == '0') and stored[1] == limits then
+  local asked, from, to, remaining, retry, reset, index = match(stored[4] or '',
+    '^(%d+) (%d+) (%d+) (%d+) (%-?%d+) (%-?%d+) (%d+)$')
+  if asked then
+    if not now then
+      do
+        local time = redis.call('TIME')
+        if unit == 's' then
+          now = tonumber(time[1])
+        elseif unit == 'ms' then
+          now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        else
+          now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+        end
+      end
+    end
+    local a = count
+    if a < 1 then
+      a = 1
+    end
+    from = now - from -- the time since the memo
+    if asked + 0 == a and from >= 0 and from < to + 0 then
+      if retry ~= '-1' then
+        retry = retry - from
+      end
+      local reset_after = reset - from
+      if reset_after < 0 then
+        reset_after = 0
+      end
+      return { 0, remaining + 0, retry + 0, reset_after, index + 0 }
+    end
+  end
+end
 
 -- The quiet case, whatever the number of limits: the last write recorded
 -- events (so every limit's newest bucket was its head then) and summed up
@@ -1770,8 +1871,8 @@ end
 -- general code below deletes it and counts from now. The common call pays
 -- one comparison (a server-clock call reads TIME here, as it would below).
 if time then
-  local server = not now
-  if server then
+  local server = ARGV[3] == ''
+  if not now then
     do
       local time = redis.call('TIME')
       if unit == 's' then
@@ -2232,10 +2333,38 @@ if n > 1 and time then
         local remaining, retry, reset_after, index = nil, 0, 0, 1
         -- The summary of a call that records (see the quiet case).
         local boundary, room, least, reset = MAX_TIME * 2, nil, 1, 0
+        -- A denial that read no bucket field leaves a memo (see above):
+        -- until the first head or window edge move, or the first denying
+        -- limit's retry time; with the latest retry and reset times.
+        local memo = not allowed and count > 0 and mode == '0' and names == nil
+        local soonest, latest, reset_at = MAX_TIME * 2, 0, 0
         for i = 1, n do
           local o = 11 * (i - 1)
           local max, duration, resolution, buckets, head = f[o + 1], f[o + 2], f[o + 3], f[o + 4], f[o + 5]
           local w, first, total, wc, window = f[o + 6], f[o + 7], f[o + 8], f[o + 9], f[o + 10]
+          if memo then
+            local moves = head * resolution
+            if stamp - moves < duration - (buckets - 1) * resolution then
+              moves = moves + duration - (buckets - 1) * resolution
+            else
+              moves = moves + resolution
+            end
+            if moves < soonest then
+              soonest = moves
+            end
+            if window + asked > max and asked <= max then
+              local at = first * resolution + duration
+              if at < soonest then
+                soonest = at
+              end
+              if at > latest then
+                latest = at
+              end
+            end
+            if window > 0 and w * resolution + duration > reset_at then
+              reset_at = w * resolution + duration
+            end
+          end
           if record then
             local current = 0
             if w == head then
@@ -2344,6 +2473,15 @@ if n > 1 and time then
         elseif reads > 16 then
           -- Save the advanced rings (the key keeps its TTL).
           redis.call('HSET', key, 'm', format('%d 0 0 0 0 0' .. string.rep(' %d %d %d', n), last, unpack(f, mb + 1, mb + 3 * n)))
+        elseif memo and stamp < soonest and latest - now <= MAX_TIME and reset_at - now <= MAX_TIME then
+          local at = -1
+          if retry ~= -1 then
+            at = retry + now - stamp
+          end
+          local e = format('%d %d %d %d %d %d %d', asked, stamp, soonest - stamp, remaining, at, reset_at - stamp, index)
+          if #e <= 64 then
+            redis.call('HSET', key, 'd', meta, 'e', e)
+          end
         end
         if allowed then
           return { 1, remaining, 0, reset_after, index }
@@ -2916,6 +3054,12 @@ end
 
 -- token_bucket v7 (lua/token_bucket.v7.lua)
 do
+-- MAX_RESERVATIONS bounds the reservations one key holds (open, or
+-- expired and not yet dropped): a reserve of a new id on a key holding
+-- that many live ones is refused, so a key cannot grow without bound nor a
+-- call take unbounded work.
+local MAX_RESERVATIONS = 1000
+
 redis.register_function('ratelua_token_bucket_v7', function(KEYS, ARGV)
 local tonumber, floor, format, find = tonumber, math.floor, string.format, string.find
 local unit, now, mode = ARGV[2], false, ARGV[4]
@@ -2940,9 +3084,40 @@ if ARGV[3] ~= '' then
     now = nil
   end
 end
+-- A reservation's mode (v7): parsed only when the mode is not '0' or '1'.
+-- A reserve decides as mode '0'; least is the smallest ARGV[1] it takes.
+local op, id, lifetime, least = nil, 0, 0, 0
+if mode ~= '0' and mode ~= '1' then
+  -- (Reserve, then settle: v7, issue 31, token_bucket and zset_log. Each
+  -- script that takes them defines MAX_RESERVATIONS.)
+  op = nil
+  if type(mode) == 'string' then
+    local reservation_kind, reservation_id, reservation_life = string.match(mode, '^(%l+):([1-9]%d*):([1-9]%d*)$')
+    if reservation_kind ~= 'reserve' then
+      reservation_kind, reservation_id = string.match(mode, '^(%l+):([1-9]%d*)$')
+      reservation_life = '1'
+      if reservation_kind ~= 'settle' then
+        reservation_kind = nil
+      end
+    end
+    if reservation_kind == 'reserve' or reservation_kind == 'settle' then
+      id, lifetime = reservation_id + 0, reservation_life + 0
+      if id <= MAX_TIME and lifetime <= MAX_TIME then
+        op = reservation_kind
+      end
+    end
+  end
+  if op then
+    mode = '0'
+    if op == 'reserve' then
+      least = 1
+    end
+  end
+end
 local n = (#ARGV - 4) / 3
 if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
-  or (mode ~= '0' and mode ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
+  or (mode ~= '0' and mode ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0))
+  or (op and count < least) then
   local helpers = {}
 
   -- helpers.integer returns text as a number when it is a canonical integer
@@ -3010,7 +3185,35 @@ if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and
     end
     return { 1, remaining, 0, 0, 0 }
   end
-  return helpers.refuse(KEYS, ARGV, 3)
+  if #KEYS == 1 and count ~= nil and now ~= nil and (ARGV[2] == 'ms' or ARGV[2] == 's' or ARGV[2] == 'us') then
+    local reservation_shown = "'" .. string.gsub(string.sub(tostring(ARGV[4]), 1, 40), '[^ -~]', function(byte)
+      return string.format('\\x%02x', string.byte(byte))
+    end) .. "'"
+    if #tostring(ARGV[4]) > 40 then
+      reservation_shown = string.sub(reservation_shown, 1, -2) .. "...'"
+    end
+    if ARGV[4] == nil then
+      reservation_shown = 'nothing'
+    end
+    if op == 'reserve' and count < 1 then
+      return redis.error_reply('ERR ratelua: ARGV[1] estimate of a reserve must be a canonical integer in [1, 2^52], got '
+        .. ARGV[1])
+    elseif op == 'settle' and count < 0 then
+      return redis.error_reply('ERR ratelua: ARGV[1] actual cost of a settle must be a canonical integer in [0, 2^52], got '
+        .. ARGV[1])
+    elseif op == nil and ARGV[4] ~= '0' and ARGV[4] ~= '1' then
+      return redis.error_reply("ERR ratelua: ARGV[4] mode must be '0' (count allowed events), '1' (count every attempt), "
+        .. "'reserve:<id>:<lifetime>' or 'settle:<id>' (id and lifetime canonical integers in [1, 2^52]), got "
+        .. reservation_shown)
+    end
+  end
+  local args = ARGV
+  if op then
+    -- The mode is right: refuse names the wrong argument after it.
+    args = { unpack(ARGV) }
+    args[4] = '0'
+  end
+  return helpers.refuse(KEYS, args, 3)
 end
 local key = KEYS[1]
 
@@ -3028,9 +3231,23 @@ if n == 1 and count >= 0 then
   end
   if capacity and capacity <= 1000000000 and amount <= 1000000000 and capacity * interval <= 1125899906842624 then
     local state = redis.pcall('GET', key)
-    if type(state) == 'table' and state.err then
-      return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'token_bucket'
-        .. ' state (another script\'s state?): ' .. state.err)
+    -- v7: a key holding reservations is a hash (held: the reservation
+    -- op names, its field's text), its field s v6's string state.
+    local hashed, held = false, nil
+    if type(state) == 'table' then
+      do
+        local held_fields
+        if op then
+          held_fields = redis.pcall('HMGET', key, 's', format('r%d', id))
+        else
+          held_fields = redis.pcall('HMGET', key, 's')
+        end
+        if held_fields.err or not held_fields[1] then
+          return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than token_bucket'
+            .. ' state (another script\'s state?): ' .. state.err)
+        end
+        hashed, state, held = true, held_fields[1], held_fields[2]
+      end
     end
     local server = not now
     if server then
@@ -3048,12 +3265,11 @@ if n == 1 and count >= 0 then
     end
     -- level = tokens * interval, in [-full, full].
     local full = capacity * interval
-    local level, beyond = full, false
+    local level, beyond, deficit = full, false, 0
     if state then
       -- The deficit at now: X - now * amount, or from "<t> <deficit>". A
       -- product past 2^53 is rounded, but then the difference is far
       -- outside [0, 2 * full] on the same side, and clamped.
-      local deficit
       deficit = tonumber(state)
       if deficit then
         deficit = deficit - now * amount
@@ -3076,8 +3292,8 @@ if n == 1 and count >= 0 then
           -- after now, so the last write lies more than one horizon
           -- ahead of now (its deficit is at most 2 * full). For a
           -- caller's clock, the server's TIME must read so too. A stale
-          -- state was written by a clock far ahead: deleted, and the call
-          -- counts from a full bucket.
+          -- state was written by a clock far ahead: deleted (with its
+          -- reservations), and the call counts from a full bucket.
           local gone = true
           if not server then
             local clock_now, clock_deficit
@@ -3106,7 +3322,8 @@ if n == 1 and count >= 0 then
           end
           if gone then
             redis.call('DEL', key)
-            level, beyond = full, false
+            level, beyond, deficit = full, false, 0
+            state, hashed, held = false, false, nil
           end
         end
       elseif deficit > 0 then
@@ -3119,6 +3336,61 @@ if n == 1 and count >= 0 then
     end
     local allowed = asked <= capacity and level >= asked * interval
     local record = count > 0 and (allowed or mode == '1') and not beyond
+    -- v7: a reserve or a settle. estimate: the live reservation's.
+    local write, estimate, limits, settled = record, nil, nil, 0
+    if op then
+      limits = unit .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7]
+      estimate = nil
+      if held then
+        local live_expiry, live_estimate, live_limits = string.match(held, '^(%d+) (%d+) (.*)$')
+        if live_expiry and live_expiry + 0 > now then
+          if live_limits ~= limits then
+            return redis.error_reply('ERR ratelua: ARGV[2] and ARGV[5..] must be the unit and the limits of reservation '
+              .. format('%d', id) .. " ('" .. string.sub(live_limits, 1, 200) .. "'), got '" .. string.sub(limits, 1, 200) .. "'")
+          end
+          estimate = live_estimate + 0
+        end
+      end
+      if op == 'settle' then
+        if estimate == nil then
+          -- Not held (unknown, expired or settled): nothing written; the
+          -- reply of a peek, marked.
+          record, asked, allowed = false, 1, level >= interval
+          write = 'none'
+        else
+          -- The difference is refunded (capped at capacity) or charged
+          -- (never denied, down to -capacity; nothing below it), on the
+          -- deficit at now, not clamped to 2 * full.
+          if deficit < 0 then
+            deficit = 0
+          end
+          local diff = estimate - count
+          if diff > 0 then
+            deficit = deficit - diff * interval
+            if deficit < 0 then
+              deficit = 0
+            end
+          elseif diff < 0 and deficit <= 2 * full then
+            if diff < -2 * capacity then
+              diff = -2 * capacity
+            end
+            deficit = deficit - diff * interval
+            if deficit > 2 * full then
+              deficit = 2 * full
+            end
+          end
+          level, settled = full - deficit, deficit
+          if level < -full then
+            level = -full
+          end
+          record, count, asked, allowed, write = false, 0, 1, level >= interval, 'settle'
+        end
+      elseif estimate then
+        -- Held already (a reserve retried): nothing recorded, the reply
+        -- of an admission, read as a peek.
+        record, count, asked, allowed, write = false, 0, 1, true, false
+      end
+    end
     if record then
       -- Taking more than 2 * capacity always ends at the floor.
       local taken = count
@@ -3141,23 +3413,29 @@ if n == 1 and count >= 0 then
     if level < full then
       reset_after = (full - level + (level - full) % amount) / amount
     end
-    if record then
+    if write == 'none' then
+      return { 0, remaining, -1, reset_after, 0 }
+    end
+    if write then
       local ttl = reset_after
+      if op == 'reserve' and lifetime > ttl then
+        ttl = lifetime
+      end
       if unit ~= 'ms' then
         do
-          local ms = reset_after
+          local ms = ttl
           if unit == 'us' then
-            -- ceil(reset_after / 1000), exactly: the float quotient is floor or
+            -- ceil(ttl / 1000), exactly: the float quotient is floor or
             -- floor + 1.
-            ms = math.floor(reset_after / 1000)
-            if ms * 1000 > reset_after then
+            ms = math.floor(ttl / 1000)
+            if ms * 1000 > ttl then
               ms = ms - 1
             end
-            if ms * 1000 < reset_after then
+            if ms * 1000 < ttl then
               ms = ms + 1
             end
           elseif unit == 's' then
-            ms = reset_after * 1000
+            ms = ttl * 1000
           end
           if ms > MAX_TIME then
             ms = MAX_TIME
@@ -3172,11 +3450,63 @@ if n == 1 and count >= 0 then
         ttl = format('%d', ttl)
       end
       local deficit = full - level
+      if write == 'settle' then
+        deficit = settled
+      end
       local x = now * amount + deficit
       if x < 9007199254740992 then
-        redis.call('SET', key, format('%d', x), 'PX', ttl)
+        x = format('%d', x)
       else
-        redis.call('SET', key, format('%d %d', now, deficit), 'PX', ttl)
+        x = format('%d %d', now, deficit)
+      end
+      if not (hashed or op) then
+        redis.call('SET', key, x, 'PX', ttl)
+      else
+        if write == 'settle' then
+          if redis.call('HLEN', key) <= 2 then
+            redis.call('DEL', key)
+            redis.call('SET', key, x, 'PX', ttl)
+          else
+            redis.call('HDEL', key, format('r%d', id))
+            redis.call('HSET', key, 's', x)
+            redis.call('PEXPIRE', key, ttl, 'GT')
+          end
+        elseif op == 'reserve' then
+          local field = format('r%d', id)
+          local text = format('%d %d %s', now + lifetime, count, limits)
+          if hashed then
+            if not held and redis.call('HLEN', key) > MAX_RESERVATIONS then
+              local all, gone, open = redis.call('HGETALL', key), {}, 0
+              for i = 1, #all, 2 do
+                if string.byte(all[i]) == 114 then
+                  if string.match(all[i + 1], '^%d+') + 0 > now then
+                    open = open + 1
+                  else
+                    gone[#gone + 1] = all[i]
+                  end
+                end
+              end
+              if open >= MAX_RESERVATIONS then
+                return redis.error_reply('ERR ratelua: KEYS[1] holds ' .. MAX_RESERVATIONS .. ' open reservations, the most'
+                  .. ' a key holds: settle or cancel one, or wait for its lifetime to pass, before ARGV[4] reserves another')
+              end
+              if #gone > 0 then
+                redis.call('HDEL', key, unpack(gone))
+              end
+            end
+            redis.call('HSET', key, 's', x, field, text)
+            redis.call('PEXPIRE', key, ttl, 'GT')
+          else
+            if state then
+              redis.call('DEL', key)
+            end
+            redis.call('HSET', key, 's', x, field, text)
+            redis.call('PEXPIRE', key, ttl)
+          end
+        else
+          redis.call('HSET', key, 's', x)
+          redis.call('PEXPIRE', key, ttl, 'GT')
+        end
       end
     end
     if allowed then
@@ -3195,13 +3525,27 @@ end
 -- counts only if it was written for these limits, which were checked
 -- then. lim[4i-3 .. 4i]: limit i's capacity, refill_amount,
 -- refill_interval and tokens * refill_interval (as stored, then at stamp).
+-- state: the string state, or a hash's field s (hashed; held as held
+-- reads it).
 local limits, lim, last = nil, {}, nil
+local state, hashed, held = false, false, nil
 if count >= 0 and n ~= 1 then
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
-  local state = redis.pcall('GET', key)
-  if type(state) == 'table' and state.err then
-    return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'token_bucket'
-      .. ' state (another script\'s state?): ' .. state.err)
+  state = redis.pcall('GET', key)
+  if type(state) == 'table' then
+    do
+      local held_fields
+      if op then
+        held_fields = redis.pcall('HMGET', key, 's', format('r%d', id))
+      else
+        held_fields = redis.pcall('HMGET', key, 's')
+      end
+      if held_fields.err or not held_fields[1] then
+        return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than token_bucket'
+          .. ' state (another script\'s state?): ' .. state.err)
+      end
+      hashed, state, held = true, held_fields[1], held_fields[2]
+    end
   end
   if state then
     local stored, time, at
@@ -3368,6 +3712,7 @@ if last and last > now then
   if gone then
     redis.call('DEL', key)
     last = nil
+    state, hashed, held = false, false, nil
   end
 end
 local stamp = now
@@ -3405,6 +3750,55 @@ for i = 4, 4 * n, 4 do
   end
 end
 local record = count > 0 and (allowed or mode == '1')
+-- v7: a reserve or a settle, as with one limit, at stamp. estimate: the
+-- live reservation's.
+local write, estimate = record, nil
+if op then
+  estimate = nil
+  if held then
+    local live_expiry, live_estimate, live_limits = string.match(held, '^(%d+) (%d+) (.*)$')
+    if live_expiry and live_expiry + 0 > now then
+      if live_limits ~= limits then
+        return redis.error_reply('ERR ratelua: ARGV[2] and ARGV[5..] must be the unit and the limits of reservation '
+          .. format('%d', id) .. " ('" .. string.sub(live_limits, 1, 200) .. "'), got '" .. string.sub(limits, 1, 200) .. "'")
+      end
+      estimate = live_estimate + 0
+    end
+  end
+  if op == 'settle' then
+    allowed = true
+    for i = 4, 4 * n, 4 do
+      local capacity, interval, level = lim[i - 3], lim[i - 1], lim[i]
+      if estimate then
+        local full, diff = capacity * interval, estimate - count
+        if diff > 0 then
+          level = level + diff * interval
+          if level > full then
+            level = full
+          end
+        elseif diff < 0 then
+          if diff < -2 * capacity then
+            diff = -2 * capacity
+          end
+          level = level + diff * interval
+          if level < -full then
+            level = -full
+          end
+        end
+        lim[i] = level
+      end
+      if level < interval then
+        allowed = false
+      end
+    end
+    record, count, asked, write = false, 0, 1, 'settle'
+    if estimate == nil then
+      write = 'none'
+    end
+  elseif estimate then
+    record, count, asked, allowed, write = false, 0, 1, true, false
+  end
+end
 
 -- Take the tokens and reply from the state after this call: when allowed,
 -- the limit with the fewest remaining decides; when denied, the one with
@@ -3453,26 +3847,32 @@ for i = 4, 4 * n, 4 do
     end
   end
 end
-if record then
+if write == 'none' then
+  return { 0, remaining, -1, reset_after, 0 }
+end
+if write then
   local tokens = {}
   for i = 1, n do
     tokens[i] = lim[4 * i]
   end
-  local ttl
+  local ttl = reset_after
+  if op == 'reserve' and lifetime > ttl then
+    ttl = lifetime
+  end
   do
-    local ms = reset_after
+    local ms = ttl
     if unit == 'us' then
-      -- ceil(reset_after / 1000), exactly: the float quotient is floor or
+      -- ceil(ttl / 1000), exactly: the float quotient is floor or
       -- floor + 1.
-      ms = math.floor(reset_after / 1000)
-      if ms * 1000 > reset_after then
+      ms = math.floor(ttl / 1000)
+      if ms * 1000 > ttl then
         ms = ms - 1
       end
-      if ms * 1000 < reset_after then
+      if ms * 1000 < ttl then
         ms = ms + 1
       end
     elseif unit == 's' then
-      ms = reset_after * 1000
+      ms = ttl * 1000
     end
     if ms > MAX_TIME then
       ms = MAX_TIME
@@ -3481,7 +3881,56 @@ if record then
     end
     ttl = string.format('%d', ms)
   end
-  redis.call('SET', key, format('%s|%d' .. string.rep(' %d', n), limits, stamp, unpack(tokens, 1, n)), 'PX', ttl)
+  local x = format('%s|%d' .. string.rep(' %d', n), limits, stamp, unpack(tokens, 1, n))
+  if not (hashed or op) then
+    redis.call('SET', key, x, 'PX', ttl)
+  else
+    if write == 'settle' then
+      if redis.call('HLEN', key) <= 2 then
+        redis.call('DEL', key)
+        redis.call('SET', key, x, 'PX', ttl)
+      else
+        redis.call('HDEL', key, format('r%d', id))
+        redis.call('HSET', key, 's', x)
+        redis.call('PEXPIRE', key, ttl, 'GT')
+      end
+    elseif op == 'reserve' then
+      local field = format('r%d', id)
+      local text = format('%d %d %s', now + lifetime, count, limits)
+      if hashed then
+        if not held and redis.call('HLEN', key) > MAX_RESERVATIONS then
+          local all, gone, open = redis.call('HGETALL', key), {}, 0
+          for i = 1, #all, 2 do
+            if string.byte(all[i]) == 114 then
+              if string.match(all[i + 1], '^%d+') + 0 > now then
+                open = open + 1
+              else
+                gone[#gone + 1] = all[i]
+              end
+            end
+          end
+          if open >= MAX_RESERVATIONS then
+            return redis.error_reply('ERR ratelua: KEYS[1] holds ' .. MAX_RESERVATIONS .. ' open reservations, the most'
+              .. ' a key holds: settle or cancel one, or wait for its lifetime to pass, before ARGV[4] reserves another')
+          end
+          if #gone > 0 then
+            redis.call('HDEL', key, unpack(gone))
+          end
+        end
+        redis.call('HSET', key, 's', x, field, text)
+        redis.call('PEXPIRE', key, ttl, 'GT')
+      else
+        if state then
+          redis.call('DEL', key)
+        end
+        redis.call('HSET', key, 's', x, field, text)
+        redis.call('PEXPIRE', key, ttl)
+      end
+    else
+      redis.call('HSET', key, 's', x)
+      redis.call('PEXPIRE', key, ttl, 'GT')
+    end
+  end
 end
 if allowed then
   return { 1, remaining, 0, reset_after, index }

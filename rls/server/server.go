@@ -93,8 +93,24 @@ func (s *Server) Run(ctx context.Context) error {
 		s.stats.Export(exp.Store)
 		s.log.Info("exporting statistics", "sink", exp.Kind, "flush_interval", cfg.FlushInterval)
 	}
-	if err := s.Reload(true); err != nil && errors.Is(err, fs.ErrNotExist) {
-		s.log.Warn("configuration directory missing; every domain is unknown until it appears", "dir", s.settings.ConfigDir())
+	var reload <-chan time.Time
+	if s.settings.ConfigType == settings.ConfigXDS {
+		stop, err := s.startXDS(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				s.log.Info("stopped before the first xDS configuration")
+				return nil
+			}
+			return err
+		}
+		defer stop()
+	} else {
+		if err := s.Reload(true); err != nil && errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn("configuration directory missing; every domain is unknown until it appears", "dir", s.settings.ConfigDir())
+		}
+		tick := time.NewTicker(s.settings.ReloadInterval)
+		defer tick.Stop()
+		reload = tick.C
 	}
 	var grpcLn net.Listener
 	if s.settings.GRPCUDS != "" {
@@ -131,11 +147,9 @@ func (s *Server) Run(ctx context.Context) error {
 	errc := make(chan error, 2)
 	go func() { errc <- gs.Serve(grpcLn) }()
 	go func() { errc <- hs.Serve(httpLn) }()
-	tick := time.NewTicker(s.settings.ReloadInterval)
-	defer tick.Stop()
 	for {
 		select {
-		case <-tick.C:
+		case <-reload:
 			_ = s.Reload(false)
 			continue
 		case err = <-errc:

@@ -64,10 +64,19 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 	if v := r.str("BACKEND_TYPE"); v != "redis" {
 		r.fail("BACKEND_TYPE", v, "ratelua-rls runs on Redis or Valkey only (redis)")
 	}
-	if v := r.str("CONFIG_TYPE"); strings.ToUpper(v) != "FILE" {
-		r.fail("CONFIG_TYPE", v, "ratelua-rls reads configuration files only (FILE): configuration over xDS (GRPC_XDS_SOTW) is not built")
+	s.ConfigType = strings.ToUpper(r.str("CONFIG_TYPE"))
+	switch s.ConfigType {
+	case ConfigFile:
+	case ConfigXDS:
+		s.ForceStart = r.bool("FORCE_START_WITHOUT_INITIAL_CONFIG")
+		s.XDS = r.xds()
+	default:
+		r.fail("CONFIG_TYPE", r.str("CONFIG_TYPE"), "must be FILE (the configuration directory) or GRPC_XDS_SOTW (an xDS server)")
 	}
 	s.Unused = r.checkTable()
+	if s.ConfigType != ConfigXDS {
+		s.Unused = append(s.Unused, r.xdsUnused()...)
+	}
 	if s.Unused == nil {
 		s.Unused = []UnusedSetting{}
 	}
@@ -145,7 +154,7 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 		r.fail("RATELUA_MAX_DESCRIPTORS", strconv.Itoa(s.MaxDescriptors), "must be above 0")
 	}
 	for _, t := range Table() {
-		if (t.Status == Implemented || t.Status == Own) && !r.read[t.Name] {
+		if (t.Status == Implemented || t.Status == Own) && !r.read[t.Name] && !(s.ConfigType != ConfigXDS && xdsOnly(t.Name)) {
 			r.fail(t.Name, r.getenv(t.Name), "listed as implemented but never read (a bug of ratelua-rls)")
 		}
 	}

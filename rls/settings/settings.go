@@ -21,6 +21,15 @@ type Settings struct {
 	DebugHost string
 	DebugPort int
 
+	// ConfigType (CONFIG_TYPE) is where the configuration comes from:
+	// FILE, the files of ConfigDir, or GRPC_XDS_SOTW, an xDS server (XDS).
+	ConfigType string
+	// ForceStart (FORCE_START_WITHOUT_INITIAL_CONFIG) serves at once with
+	// GRPC_XDS_SOTW, instead of after the first update from the server.
+	ForceStart bool
+	// XDS are the xDS client's settings (CONFIG_GRPC_XDS_*, XDS_CLIENT_*).
+	XDS XDSSettings
+
 	RuntimeRoot, RuntimeSubdirectory, RuntimeAppDirectory string
 	RuntimeIgnoreDotFiles, RuntimeWatchRoot               bool
 	MergeDomains                                          bool

@@ -65,7 +65,6 @@ type Setting struct {
 // reference's order, then its own.
 func Table() []Setting {
 	const (
-		xds      = "read only with CONFIG_TYPE=GRPC_XDS_SOTW, which is refused"
 		grpcTLS  = "read only with GRPC_SERVER_USE_TLS=true, which is refused"
 		memcache = "read only with BACKEND_TYPE=memcache, which is refused"
 		perSec   = "read only with REDIS_PERSECOND=true, which is refused"
@@ -89,23 +88,23 @@ func Table() []Setting {
 		{Name: "GRPC_CLIENT_TLS_SAN", Parser: kindString, Status: Unused, Why: grpcTLS},
 		{Name: "LOG_LEVEL", Default: "info", Parser: kindString, Status: Implemented, Why: "trace, debug, info, warn (warning), error, fatal or panic; the default is info (the reference's is WARN) so that the start, the loads and the stop are logged"},
 		{Name: "LOG_FORMAT", Default: "text", Parser: kindString, Status: Implemented, Why: "text or json (log/slog's handlers)"},
-		{Name: "CONFIG_TYPE", Default: "FILE", Parser: kindString, Status: Implemented, Why: "FILE; GRPC_XDS_SOTW (configuration over xDS) is refused: not built"},
-		{Name: "FORCE_START_WITHOUT_INITIAL_CONFIG", Default: "false", Parser: kindBool, Status: Unused, Why: xds + " (a FILE configuration never blocks the start)"},
-		{Name: "CONFIG_GRPC_XDS_NODE_ID", Default: "default", Parser: kindString, Status: Unused, Why: xds},
-		{Name: "CONFIG_GRPC_XDS_NODE_METADATA", Parser: kindString, Status: Unused, Why: xds},
-		{Name: "CONFIG_GRPC_XDS_SERVER_URL", Default: "localhost:18000", Parser: kindString, Status: Unused, Why: xds},
-		{Name: "CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", Default: "3s", Parser: kindDuration, Status: Unused, Why: xds},
-		{Name: "CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", Parser: kindMap, Status: Unused, Why: xds},
-		{Name: "CONFIG_GRPC_XDS_SERVER_USE_TLS", Default: "false", Parser: kindBool, Status: Unused, Why: xds},
-		{Name: "CONFIG_GRPC_XDS_CLIENT_TLS_CERT", Parser: kindString, Status: Unused, Why: xds},
-		{Name: "CONFIG_GRPC_XDS_CLIENT_TLS_KEY", Parser: kindString, Status: Unused, Why: xds},
-		{Name: "CONFIG_GRPC_XDS_SERVER_TLS_CACERT", Parser: kindString, Status: Unused, Why: xds},
-		{Name: "CONFIG_GRPC_XDS_SERVER_TLS_SAN", Parser: kindString, Status: Unused, Why: xds},
-		{Name: "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", Default: "10s", Parser: kindDuration, Status: Unused, Why: xds},
-		{Name: "XDS_CLIENT_BACKOFF_MAX_INTERVAL", Default: "60s", Parser: kindDuration, Status: Unused, Why: xds},
-		{Name: "XDS_CLIENT_BACKOFF_RANDOM_FACTOR", Default: "0.5", Parser: kindFloat, Status: Unused, Why: xds},
-		{Name: "XDS_CLIENT_BACKOFF_JITTER", Default: "true", Parser: kindBool, Status: Unused, Why: xds},
-		{Name: "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", Parser: kindInt, Status: Unused, Why: xds},
+		{Name: "CONFIG_TYPE", Default: "FILE", Parser: kindString, Status: Implemented, Why: "FILE: the files of the configuration directory; GRPC_XDS_SOTW: RateLimitConfig resources from an xDS server (CONFIG_GRPC_XDS_*), each update applied whole or refused (NACK) with the last good configuration kept"},
+		{Name: "FORCE_START_WITHOUT_INITIAL_CONFIG", Default: "false", Parser: kindBool, Status: Implemented, Why: "with GRPC_XDS_SOTW, serve at once instead of after the first update from the xDS server (a FILE configuration never blocks the start)"},
+		{Name: "CONFIG_GRPC_XDS_NODE_ID", Default: "default", Parser: kindString, Status: Implemented, Why: "the node id sent to the xDS server, which keys its snapshots by it"},
+		{Name: "CONFIG_GRPC_XDS_NODE_METADATA", Parser: kindString, Status: Implemented, Why: "the node's metadata, key=value pairs comma-separated (a pair without = is refused; the reference skips it)"},
+		{Name: "CONFIG_GRPC_XDS_SERVER_URL", Default: "localhost:18000", Parser: kindString, Status: Implemented, Why: "the xDS server's gRPC address"},
+		{Name: "CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", Default: "3s", Parser: kindDuration, Status: Implemented, Why: "the wait between attempts to connect to the xDS server"},
+		{Name: "CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", Parser: kindMap, Status: Implemented, Why: "headers sent with the xDS stream, key:value pairs comma-separated"},
+		{Name: "CONFIG_GRPC_XDS_SERVER_USE_TLS", Default: "false", Parser: kindBool, Status: Implemented, Why: "TLS to the xDS server"},
+		{Name: "CONFIG_GRPC_XDS_CLIENT_TLS_CERT", Parser: kindString, Status: Implemented, Why: "with CONFIG_GRPC_XDS_CLIENT_TLS_KEY, the client's certificate for the xDS server (one without the other is refused)"},
+		{Name: "CONFIG_GRPC_XDS_CLIENT_TLS_KEY", Parser: kindString, Status: Implemented, Why: "see CONFIG_GRPC_XDS_CLIENT_TLS_CERT"},
+		{Name: "CONFIG_GRPC_XDS_SERVER_TLS_CACERT", Parser: kindString, Status: Implemented, Why: "the CA the xDS server's certificate is verified with, beside the system's"},
+		{Name: "CONFIG_GRPC_XDS_SERVER_TLS_SAN", Parser: kindString, Status: Implemented, Why: "the name the xDS server's certificate must hold (the address's host when empty)"},
+		{Name: "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", Default: "10s", Parser: kindDuration, Status: Implemented, Why: "the first wait before opening the xDS stream again after it broke; each next wait doubles"},
+		{Name: "XDS_CLIENT_BACKOFF_MAX_INTERVAL", Default: "60s", Parser: kindDuration, Status: Implemented, Why: "the longest wait before opening the xDS stream again"},
+		{Name: "XDS_CLIENT_BACKOFF_RANDOM_FACTOR", Default: "0.5", Parser: kindFloat, Status: Implemented, Why: "with XDS_CLIENT_BACKOFF_JITTER, each wait is drawn within this share of itself (0 to 1)"},
+		{Name: "XDS_CLIENT_BACKOFF_JITTER", Default: "true", Parser: kindBool, Status: Implemented, Why: "see XDS_CLIENT_BACKOFF_RANDOM_FACTOR"},
+		{Name: "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", Parser: kindInt, Status: Implemented, Why: "the largest xDS response taken (gRPC's 4 MiB when unset)"},
 		{Name: "USE_DOG_STATSD", Default: "false", Parser: kindBool, Status: Implemented, Why: "dogstatsd lines over UDP to STATSD_HOST:STATSD_PORT, as the reference's DataDog client sends them, with EXTRA_TAGS (and DD_ENV, DD_SERVICE, DD_VERSION, as the client adds them) as tags; with USE_STATSD=false (two sinks at once are refused, as the reference refuses them)"},
 		{Name: "USE_DOG_STATSD_MOGRIFIERS", Parser: kindList, Status: Implemented, Why: "the mogrifiers of the dogstatsd names, as the reference's: for each NAME, DOG_STATSD_MOGRIFIER_NAME_PATTERN (a regular expression), _NAME and _TAGS (key:value,... with $1... the groups); a missing or bad one is refused"},
 		{Name: "USE_STATSD", Default: "true", Parser: kindBool, Status: Implemented, Why: "statsd to STATSD_HOST:STATSD_PORT (on by default, as the reference): every STATS_FLUSH_INTERVAL, each counter's increase since the last flush, the Go runtime's gauges, each response time; the reference's names (ratelimit.service.rate_limit.<rule>.<statistic>, ratelimit.service.config_load_success, ...)"},

@@ -76,7 +76,15 @@ func refusedValue(s settings.Setting) string {
 func TestRefusedSettingsStopTheStart(t *testing.T) {
 	type refusal struct{ env []string }
 	cases := []refusal{
-		{[]string{"CONFIG_TYPE=GRPC_XDS_SOTW"}},
+		{[]string{"CONFIG_TYPE=KUBERNETES"}},
+		// xDS settings the client cannot work with.
+		{[]string{"CONFIG_TYPE=GRPC_XDS_SOTW", "CONFIG_GRPC_XDS_NODE_METADATA=zone:a"}},
+		{[]string{"CONFIG_TYPE=GRPC_XDS_SOTW", "XDS_CLIENT_BACKOFF_RANDOM_FACTOR=2"}},
+		{[]string{"CONFIG_TYPE=GRPC_XDS_SOTW", "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL=0s"}},
+		{[]string{"CONFIG_TYPE=GRPC_XDS_SOTW", "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES=-1"}},
+		{[]string{"CONFIG_TYPE=GRPC_XDS_SOTW", "CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL=0s"}},
+		{[]string{"CONFIG_GRPC_XDS_SERVER_USE_TLS=true", "CONFIG_GRPC_XDS_SERVER_TLS_CACERT=/nonexistent/ca.pem", "CONFIG_TYPE=GRPC_XDS_SOTW"}},
+		{[]string{"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS=novalue"}}, // a map's value parses even with FILE
 		{[]string{"REDIS_TYPE=SENTINEL"}},
 		{[]string{"BACKEND_TYPE=memcache"}},
 		{[]string{"STATSD_PROTOCOL=sctp"}},
@@ -85,7 +93,7 @@ func TestRefusedSettingsStopTheStart(t *testing.T) {
 		{[]string{"LOG_LEVEL=loud"}},
 		{[]string{"LOG_FORMAT=xml"}},
 		{[]string{"GRPC_MAX_CONNECTION_AGE=soon"}},
-		{[]string{"XDS_CLIENT_BACKOFF_JITTER=perhaps"}}, // an unused one's value still parses
+		{[]string{"XDS_CLIENT_BACKOFF_JITTER=perhaps"}}, // an xDS one's value parses even with FILE
 		{[]string{"EXTRA_TAGS=novalue"}},
 		// The ones issue 33 names, whatever the table says.
 		{[]string{"GRPC_SERVER_USE_TLS=true"}},

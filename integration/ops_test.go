@@ -10,33 +10,8 @@ import (
 	"time"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/integration/internal/login"
 )
-
-// scripts are the four script names in a fixed order.
-var scripts = []string{ratelua.SlidingWindow, ratelua.AR1, ratelua.ZSetLog, ratelua.TokenBucket}
-
-// loginLimiters builds the login case (1 per 5 s and 5 per hour) with
-// every script under prefix, on clock.
-func loginLimiters(t *testing.T, client ratelua.Client, opts ratelua.Options) map[string]*ratelua.Limiter {
-	t.Helper()
-	sw, err1 := ratelua.NewSlidingWindow(client, opts,
-		ratelua.Window{Max: 1, Duration: 5 * time.Second, Resolution: time.Second},
-		ratelua.Window{Max: 5, Duration: time.Hour, Resolution: 10 * time.Minute})
-	ar, err2 := ratelua.NewAR1(client, opts,
-		ratelua.Decay{Max: 1, Factor: 2, Resolution: 5 * time.Second},
-		ratelua.Decay{Max: 5, Factor: 2, Resolution: time.Hour})
-	zl, err3 := ratelua.NewZSetLog(client, opts,
-		ratelua.Log{Max: 1, Window: 5 * time.Second}, ratelua.Log{Max: 5, Window: time.Hour})
-	tb, err4 := ratelua.NewTokenBucket(client, opts,
-		ratelua.Bucket{Capacity: 1, RefillAmount: 1, RefillInterval: 5 * time.Second},
-		ratelua.Bucket{Capacity: 5, RefillAmount: 1, RefillInterval: 720 * time.Second})
-	for _, err := range []error{err1, err2, err3, err4} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return map[string]*ratelua.Limiter{ratelua.SlidingWindow: sw, ratelua.AR1: ar, ratelua.ZSetLog: zl, ratelua.TokenBucket: tb}
-}
 
 // op is one call of a sequence: at a time (ms since 1_700_000_000 s), on
 // one limiter (a script, counting denied attempts or not), what to do.
@@ -58,7 +33,7 @@ func (o op) String() string {
 // reset at 1006 s and a fresh attempt, counting only admitted attempts.
 func loginOps() []op {
 	var ops []op
-	for i, s := range scripts {
+	for i, s := range login.Scripts() {
 		base := int64(i) * 10_000
 		for _, st := range []struct {
 			at   int64
@@ -88,7 +63,7 @@ func randomOps(seed uint64, n int) []op {
 	at := int64(0)
 	for range n {
 		at += r.Int64N(3001)
-		o := op{at: at, script: scripts[r.IntN(len(scripts))], countDenied: r.IntN(3) == 0, n: 1}
+		o := op{at: at, script: login.Scripts()[r.IntN(len(login.Scripts()))], countDenied: r.IntN(3) == 0, n: 1}
 		switch x := r.IntN(20); {
 		case x < 11:
 			o.kind, o.keys = "allow", pick(1)
@@ -116,8 +91,8 @@ func play(t *testing.T, client ratelua.Client, prefix string, ops []op) string {
 	var now time.Time
 	clock := func() time.Time { return now }
 	limiters := map[bool]map[string]*ratelua.Limiter{
-		false: loginLimiters(t, client, ratelua.Options{Prefix: prefix, Clock: clock}),
-		true:  loginLimiters(t, client, ratelua.Options{Prefix: prefix + "-denied", Clock: clock, CountDenied: true}),
+		false: login.Limiters(t, client, ratelua.Options{Prefix: prefix, Clock: clock}),
+		true:  login.Limiters(t, client, ratelua.Options{Prefix: prefix + "-denied", Clock: clock, CountDenied: true}),
 	}
 	ctx := context.Background()
 	var b strings.Builder
@@ -159,7 +134,7 @@ func stateKeys(t *testing.T, client ratelua.Client, prefix string, ops []op) []s
 		if countDenied {
 			p += "-denied"
 		}
-		limiters := loginLimiters(t, client, ratelua.Options{Prefix: p})
+		limiters := login.Limiters(t, client, ratelua.Options{Prefix: p})
 		for _, o := range ops {
 			for _, k := range o.keys {
 				keys = append(keys, limiters[o.script].Key(k))
