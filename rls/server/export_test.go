@@ -19,6 +19,7 @@ import (
 
 	"github.com/ratelua/ratelua/rls/settings"
 	"github.com/ratelua/ratelua/rls/statsink"
+	"github.com/ratelua/ratelua/rls/xds"
 )
 
 // statsdLines collects the lines of the statsd datagrams sent to it.
@@ -155,5 +156,29 @@ func TestUnreadableDirectoryCountsOneLoadError(t *testing.T) {
 	}
 	if n := errs.Value(); n != 2 {
 		t.Fatalf("config_load_error %d after a file that does not parse, polled 3 times, want 2", n)
+	}
+}
+
+// TestXDSUpdatesCountLoads: each xDS update counts as the reference
+// counts it, config_load_success when applied, config_load_error when
+// refused.
+func TestXDSUpdatesCountLoads(t *testing.T) {
+	store := statsink.NewStore(statsink.NewPrometheusSink(nil), nil)
+	srv, err := New(settings.Settings{NearLimitRatio: 0.8}, offline{}, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.stats.Export(store)
+	good := xds.Update{Version: "1", Files: []xds.File{{Name: "app", Data: []byte("domain: app\ndescriptors:\n  - key: user\n    rate_limit: {unit: minute, requests_per_unit: 5}\n")}}}
+	bad := xds.Update{Version: "2", Files: []xds.File{{Name: "app", Data: []byte("domain: app\ndescriptors:\n  - key: user\n    rate_limit: {unit: fortnight, requests_per_unit: 5}\n")}}}
+	if err := srv.ApplyXDS(context.Background(), good); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.ApplyXDS(context.Background(), bad); err == nil {
+		t.Fatal("a bad update applied")
+	}
+	ok, failed := store.Counter("ratelimit.service.config_load_success").Value(), store.Counter("ratelimit.service.config_load_error").Value()
+	if ok != 1 || failed != 1 {
+		t.Fatalf("config_load_success %d, config_load_error %d; want 1 and 1", ok, failed)
 	}
 }
