@@ -51,19 +51,14 @@ func (r *envReader) def(name string) string {
 
 // checkTable parses every setting given by its parser, refuses each
 // Refused one set to other than its Off value, and returns the Unused
-// ones given (and the Refused ones whose default is not followed).
+// ones given.
 func (r *envReader) checkTable() []UnusedSetting {
 	var unused []UnusedSetting
-	explicit := map[string]bool{}
 	for _, t := range Table() {
 		v := r.getenv(t.Name)
 		if v == "" {
-			if t.LogUnset {
-				unused = append(unused, UnusedSetting{Name: t.Name, Value: "", Why: t.Why})
-			}
 			continue
 		}
-		explicit[t.Name] = true
 		p, ok := parseSetting(t.Parser, v)
 		if !ok {
 			r.fail(t.Name, v, "not a value of type "+string(t.Parser)+" (the reference refuses it too)")

@@ -52,10 +52,6 @@ type Setting struct {
 	// accepted (false for a switch, 0 for a size); a value set that
 	// parses to anything else is refused.
 	Off string
-	// LogUnset, for a Refused setting whose default is not Off (USE_STATSD,
-	// true in the reference), says the start logs once that the default
-	// is not followed, instead of refusing an unset variable.
-	LogUnset bool
 	// Why says how it is implemented, why it is refused, or why it does
 	// not apply.
 	Why string
