@@ -39,7 +39,11 @@ func scrapeSink(t *testing.T, store *statsink.Store, sink *statsink.PrometheusSi
 // descriptors' total_hits (the reference counts them before its call),
 // nothing else.
 func TestServiceStatisticsExported(t *testing.T) {
-	sink := statsink.NewPrometheusSink(nil)
+	m, err := statsink.ReferenceMapper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := statsink.NewPrometheusSink(m)
 	store := statsink.NewStore(sink, nil)
 	counters, err := stats.New(0.8, nil)
 	if err != nil {

@@ -29,7 +29,8 @@ type Config struct {
 	DogStatsdTags []string
 	Mogrifiers    []Mogrifier
 	// Prometheus (USE_PROMETHEUS) serves the metrics on PrometheusAddr
-	// at PrometheusPath, mapped by Mapper (nil: the reference's).
+	// at PrometheusPath, mapped by Mapper (nil: the reference's,
+	// ReferenceMapper).
 	Prometheus     bool
 	PrometheusAddr string
 	PrometheusPath string
@@ -100,7 +101,14 @@ func Start(c Config) (*Exporter, error) {
 		}
 		sink, e.Kind = s, "dogstatsd"
 	case c.Prometheus:
-		p := NewPrometheusSink(c.Mapper)
+		m := c.Mapper
+		if m == nil {
+			var err error
+			if m, err = ReferenceMapper(); err != nil {
+				return nil, err
+			}
+		}
+		p := NewPrometheusSink(m)
 		ln, err := net.Listen("tcp", c.PrometheusAddr)
 		if err != nil {
 			return nil, fmt.Errorf("statsink: PROMETHEUS_ADDR=%s: %w", c.PrometheusAddr, err)

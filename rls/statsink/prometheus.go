@@ -39,11 +39,12 @@ type series struct {
 	count   uint64
 }
 
-// NewPrometheusSink returns a sink mapping names with m (nil: the
-// reference's mapping).
+// NewPrometheusSink returns a sink mapping names with m (ReferenceMapper
+// for the reference's names; nil maps none: every name is the statsd name
+// made a Prometheus name).
 func NewPrometheusSink(m *Mapper) *PrometheusSink {
 	if m == nil {
-		m = ReferenceMapper()
+		m = &Mapper{observer: "summary", buckets: defBuckets}
 	}
 	return &PrometheusSink{mapper: m, fams: map[string]*family{}}
 }
@@ -78,7 +79,7 @@ func (p *PrometheusSink) get(mp mapped, kind string) *series {
 
 // FlushCounter adds delta to the counter the name maps to.
 func (p *PrometheusSink) FlushCounter(name string, delta uint64) {
-	mp := p.mapper.Map(name, "counter")
+	mp := p.mapper.lookup(name, "counter")
 	v := float64(delta)
 	if mp.scale != nil {
 		v *= *mp.scale
@@ -92,7 +93,7 @@ func (p *PrometheusSink) FlushCounter(name string, delta uint64) {
 
 // FlushGauge sets the gauge the name maps to.
 func (p *PrometheusSink) FlushGauge(name string, value uint64) {
-	mp := p.mapper.Map(name, "gauge")
+	mp := p.mapper.lookup(name, "gauge")
 	v := float64(value)
 	if mp.scale != nil {
 		v *= *mp.scale
@@ -106,7 +107,7 @@ func (p *PrometheusSink) FlushGauge(name string, value uint64) {
 
 // FlushTimer observes ms in the histogram or summary the name maps to.
 func (p *PrometheusSink) FlushTimer(name string, ms float64) {
-	mp := p.mapper.Map(name, "observer")
+	mp := p.mapper.lookup(name, "observer")
 	if mp.scale != nil {
 		ms *= *mp.scale
 	}

@@ -286,7 +286,7 @@ func TestMapperFileRefusesWhatItDoesNotApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := m.Map("ratelimit.service.rate_limit.app.user.total_hits", "counter"); got.name != "hits" || got.labels["rule"] != "app.user" {
+	if got := m.lookup("ratelimit.service.rate_limit.app.user.total_hits", "counter"); got.name != "hits" || got.labels["rule"] != "app.user" {
 		t.Fatalf("mapped %+v", got)
 	}
 }
@@ -329,5 +329,16 @@ func TestUnreachableStatsdIsLoggedOnce(t *testing.T) {
 	}
 	if c.Value() != 3 {
 		t.Fatalf("counter %d, want 3", c.Value())
+	}
+}
+
+// TestReferenceMappingParses: the embedded mapping (the reference's
+// names) parses, and an unmapped sink keeps statsd names.
+func TestReferenceMappingParses(t *testing.T) {
+	if _, err := ReferenceMapper(); err != nil {
+		t.Fatal(err)
+	}
+	if got := NewPrometheusSink(nil).mapper.lookup("ratelimit.service.rate_limit.app.user.total_hits", "counter"); got.name != "ratelimit_service_rate_limit_app_user_total_hits" || len(got.labels) != 0 {
+		t.Fatalf("unmapped: %+v", got)
 	}
 }
