@@ -14,6 +14,9 @@ import { ConfigError, rateLimit, settle } from "../src/express.js";
 import { eachTarget } from "./servers.js";
 
 const T0 = Date.UTC(2025, 0, 1);
+// GUARD bounds a test waiting for a settle that a bug never sends, so that
+// it fails instead of hanging the run (a guard, not a measure of speed).
+const GUARD = { timeout: 120e3 };
 const WHO = "127.0.0.1";
 const maxTokens = (req) => Number(new URL(req.url, "http://x").searchParams.get("max_tokens"));
 
@@ -38,7 +41,7 @@ async function serve(t, handler, limits) {
 const tpmOf = (client, suffix = "") => new TokenBucket(client, [{ capacity: 10, refillAmount: 10, refillInterval: "1m" }],
   { prefix: `express${randomUUID().slice(0, 8)}${suffix}`, clock: () => T0 });
 
-test("the reported cost settles; nothing reported keeps the estimate", (t) => eachTarget(t, async (t, client) => {
+test("the reported cost settles; nothing reported keeps the estimate", GUARD, (t) => eachTarget(t, async (t, client) => {
   const tpm = tpmOf(client);
   const used = new Map([["8", 3]]); // max_tokens -> the tokens the model used
   const { url, settledOnce } = await serve(t, (req, res) => {
@@ -61,7 +64,7 @@ test("the reported cost settles; nothing reported keeps the estimate", (t) => ea
   assert.equal(String(await client.type(tpm.key(WHO))), "string", "settled: no reservation left open");
 }));
 
-test("an error after the report still settles it", (t) => eachTarget(t, async (t, client) => {
+test("an error after the report still settles it", GUARD, (t) => eachTarget(t, async (t, client) => {
   const tpm = tpmOf(client);
   const { url, settledOnce } = await serve(t, (req, res) => {
     settle(res, 2);
@@ -75,7 +78,7 @@ test("an error after the report still settles it", (t) => eachTarget(t, async (t
   assert.equal((await tpm.peek(WHO)).remaining, 8);
 }));
 
-test("a client gone mid-stream still settles", (t) => eachTarget(t, async (t, client) => {
+test("a client gone mid-stream still settles", GUARD, (t) => eachTarget(t, async (t, client) => {
   const tpm = tpmOf(client);
   let streaming;
   const started = new Promise((resolve) => { streaming = resolve; });
@@ -95,7 +98,7 @@ test("a client gone mid-stream still settles", (t) => eachTarget(t, async (t, cl
   assert.equal((await tpm.peek(WHO)).remaining, 6);
 }));
 
-test("a request denied by another limit cancels its reservation; a report names its limit", (t) => eachTarget(t, async (t, client) => {
+test("a request denied by another limit cancels its reservation; a report names its limit", GUARD, (t) => eachTarget(t, async (t, client) => {
   const tpm = tpmOf(client);
   const rpm = new SlidingWindow(client, [{ max: 1, durationMs: 60e3, resolutionMs: 1000 }], { prefix: `${tpm.prefix}r`, clock: () => T0 });
   const tpd = new TokenBucket(client, [{ capacity: 100, refillAmount: 100, refillInterval: "24h" }], { prefix: `${tpm.prefix}d`, clock: () => T0 });
