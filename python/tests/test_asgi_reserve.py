@@ -154,3 +154,27 @@ def test_config_errors():
         RateLimitMiddleware(model(), Limit(sw, name="s", reserve=tokens_of))
     with pytest.raises(ConfigError, match="lifetime but no reserve"):
         RateLimitMiddleware(model(), Limit(tb, name="t", lifetime=60))
+
+
+def test_a_starlette_route_reports_its_cost(target):
+    """As python/README.md says: a route reports with request.scope."""
+    starlette = pytest.importorskip("starlette")  # noqa: F841
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    async def chat(request):
+        settle(request.scope, 2)
+        return PlainTextResponse("done")
+
+    client = async_client(target)  # one per TestClient: it runs its own event loop
+    tpm = ratelua.aio.TokenBucket(client, ratelua.Bucket(10, 10, 60), prefix="asgi" + uuid.uuid4().hex[:8], clock=lambda: T0)
+    app = Starlette(routes=[Route("/v1/chat", chat, methods=["POST"])])
+    app.add_middleware(RateLimitMiddleware, limits=[Limit(tpm, name="tpm", reserve=tokens_of)])
+    with TestClient(app) as http:
+        r = http.post("/v1/chat?max_tokens=8")
+        assert r.status_code == 200 and r.headers["ratelimit"] == '"tpm";r=2;t=48'
+        # The settle has run when the app ended, before the next request.
+        r = http.post("/v1/chat?max_tokens=8")
+        assert r.status_code == 200 and r.headers["ratelimit"] == '"tpm";r=0;t=60', r.headers["ratelimit"]
