@@ -1,5 +1,5 @@
 // Types of ratelua/express.
-import type { Limiter, RateluaError } from "./index.js";
+import type { Limiter, RateluaError, Settlement } from "./index.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
 
 export interface Limit {
@@ -14,6 +14,12 @@ export interface Limit {
   cost?: (req: IncomingMessage) => number;
   /** Keys the limit never applies to. */
   exempt?: string[];
+  /** Instead of cost: the estimate to reserve for a cost known after the
+   * work; settled with settle(res, n) when the response closes. */
+  reserve?: (req: IncomingMessage) => number;
+  /** The reservation's lifetime ("2m"); or lifetimeMs. Default 5 minutes. */
+  lifetime?: string;
+  lifetimeMs?: number;
 }
 
 export interface Options {
@@ -31,6 +37,8 @@ export interface Options {
   skip?: (req: IncomingMessage) => boolean;
   onError?: (req: IncomingMessage, err: Error) => void;
   clock?: () => number;
+  /** Called when a request's reservations are settled (null: a settle failed, see onError). */
+  onSettled?: (req: IncomingMessage, settlements: (Settlement | null)[]) => void;
 }
 
 export interface Middleware {
@@ -41,4 +49,6 @@ export interface Middleware {
 
 export function rateLimit(options: Options): Middleware;
 export function short(ms: number): string;
+/** Report the request's actual cost, settled when its response closes. */
+export function settle(res: ServerResponse, actual: number, name?: string | null): void;
 export class ConfigError extends RateluaError {}

@@ -71,7 +71,40 @@ export class Limiter {
   peek(eventKey: EventKey): Promise<Result>;
   reset(eventKey: EventKey): Promise<void>;
   loadFunctions(): Promise<void>;
+  /** Whether the script takes reserve and settle (token_bucket v7). */
+  readonly reserves: boolean;
+  /** Reserve estimate units; NotSupportedError where the script refuses the modes. */
+  reserve(eventKey: EventKey, estimate: number, options?: ReserveOptions): Promise<Reservation>;
+  /** A handle on a reservation reserved elsewhere, by its id. */
+  reservation(eventKey: EventKey, id: number): Reservation;
+  reservationArgs(n: number, mode: string, now?: string): string[];
 }
+
+/** reserve's options: the lifetime as text ("2m") or in ms (default 5
+ * minutes), and the id (default a random one). */
+export type ReserveOptions = { id?: number } & OptionalDuration<"lifetime">;
+
+/** The answer to a settle or a cancel: applied false when the script
+ * applied nothing (the id unknown, expired, settled already, or reset). */
+export interface Settlement { applied: boolean; result: Result }
+
+/** Units reserved, to settle once the work's cost is known. */
+export class Reservation {
+  readonly id: number;
+  readonly eventKey: EventKey;
+  readonly estimate: number;
+  readonly result: Result | null;
+  readonly settlement: Settlement | null;
+  readonly allowed: boolean;
+  readonly settled: boolean;
+  /** null for a denied reservation; the earlier answer after one. */
+  settle(actual: number): Promise<Settlement | null>;
+  cancel(): Promise<Settlement | null>;
+}
+export const DEFAULT_LIFETIME_MS: number;
+export function newReservationId(): number;
+export class NotSupportedError extends RateluaError { script: string; operation: string }
+
 export class SlidingWindow extends Limiter { constructor(client: Client, windows: Window[], options?: Options) }
 export class TokenBucket extends Limiter { constructor(client: Client, buckets: Bucket[], options?: Options) }
 export class ZSetLog extends Limiter { constructor(client: Client, logs: Log[], options?: Options) }

@@ -6,3 +6,4 @@ export { Semaphore, Concurrency, Lease } from "./src/concurrency.js";
 export { LeaseLostError, LimitError, RateluaError, ScriptError, UnavailableError } from "./src/errors.js";
 export { NEVER } from "./src/result.js";
 export { escapeTag } from "./src/keys.js";
+export { DEFAULT_LIFETIME_MS, NotSupportedError, Reservation, newReservationId } from "./src/reservation.js";

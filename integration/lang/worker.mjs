@@ -89,6 +89,25 @@ async function handle(cmd) {
       const r = cmd.n > 0 ? await l.allowN(key, cmd.n) : await l.peek(key);
       return { allowed: r.allowed, remaining: r.remaining, retry_after_us: r.retryAfterUs, reset_after_us: r.resetAfterUs, limit: r.limit };
     }
+    case "reserve":
+    case "settle": {
+      // As worker.py's: a reserve (the id drawn by the package), or a settle
+      // of a reservation any process made, through Limiter.reservation.
+      nowUs = cmd.now_us;
+      const l = limiter(cmd, true);
+      const key = Buffer.from(cmd.key_hex, "hex");
+      let r, extra;
+      if (cmd.op === "reserve") {
+        const res = await l.reserve(key, cmd.estimate, { lifetimeMs: ms(cmd.lifetime_us) });
+        r = res.result;
+        extra = { id: res.id };
+      } else {
+        const s = await l.reservation(key, cmd.id).settle(cmd.actual);
+        r = s.result;
+        extra = { applied: s.applied };
+      }
+      return { allowed: r.allowed, remaining: r.remaining, retry_after_us: r.retryAfterUs, reset_after_us: r.resetAfterUs, limit: r.limit, ...extra };
+    }
     case "burst": {
       const l = limiter(cmd, false);
       const key = Buffer.from(cmd.key_hex, "hex");

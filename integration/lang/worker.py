@@ -7,6 +7,11 @@ Commands:
   {"op": "call", "script", "limits" (as in testdata/keyvectors.json), "prefix",
    "count_denied", "key_hex", "n", "now_us" (null: the server's clock)}
       -> {"allowed", "remaining", "retry_after_us", "reset_after_us", "limit"}
+  {"op": "reserve", ... as call without n, "estimate", "lifetime_us"}
+      -> the reply of call and "id": the reservation's id, drawn by the package
+  {"op": "settle", ... as call without n, "id", "actual"}
+      -> the reply of call and "applied": a settle of reservation id, reserved
+      by any process, through Limiter.reservation
   {"op": "burst", ... as call without n and now_us, "count"}
       -> {"admitted"}: count calls of one event each, in a row
   {"op": "hold", "slots": {"max", "lease_us"}, "prefix", "key_hex", "counter_hex",
@@ -88,6 +93,18 @@ def main():
                     r = l.allow_n(key, cmd["n"]) if cmd["n"] > 0 else l.peek(key)
                     out = {"allowed": r.allowed, "remaining": r.remaining, "retry_after_us": r.retry_after_us,
                            "reset_after_us": r.reset_after_us, "limit": r.limit}
+            elif cmd["op"] in ("reserve", "settle"):
+                clock.now_us = cmd["now_us"]
+                l = limiter(cmd, True)
+                key = bytes.fromhex(cmd["key_hex"])
+                if cmd["op"] == "reserve":
+                    res = l.reserve(key, cmd["estimate"], lifetime=us(cmd["lifetime_us"]))
+                    r, extra = res.result, {"id": res.id}
+                else:
+                    s = l.reservation(key, cmd["id"]).settle(cmd["actual"])
+                    r, extra = s.result, {"applied": s.applied}
+                out = {"allowed": r.allowed, "remaining": r.remaining, "retry_after_us": r.retry_after_us,
+                       "reset_after_us": r.reset_after_us, "limit": r.limit, **extra}
             elif cmd["op"] == "burst":
                 l = limiter(cmd, False)
                 key = bytes.fromhex(cmd["key_hex"])

@@ -4,13 +4,34 @@
 // (draft-ietf-httpapi-ratelimit-headers), Retry-After, an RFC 9457
 // problem+json body on 429 and 503, and the same trusted-proxy rules.
 import { RateluaError } from "./errors.js";
+import { checkActual } from "./reservation.js";
 import { OptionError, Resolver, parseAddr } from "./address.js";
 
 const MAX_SF_INTEGER = 999_999_999_999_999;
 const QUOTA_EXCEEDED = "https://iana.org/assignments/http-problem-types#quota-exceeded";
 const HEADERS = ["ietf", "ietf+legacy", "none"];
 const OPTION_NAMES = { TrustedProxies: "trustedProxies", ProxyHeader: "proxyHeader", IPv4Prefix: "ipv4Prefix", IPv6Prefix: "ipv6Prefix" };
-const OPTIONS = ["limits", "trustedProxies", "proxyHeader", "ipv4Prefix", "ipv6Prefix", "headers", "skip", "onError", "clock"];
+const OPTIONS = ["limits", "trustedProxies", "proxyHeader", "ipv4Prefix", "ipv6Prefix", "headers", "skip", "onError", "clock", "onSettled"];
+
+// RESERVED is the property of a response holding its request's reservations
+// and the costs its handler reported (see settle).
+const RESERVED = Symbol("ratelua.reservations");
+
+/** settle(res, actual, name) reports the actual cost of the request whose
+ * response res is, for every limit that reserved for it (or only for the
+ * limit named name). The middleware settles with it when the response
+ * closes: sent, ended by an error, or its client gone; report it before
+ * ending the response. A later report replaces an earlier one. A request
+ * whose limits reserved nothing (an estimate below 1, an exempt key) takes
+ * the report and sends nothing. It throws when no rateLimit middleware with
+ * a reserving limit ran for res (nothing would settle), and a LimitError
+ * for an actual that is not an integer in [0, 2^52]. */
+export function settle(res, actual, name = null) {
+  checkActual(actual);
+  const held = res && res[RESERVED];
+  if (!held) throw new TypeError("ratelua/express: settle: no rateLimit middleware whose limits reserve ({reserve}) ran for this response: nothing would settle its cost");
+  held.actual.set(name, actual);
+}
 
 /** ConfigError is a mistake in the middleware's options or limits. */
 export class ConfigError extends RateluaError {
@@ -57,7 +78,19 @@ export function problemBody(p) {
  * address), cost(req) -> number, exempt: [keys]}]), trustedProxies,
  * proxyHeader ("X-Forwarded-For", "Forwarded", "X-Real-IP"), ipv4Prefix,
  * ipv6Prefix (0: 32 and 64), headers ("ietf", "ietf+legacy", "none"),
- * skip(req), onError(req, err), clock() (ms, for X-RateLimit-Reset).
+ * skip(req), onError(req, err), clock() (ms, for X-RateLimit-Reset),
+ * onSettled(req, settlements) (called when a request's reservations are
+ * settled).
+ *
+ * A limit with reserve(req) -> number (instead of cost) reserves that
+ * estimate for a cost known only after the work (LLM tokens, response
+ * bytes; the limiter must take reserve: token_bucket v7), for lifetime
+ * ("2m", or lifetimeMs; default 5 minutes). When the response closes — sent,
+ * ended by an error, or its client gone — it settles with what the handler
+ * reported by settle(res, n), or with the estimate when it reported nothing
+ * (the reservation stays spent). A request that never reaches the handler
+ * (another limit denied it, or could not decide it) cancels its
+ * reservations.
  *
  * The client's address: without trustedProxies the middleware follows
  * Express's "trust proxy" setting: the address is req.ip, which Express
@@ -74,7 +107,7 @@ export function rateLimit(options = {}) {
   }
   const {
     limits = [], trustedProxies, proxyHeader, ipv4Prefix = 0, ipv6Prefix = 0,
-    headers = "ietf", skip = null, onError = null, clock = Date.now,
+    headers = "ietf", skip = null, onError = null, clock = Date.now, onSettled = null,
   } = options;
   if (limits.length === 0) throw new ConfigError("no limit");
   if (!HEADERS.includes(headers)) throw new ConfigError(`headers ${JSON.stringify(headers)} is not one of ${HEADERS.join(", ")}`);
@@ -94,6 +127,12 @@ export function rateLimit(options = {}) {
   const seen = new Map(), items = [];
   const built = limits.map((l, i) => {
     if (!l || !l.limiter) throw new ConfigError(`limit ${i} has no limiter`);
+    if (l.reserve) {
+      if (l.cost) throw new ConfigError(`limit ${i} has both cost and reserve: keep one`);
+      if (!l.limiter.reserves) throw new ConfigError(`limit ${i} reserves, but its limiter (${l.limiter.script}) does not take reserve and settle (token_bucket v7 does)`);
+    } else if (l.lifetime !== undefined || l.lifetimeMs !== undefined) {
+      throw new ConfigError(`limit ${i} has a lifetime but no reserve`);
+    }
     const count = l.limiter.limits;
     let names = l.names;
     if (names && names.length !== count) throw new ConfigError(`limit ${i} has ${names.length} names for a limiter of ${count} limits`);
@@ -112,7 +151,8 @@ export function rateLimit(options = {}) {
       items.push(`${sfString(name)};q=${max};w=${Math.max(1, ceilSeconds(windowUs))}`);
       return { name, item: sfString(name), quota: max, windowUs };
     });
-    return { limiter: l.limiter, key: l.key, cost: l.cost, exempt: new Set(l.exempt || []), policies };
+    const lifetime = l.lifetime !== undefined ? { lifetime: l.lifetime } : l.lifetimeMs !== undefined ? { lifetimeMs: l.lifetimeMs } : {};
+    return { limiter: l.limiter, name: l.name ?? null, key: l.key, cost: l.cost, reserve: l.reserve, lifetime, exempt: new Set(l.exempt || []), policies };
   });
   const policy = items.join(", ");
 
@@ -153,24 +193,57 @@ export function rateLimit(options = {}) {
     res.end(data);
   }
 
+  // settleAll settles the reservations taken for a request: with the cost
+  // reported for the limit's name, else for every limit, else the estimate;
+  // with 0 (a cancel) when the handler never ran.
+  async function settleAll(req, held, mine, ran) {
+    const out = await Promise.all(mine.map(async ({ l, r }) => {
+      const actual = !ran ? 0 : held.actual.has(l.name) ? held.actual.get(l.name) : held.actual.has(null) ? held.actual.get(null) : r.estimate;
+      try {
+        return await r.settle(actual);
+      } catch (err) {
+        if (onError) onError(req, err);
+        return null;
+      }
+    }));
+    if (onSettled) onSettled(req, out);
+  }
+
   const middleware = async function rateLimitMiddleware(req, res, next) {
     if (skip && skip(req)) return next();
-    const rep = { p: null, res: null, wait: -1 }; // wait: t in µs, -1 none // wait: t in µs, -1 none
+    const rep = { p: null, res: null, wait: -1 }; // wait: t in µs, -1 none
     let client = null;
+    const mine = [];
+    let held = null;
+    if (built.some((l) => l.reserve)) {
+      held = res[RESERVED] ??= { actual: new Map() }; // shared with an outer middleware's
+    }
+    // refuse ends a request that never reaches the handler: its
+    // reservations come back first.
+    const refuse = async (status, body) => {
+      if (mine.length > 0) await settleAll(req, held, mine, false);
+      return problem(res, status, body);
+    };
     for (const l of built) {
       let key;
       if (!l.key) key = client ??= clientKey(req);
       else if ((key = l.key(req)) == null) continue;
       if (l.exempt.has(key)) continue;
       let n = 1;
-      if (l.cost && (n = l.cost(req)) < 1) continue;
+      if ((l.cost || l.reserve) && (n = (l.cost || l.reserve)(req)) < 1) continue;
       let r;
       try {
-        r = await l.limiter.allowN(key, n);
+        if (l.reserve) {
+          const reservation = await l.limiter.reserve(key, n, l.lifetime);
+          r = reservation.result;
+          if (reservation.allowed) mine.push({ l, r: reservation });
+        } else {
+          r = await l.limiter.allowN(key, n);
+        }
       } catch (err) {
         if (onError) onError(req, err);
         setFields(res, rep, false);
-        return problem(res, 503, { type: "about:blank", title: "Service Unavailable", status: 503, detail: "the rate limiter could not decide this request" });
+        return refuse(503, { type: "about:blank", title: "Service Unavailable", status: 503, detail: "the rate limiter could not decide this request" });
       }
       if (r.error) {
         if (onError) onError(req, r.error);
@@ -186,10 +259,15 @@ export function rateLimit(options = {}) {
             : `policy ${JSON.stringify(p.name)} allows this request in ${ceilSeconds(rep.res.retryAfterUs)} s`;
         }
         body["violated-policies"] = [p.name];
-        return problem(res, 429, body);
+        return refuse(429, body);
       }
     }
     setFields(res, rep, false);
+    if (mine.length > 0) {
+      // "close" comes after "finish", or alone when the response ends early
+      // (an error, its client gone).
+      res.once("close", () => { settleAll(req, held, mine, true); });
+    }
     return next();
   };
   middleware.clientKey = clientKey;

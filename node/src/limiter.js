@@ -5,6 +5,7 @@ import { checkPrefix, limitsHash, stateKey } from "./keys.js";
 import { MAX_SCRIPT_INT, UNIT_US, render } from "./limits.js";
 import { openResult, resultOf } from "./result.js";
 import { lookup } from "./scripts.js";
+import { NotSupportedError, Reservation, checkEstimate, checkId, reserveOptions, reserves } from "./reservation.js";
 
 /** The options of a limiter (a Semaphore takes them but countDenied). */
 export const OPTIONS = ["prefix", "countDenied", "clock", "failOpen", "functions", "version"];
@@ -119,6 +120,66 @@ export class Limiter {
   async reset(eventKey) {
     const r = await this._call(eventKey, -1);
     if (r.error) throw r.error;
+  }
+
+  /** reserves: the limiter's script takes reserve and settle (token_bucket
+   * v7 does); reserve throws NotSupportedError otherwise. */
+  get reserves() { return reserves(this.script); }
+
+  /** reservationArgs is the ARGV of a reserve (n the estimate, mode
+   * "reserve:<id>:<lifetime>") or a settle (n the actual cost, mode
+   * "settle:<id>"). countDenied does not apply: a denied reserve records
+   * nothing. */
+  reservationArgs(n, mode, now = this.now()) {
+    return [String(n), this.unit, now, mode, ...this._args];
+  }
+
+  /** reserve(eventKey, estimate, {lifetime, lifetimeMs, id}) reserves
+   * estimate units before the work whose cost is known after it: decided as
+   * allowN(estimate) (reservation.result) and, admitted, held until settle
+   * or cancel, for at most the lifetime ("2m", or lifetimeMs; default
+   * DEFAULT_LIFETIME_MS, 5 minutes). A reservation never settled stays
+   * spent. id (in [1, 2^52]) is drawn at random unless given: give the same
+   * id to retry a reserve whose outcome is unknown (a retried reserve
+   * records nothing more). NotSupportedError, before any round trip, when
+   * the script refuses the modes (every script but token_bucket v7, for
+   * now). Under failOpen a reserve without an answer is admitted with the
+   * error in result.error; its settle is sent all the same (it may have
+   * been recorded; the script applies nothing for an id it never held). */
+  async reserve(eventKey, estimate, options = {}) {
+    if (!this.reserves) throw new NotSupportedError(this.script, "reserve");
+    checkEstimate(estimate);
+    const { units, id } = reserveOptions(this.unit, options);
+    const key = this.key(eventKey);
+    const args = this.reservationArgs(estimate, `reserve:${id}:${units}`);
+    const name = String(this.script);
+    let result;
+    try {
+      result = resultOf(await this._run(key, args), UNIT_US[this.unit], name);
+    } catch (err) {
+      const e = classify(name, err);
+      if (!this.failOpen || e.name !== "UnavailableError") throw e;
+      result = openResult(e);
+    }
+    return new Reservation(this, eventKey, id, estimate, result);
+  }
+
+  /** reservation(eventKey, id) is a handle on reservation id of eventKey
+   * reserved elsewhere (another process, another language): its settle and
+   * cancel are sent as the reserving process would send them. */
+  reservation(eventKey, id) {
+    if (!this.reserves) throw new NotSupportedError(this.script, "settle");
+    checkId(id);
+    return new Reservation(this, eventKey, id, 0, null);
+  }
+
+  async _settle(eventKey, actual, id) {
+    const name = String(this.script);
+    try {
+      return resultOf(await this._run(this.key(eventKey), this.reservationArgs(actual, `settle:${id}`)), UNIT_US[this.unit], name);
+    } catch (err) {
+      throw classify(name, err); // never admitted: the caller may retry
+    }
   }
 
   /** loadFunctions loads the release's library on every master (FUNCTION LOAD REPLACE). */

@@ -18,7 +18,7 @@ function load() {
     }
     scripts.set(`${s.name}@v${s.version}`, {
       name: s.name, version: s.version, stateVersion: s.state_version ?? s.version, sha1: s.sha1,
-      source: source.toString("utf8"), function: s.function, library: s.library,
+      source: source.toString("utf8"), function: s.function, library: s.library, argv: s.argv ?? [],
       toString() { return `${this.name}@v${this.version}`; },
     });
   }

@@ -16,13 +16,14 @@ the ASGI middleware.
 from .concurrency import Concurrency, Lease, Semaphore
 from .errors import LeaseLostError, LimitError, RateluaError, ScriptError, UnavailableError
 from .keys import escape_tag
-from .limiter import AR1, Limiter, SlidingWindow, TokenBucket, ZSetLog
+from .limiter import AR1, Limiter, Reservation, SlidingWindow, TokenBucket, ZSetLog
 from .limits import Bucket, Decay, Log, Slots, Window
+from .reservation import DEFAULT_LIFETIME, NotSupportedError, Settlement, new_id as reservation_id
 from .result import NEVER, Result
 
 __version__ = "0.2.0"
 
 __all__ = [
-    "AR1", "Bucket", "Concurrency", "Decay", "Lease", "LeaseLostError", "LimitError", "Limiter", "Log", "NEVER",
-    "RateluaError", "Result", "ScriptError", "Semaphore", "SlidingWindow", "Slots", "TokenBucket", "UnavailableError", "Window", "ZSetLog", "escape_tag",
+    "AR1", "Bucket", "Concurrency", "DEFAULT_LIFETIME", "Decay", "Lease", "LeaseLostError", "LimitError", "Limiter", "Log",
+    "NEVER", "NotSupportedError", "RateluaError", "Reservation", "Result", "ScriptError", "Settlement", "reservation_id", "Semaphore", "SlidingWindow", "Slots", "TokenBucket", "UnavailableError", "Window", "ZSetLog", "escape_tag",
 ]

@@ -9,6 +9,7 @@ from .concurrency import UNKNOWN_RELEASE_TIMEOUT, LeaseState, SemaphoreSpec
 from .core import Spec, limiter_classes
 from .errors import UnavailableError
 from .keys import EventKey
+from .reservation import ReservationState, Settlement
 from .result import Result, open_result
 from .scripts import library_source
 
@@ -37,6 +38,26 @@ class Limiter(Spec):
         if r.error is not None:
             raise r.error
 
+    async def reserve(self, event_key: EventKey, estimate: int, lifetime=None, id: Optional[int] = None) -> "Reservation":
+        """ratelua.Limiter.reserve as a coroutine; see its documentation."""
+        rid, key, args = self.reserve_call(event_key, estimate, lifetime, id)
+        try:
+            r = self.decode(await self._run(key, args))
+        except Exception as err:  # classified: raised, or admitted under fail_open
+            r = self.failed(err)
+        return Reservation(self, event_key, rid, estimate, r)
+
+    def reservation(self, event_key: EventKey, id: int) -> "Reservation":
+        """A handle on reservation id of event_key reserved elsewhere."""
+        self.check_reservation(id)
+        return Reservation(self, event_key, id, 0, None)
+
+    async def _settle(self, event_key: EventKey, args):
+        try:
+            return await self._run(self.key(event_key), args)
+        except Exception as err:  # never admitted: the caller may retry
+            raise self.classify(err) from err
+
     async def load_functions(self) -> None:
         """FUNCTION LOAD REPLACE the release's library (on every master)."""
         await self.client.function_load(library_source(self.script).decode(), replace=True)
@@ -64,6 +85,20 @@ class Limiter(Spec):
             if type(err).__name__ != "NoScriptError":
                 raise
         return await c.eval(s.source, 1, key, *args)
+
+
+class Reservation(ReservationState):
+    """ratelua.Reservation with coroutine methods; see its documentation."""
+
+    async def settle(self, actual: int) -> Optional[Settlement]:
+        """ratelua.Reservation.settle as a coroutine."""
+        if not self._before_settle(actual):
+            return self.settlement
+        return self._after_settle(await self._limiter._settle(self.event_key, self._args(actual)))
+
+    async def cancel(self) -> Optional[Settlement]:
+        """Give the whole estimate back: a settle with actual cost 0."""
+        return await self.settle(0)
 
 
 SlidingWindow, TokenBucket, ZSetLog, AR1 = limiter_classes(Limiter)
@@ -171,4 +206,4 @@ class Semaphore(SemaphoreSpec):
 
 Concurrency = Semaphore
 
-__all__ = ["Limiter", "SlidingWindow", "TokenBucket", "ZSetLog", "AR1", "Semaphore", "Concurrency", "Lease"]
+__all__ = ["Limiter", "Reservation", "SlidingWindow", "TokenBucket", "ZSetLog", "AR1", "Semaphore", "Concurrency", "Lease"]

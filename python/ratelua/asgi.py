@@ -10,6 +10,7 @@ trusted-proxy rules for the client's address.
 Use the limiters of ratelua.aio (a sync limiter would block the event loop).
 """
 
+import asyncio
 import inspect
 import json
 import math
@@ -36,7 +37,16 @@ class Limit:
     one name per limit. key maps the ASGI scope to an event key (None: the
     limit does not apply); None means the client's address. cost maps the
     scope to the events a request counts for (below 1: free). exempt lists
-    keys the limit never applies to."""
+    keys the limit never applies to.
+
+    reserve (instead of cost) maps the scope to an estimate for a cost known
+    only after the work (LLM tokens, response bytes): the limit reserves it
+    (the limiter must take reserve: token_bucket v7), and once the app has
+    ended — its response sent, an error raised, or the client gone — settles
+    with what the app reported by ratelua.asgi.settle(scope, actual), or
+    with the estimate when it reported nothing (the reservation stays spent).
+    lifetime is the reservation's (None: the limiter's default, 5 minutes):
+    longer than the longest request."""
 
     limiter: Any
     name: str = ""
@@ -44,7 +54,40 @@ class Limit:
     key: Optional[Callable[[dict], Optional[str]]] = None
     cost: Optional[Callable[[dict], int]] = None
     exempt: Sequence[str] = ()
+    reserve: Optional[Callable[[dict], int]] = None
+    lifetime: Any = None
     policies: List["_Policy"] = field(default_factory=list, init=False, repr=False)
+
+
+#: The scope entry holding a request's reservations (see settle).
+SCOPE_KEY = "ratelua.reservations"
+
+
+class _Reservations:
+    """The reservations of one request, and the actual costs reported."""
+
+    def __init__(self):
+        self.held: List[tuple] = []  # (Limit, reservation)
+        self.actual: dict = {}  # name (None: every limit) -> actual cost
+
+
+def settle(scope: dict, actual: int, name: Optional[str] = None) -> None:
+    """Report the actual cost of the request whose scope this is, for every
+    limit that reserved for it (or only for the limit named name). The
+    middleware settles with it once the app has ended; a later report
+    replaces an earlier one. A route whose limits reserved nothing (an
+    estimate below 1, an exempt key) takes the report and sends nothing.
+    ValueError when no RateLimitMiddleware with a reserve wraps the app
+    (nothing would settle); LimitError for an actual that is not an int
+    in [0, 2^52]."""
+    from .reservation import check_actual
+
+    check_actual(actual)
+    held = scope.get(SCOPE_KEY)
+    if not isinstance(held, _Reservations):
+        raise ValueError("ratelua.asgi.settle: this request passed no RateLimitMiddleware whose limits reserve "
+                         "(Limit(reserve=...)): nothing would settle its cost")
+    held.actual[name] = actual
 
 
 @dataclass
@@ -170,6 +213,15 @@ class RateLimitMiddleware:
     def _build(i: int, l: Limit) -> None:
         if l.limiter is None:
             raise ConfigError(f"ratelua.asgi: invalid configuration: limit {i} has no limiter")
+        if l.reserve is not None:
+            if l.cost is not None:
+                raise ConfigError(f"ratelua.asgi: invalid configuration: limit {i} has both cost and reserve: keep one")
+            if not getattr(l.limiter, "reserves", False):
+                raise ConfigError(f"ratelua.asgi: invalid configuration: limit {i} reserves, but its limiter "
+                                  f"({getattr(l.limiter, 'script', '?')}) does not take reserve and settle "
+                                  "(token_bucket v7 does)")
+        elif l.lifetime is not None:
+            raise ConfigError(f"ratelua.asgi: invalid configuration: limit {i} has a lifetime but no reserve")
         count = l.limiter.limits
         names = list(l.names) if l.names is not None else None
         if names is not None and len(names) != count:
@@ -204,6 +256,23 @@ class RateLimitMiddleware:
             await self.app(scope, receive, send)
             return
         rep = _Report()
+        held = None
+        if any(l.reserve is not None for l in self.limits):
+            held = scope.get(SCOPE_KEY)
+            if not isinstance(held, _Reservations):  # an outer middleware's, shared
+                held = scope[SCOPE_KEY] = _Reservations()
+        mine: List[tuple] = []
+        ran = [False]
+        try:
+            await self._limit(scope, receive, send, rep, held, mine, ran)
+        finally:
+            if mine:
+                await self._settle(scope, held, mine, ran[0])
+
+    async def _limit(self, scope, receive, send, rep, held, mine, ran):
+        """Decide the request by every limit, then run the app (ran[0] set
+        first); mine collects the reservations taken, settled by the caller
+        whatever happens."""
         client = None
         for l in self.limits:
             if l.key is None:
@@ -217,14 +286,23 @@ class RateLimitMiddleware:
             if key in l.exempt:
                 continue
             n = 1
-            if l.cost is not None:
-                n = l.cost(scope)
+            if l.cost is not None or l.reserve is not None:
+                n = (l.cost or l.reserve)(scope)
                 if n < 1:
                     continue
             try:
-                res = l.limiter.allow_n(key, n)
-                if inspect.isawaitable(res):
-                    res = await res
+                if l.reserve is not None:
+                    reservation = l.limiter.reserve(key, n, lifetime=l.lifetime)
+                    if inspect.isawaitable(reservation):
+                        reservation = await reservation
+                    res = reservation.result
+                    if reservation.allowed:
+                        mine.append((l, reservation))
+                        held.held.append((l, reservation))
+                else:
+                    res = l.limiter.allow_n(key, n)
+                    if inspect.isawaitable(res):
+                        res = await res
             except RateluaError as err:
                 if self.on_error is not None:
                     self.on_error(scope, err)
@@ -248,7 +326,31 @@ class RateLimitMiddleware:
                 message["headers"] = list(message.get("headers", [])) + fields
             await send(message)
 
+        ran[0] = True
         await self.app(scope, receive, send_with_fields)
+
+    async def _settle(self, scope, held: "_Reservations", mine: List[tuple], ran: bool) -> None:
+        """Settle this middleware's reservations with the cost reported for
+        their limit's name, else for every limit, else their estimate (the
+        app ran: the reservation stays spent); cancel them when the app never
+        ran (another limit denied the request, or could not decide it). A
+        settle that fails goes to on_error: the request is over. The settles
+        run to their end even when the request's task is cancelled (a client
+        gone), which is raised after them."""
+        cancelled = None
+        for l, reservation in mine:
+            actual = held.actual.get(l.name, held.actual.get(None, reservation.estimate)) if ran else 0
+            try:
+                done = reservation.settle(actual)
+                if inspect.isawaitable(done):
+                    await asyncio.shield(asyncio.ensure_future(done))
+            except asyncio.CancelledError as err:
+                cancelled = err
+            except RateluaError as err:
+                if self.on_error is not None:
+                    self.on_error(scope, err)
+        if cancelled is not None:
+            raise cancelled
 
     def _fields(self, rep: "_Report", denied: bool) -> list:
         if self.headers == "none":

@@ -8,6 +8,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import redis.exceptions as rex
 
 from . import keys as _keys
+from . import reservation as _reservation
 from .errors import LimitError, RateluaError, ScriptError, UnavailableError
 from .limits import MAX_SCRIPT_INT, micros, render
 from .result import Result, open_result, result_of
@@ -120,6 +121,35 @@ class Spec:
     def args(self, n: int, now: Optional[str] = None) -> List[str]:
         """The ARGV of a call with eventCount n, as the Go API sends it."""
         return [str(n), self.unit, self.now() if now is None else now, self.mode, *self._limit_args]
+
+    @property
+    def reserves(self) -> bool:
+        """Whether the limiter's script takes reserve and settle (token_bucket
+        v7 does); reserve raises NotSupportedError otherwise."""
+        return _reservation.reserves(self.script)
+
+    def reservation_args(self, n: int, mode: str, now: Optional[str] = None) -> List[str]:
+        """The ARGV of a reserve (n the estimate, mode 'reserve:<id>:<lifetime>')
+        or a settle (n the actual cost, mode 'settle:<id>'). count_denied does
+        not apply: a denied reserve records nothing."""
+        return [str(n), self.unit, self.now() if now is None else now, mode, *self._limit_args]
+
+    def reserve_call(self, event_key: _keys.EventKey, estimate: int, lifetime, rid: Optional[int]):
+        """(id, key, ARGV) of a reserve, every argument checked before any
+        round trip: NotSupportedError when the script refuses the modes."""
+        if not self.reserves:
+            raise _reservation.NotSupportedError(str(self.script), "reserve")
+        _reservation.check_estimate(estimate)
+        units = _reservation.lifetime_in(self.unit, lifetime)
+        rid = _reservation.new_id() if rid is None else _reservation.check_id(rid)
+        key = self.key(event_key)
+        return rid, key, self.reservation_args(estimate, f"reserve:{rid}:{units}")
+
+    def check_reservation(self, rid: int) -> None:
+        """A settle's checks: the script takes the modes, the id is one."""
+        if not self.reserves:
+            raise _reservation.NotSupportedError(str(self.script), "settle")
+        _reservation.check_id(rid)
 
     @staticmethod
     def check_n(n: int) -> None:

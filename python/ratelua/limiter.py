@@ -1,9 +1,12 @@
 """The limiters over a synchronous redis-py client (redis.Redis or
 redis.cluster.RedisCluster)."""
 
+from typing import Optional
+
 from .core import Spec, limiter_classes
 from .errors import UnavailableError
 from .keys import EventKey
+from .reservation import ReservationState, Settlement
 from .result import Result
 from .scripts import library_source
 
@@ -44,6 +47,36 @@ class Limiter(Spec):
         if r.error is not None:
             raise r.error
 
+    def reserve(self, event_key: EventKey, estimate: int, lifetime=None, id: Optional[int] = None) -> "Reservation":
+        """Reserve estimate units for event_key before the work whose cost is
+        known after it: decided as allow_n(estimate) (reservation.result) and,
+        admitted, held until settle or cancel, for at most lifetime (a
+        timedelta or seconds; None: DEFAULT_LIFETIME, 5 minutes). A
+        reservation never settled stays spent. id (an int in [1, 2^52]) is
+        drawn at random unless given: give the same id to retry a reserve
+        whose outcome is unknown (a retried reserve records nothing more).
+        NotSupportedError, before any round trip, when the script refuses
+        the modes (every script but token_bucket v7, for now)."""
+        rid, key, args = self.reserve_call(event_key, estimate, lifetime, id)
+        try:
+            r = self.decode(self._run(key, args))
+        except Exception as err:  # classified: raised, or admitted under fail_open
+            r = self.failed(err)
+        return Reservation(self, event_key, rid, estimate, r)
+
+    def reservation(self, event_key: EventKey, id: int) -> "Reservation":
+        """A handle on reservation id of event_key reserved elsewhere (another
+        process, another language): its settle and cancel are sent as the
+        reserving process would send them."""
+        self.check_reservation(id)
+        return Reservation(self, event_key, id, 0, None)
+
+    def _settle(self, event_key: EventKey, args):
+        try:
+            return self._run(self.key(event_key), args)
+        except Exception as err:  # never admitted: the caller may retry
+            raise self.classify(err) from err
+
     def load_functions(self) -> None:
         """FUNCTION LOAD REPLACE the release's library (on every master of a
         cluster)."""
@@ -74,6 +107,27 @@ class Limiter(Spec):
         return c.eval(s.source, 1, key, *args)
 
 
+class Reservation(ReservationState):
+    """Units reserved by Limiter.reserve, to settle once the work's cost is
+    known. See ratelua.reservation.Settlement for the answers."""
+
+    def settle(self, actual: int) -> Optional[Settlement]:
+        """Settle with the actual cost (an int in [0, 2^52]): estimate -
+        actual is refunded to every limit (capped at a full bucket), or
+        actual - estimate charged (never denied: the limits go into debt).
+        Returns the Settlement, the earlier one after an answer, or None for
+        a denied reservation (nothing to settle). Without an answer it raises
+        (UnavailableError, even under fail_open): call it again with the same
+        actual; it applies at most once."""
+        if not self._before_settle(actual):
+            return self.settlement
+        return self._after_settle(self._limiter._settle(self.event_key, self._args(actual)))
+
+    def cancel(self) -> Optional[Settlement]:
+        """Give the whole estimate back: a settle with actual cost 0."""
+        return self.settle(0)
+
+
 SlidingWindow, TokenBucket, ZSetLog, AR1 = limiter_classes(Limiter)
 
-__all__ = ["Limiter", "SlidingWindow", "TokenBucket", "ZSetLog", "AR1", "UnavailableError"]
+__all__ = ["Limiter", "Reservation", "SlidingWindow", "TokenBucket", "ZSetLog", "AR1", "UnavailableError"]

@@ -25,6 +25,8 @@ class Script:
     source: bytes
     function: str
     library: str
+    #: The contract's ARGV lines (the manifest's "argv").
+    argv: Tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return f"{self.name}@v{self.version}"
@@ -41,7 +43,7 @@ def load(folder: str = _FOLDER) -> Dict[Tuple[str, int], Script]:
         if hashlib.sha1(source).hexdigest() != s["sha1"]:
             raise ValueError(f"ratelua: {s['file']}: its SHA1 is not the manifest's {s['sha1']}")
         scripts[(s["name"], s["version"])] = Script(s["name"], s["version"], s.get("state_version", s["version"]), s["sha1"],
-                                    source, s["function"], s["library"])
+                                    source, s["function"], s["library"], tuple(s.get("argv", ())))
     return scripts
 
 

@@ -1,5 +1,5 @@
 // Compiled (not run) by types.test.js: the declarations describe the API.
-import { SlidingWindow, Semaphore, LeaseLostError, LimitError, type Result } from "ratelua";
+import { SlidingWindow, Semaphore, LeaseLostError, LimitError, TokenBucket, DEFAULT_LIFETIME_MS, type Reservation, type Result, type Settlement } from "ratelua";
 import { rateLimit } from "ratelua/express";
 import { Redis } from "ioredis";
 
@@ -29,4 +29,13 @@ async function exportFor(tenant: string): Promise<number> {
   const deadline: number | null = lease.deadline;
   return deadline ?? 0;
 }
-export { decide, exportFor, mw, LimitError, v };
+async function tokens(key: string, maxTokens: number, used: () => number): Promise<boolean> {
+  const tpm = new TokenBucket(new Redis(), [{ capacity: 10_000, refillAmount: 10_000, refillInterval: "1m" }]);
+  if (!tpm.reserves) return false;
+  const r: Reservation = await tpm.reserve(key, maxTokens, { lifetime: "2m" });
+  if (!r.allowed) return false;
+  const s: Settlement | null = await r.settle(used());
+  await tpm.reservation(key, r.id).cancel();
+  return s !== null && s.applied && r.result !== null && r.result.remaining >= DEFAULT_LIFETIME_MS * 0;
+}
+export { decide, exportFor, mw, LimitError, v, tokens };
