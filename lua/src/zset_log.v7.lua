@@ -76,9 +76,10 @@ local MAX_RESERVATIONS = 1000
 
 -- prune drops the expired and settled reservations of a key holding
 -- MAX_RESERVATIONS records (the caller's reserve of a new id then fits),
--- or returns the error reply when that many are open (nothing written;
--- HELD, the reservation's record, is nil: a new id).
--- #define prune(HELD)
+-- less RECORDS (the members below the events) by those dropped, or
+-- returns the error reply when that many are open, before anything is
+-- written.
+-- #define prune(RECORDS)
 do
   local gone, open = {}, 0
   for _, m in ipairs(redis.call('ZRANGE', key, '-inf', '(0', 'BYSCORE')) do
@@ -93,7 +94,10 @@ do
     return redis.error_reply('ERR ratelua: KEYS[1] holds ' .. MAX_RESERVATIONS .. ' open reservations, the most'
       .. ' a key holds: settle or cancel one, or wait for its lifetime to pass, before ARGV[4] reserves another')
   end
-  redis.call('ZREM', key, unpack(gone))
+  if #gone > 0 then
+    redis.call('ZREM', key, unpack(gone))
+  end
+  RECORDS = RECORDS - #gone
 end
 -- #end
 
@@ -520,6 +524,9 @@ if op == 'reserve' then
     record, count, asked, allowed, write = false, 0, 1, true, false
   elseif record then
     tag = id
+    if held == nil and records > MAX_RESERVATIONS then
+      -- #expand prune(records)
+    end
   end
 elseif op == 'settle' then
   record, write = false, 'none'
@@ -692,9 +699,6 @@ if write then
     -- none before takes its TTL as it is).
     local at = format('%d', stamp - 9007199254740992)
     if op == 'reserve' then
-      if held == nil and records > MAX_RESERVATIONS then
-        -- #expand prune(held)
-      end
       if held then
         redis.call('ZREM', key, held)
       end

@@ -765,6 +765,27 @@ if op == 'reserve' then
     record, count, asked, allowed, write = false, 0, 1, true, false
   elseif record then
     tag = id
+    if held == nil and records > MAX_RESERVATIONS then
+      do
+        local gone, open = {}, 0
+        for _, m in ipairs(redis.call('ZRANGE', key, '-inf', '(0', 'BYSCORE')) do
+          local kind, expiry = string.match(m, '^([rs])%d+:(%d+)')
+          if kind == 'r' and expiry + 0 > now then
+            open = open + 1
+          elseif kind then
+            gone[#gone + 1] = m
+          end
+        end
+        if open >= MAX_RESERVATIONS then
+          return redis.error_reply('ERR ratelua: KEYS[1] holds ' .. MAX_RESERVATIONS .. ' open reservations, the most'
+            .. ' a key holds: settle or cancel one, or wait for its lifetime to pass, before ARGV[4] reserves another')
+        end
+        if #gone > 0 then
+          redis.call('ZREM', key, unpack(gone))
+        end
+        records = records - #gone
+      end
+    end
   end
 elseif op == 'settle' then
   record, write = false, 'none'
@@ -958,24 +979,6 @@ if write then
     -- none before takes its TTL as it is).
     local at = format('%d', stamp - 9007199254740992)
     if op == 'reserve' then
-      if held == nil and records > MAX_RESERVATIONS then
-        do
-          local gone, open = {}, 0
-          for _, m in ipairs(redis.call('ZRANGE', key, '-inf', '(0', 'BYSCORE')) do
-            local kind, expiry = string.match(m, '^([rs])%d+:(%d+)')
-            if kind == 'r' and expiry + 0 > now then
-              open = open + 1
-            elseif kind then
-              gone[#gone + 1] = m
-            end
-          end
-          if open >= MAX_RESERVATIONS then
-            return redis.error_reply('ERR ratelua: KEYS[1] holds ' .. MAX_RESERVATIONS .. ' open reservations, the most'
-              .. ' a key holds: settle or cancel one, or wait for its lifetime to pass, before ARGV[4] reserves another')
-          end
-          redis.call('ZREM', key, unpack(gone))
-        end
-      end
       if held then
         redis.call('ZREM', key, held)
       end
