@@ -20,15 +20,14 @@ MODULES := testbench goredis valkeygo ratemini rategrpc rateotel ratehttp/intern
 ## under CI=true), then test-docker. Prints how many real-server cases ran
 ## per family and topology, per adapter, and on Docker.
 test: servers callers deps vet check-generated
-	@rm -f .server-cases .adapter-cases
+	@rm -f .cases
 	$(GO) test -count=1 ./...
 	@for m in $(MODULES); do \
 		echo "cd $$m && $(GO) test -count=1 ./..."; \
-		(cd $$m && RATELUA_SERVER_CASES=$(CURDIR)/.server-cases RATELUA_ADAPTER_CASES=$(CURDIR)/.adapter-cases $(GO) test -count=1 -timeout 20m ./...) || exit 1; \
+		(cd $$m && RATELUA_CASES=$(CURDIR)/.cases $(GO) test -count=1 -timeout 20m ./...) || exit 1; \
 	done
-	@cat .server-cases 2>/dev/null || echo "server cases: no report (integration/core did not run)"
-	@cat .adapter-cases 2>/dev/null || echo "adapter cases: no report (the integration suite did not run)"
-	@rm -f .server-cases .adapter-cases
+	@cd integration && $(GO) run ./internal/cmd/casereport $(CURDIR)/.cases
+	@rm -f .cases
 	@$(MAKE) --no-print-directory test-docker
 
 ## deps: download the dependencies of ratelua and of every nested module
@@ -57,18 +56,19 @@ test-docker: servers
 		[ "$$CI" != true ] || { echo "docker: no engine or image, and CI=true: failed"; exit 1; }; \
 		echo "docker: skipped (no engine or image; .ci/install-docker said why)"; exit 0; \
 	fi; \
-	rm -f .server-cases-docker; \
+	rm -f .cases-docker; \
 	export RATELUA_TESTBENCH=docker RATELUA_DOCKER_IMAGE='$(DOCKER_IMAGE)'; \
 	echo "cd testbench && $(GO) test -count=1 ./...  # on docker $(DOCKER_IMAGE)"; \
 	(cd testbench && $(GO) test -count=1 ./...) || exit 1; \
 	echo "cd integration && $(GO) test -count=1 -run '$(CLUSTER_SUITE_RUN)' $(CLUSTER_SUITE_PKG)  # on docker $(DOCKER_IMAGE)"; \
-	(cd integration && RATELUA_SERVER_CASES=$(CURDIR)/.server-cases-docker $(GO) test -count=1 -run '$(CLUSTER_SUITE_RUN)' $(CLUSTER_SUITE_PKG)) || exit 1; \
-	awk -F ', cluster: ' 'NF == 2 { split($$1, w, " "); p = $$1; sub(/^[^(]*\(/, "", p); sub(/\)$$/, "", p); \
-		if (p !~ /^docker / || $$2 + 0 == 0) bad = 1; \
-		line = line sep w[4] " " w[5] " cluster " $$2; sep = " / "; n++ } \
-		END { if (n != 2 || bad) { print "docker: the cluster suite did not run on Docker:"; exit 1 } print "docker: " line }' \
-		.server-cases-docker || { cat .server-cases-docker 2>/dev/null; exit 1; }; \
-	rm -f .server-cases-docker
+	(cd integration && RATELUA_CASES=$(CURDIR)/.cases-docker $(GO) test -count=1 -run '$(CLUSTER_SUITE_RUN)' $(CLUSTER_SUITE_PKG)) || exit 1; \
+	awk -F '\t' '$$3 ~ / cluster \(/ { split($$3, w, " "); p = $$3; sub(/^[^(]*\(/, "", p); sub(/\)$$/, "", p); \
+		if (p !~ /^docker / || $$4 == "fail") bad = 1; \
+		if ($$4 == "pass") { n[w[1]]++; v[w[1]] = w[2] } } \
+		END { if (bad || !n["redis"] || !n["valkey"]) { print "docker: the cluster suite did not run on Docker:"; exit 1 } \
+			print "docker: redis " v["redis"] " cluster " n["redis"] " / valkey " v["valkey"] " cluster " n["valkey"] }' \
+		.cases-docker || { cat .cases-docker 2>/dev/null; exit 1; }; \
+	rm -f .cases-docker
 
 ## servers: install redis-server (7.0) and valkey-server (8.x) when either is
 ## missing, with .ci/install-servers (a no-op once both are on PATH; installing

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratelua/ratelua"
 	"github.com/ratelua/ratelua/goredis"
+	"github.com/ratelua/ratelua/integration/internal/harness"
 	"github.com/ratelua/ratelua/internal/keyslot"
 	"github.com/ratelua/ratelua/testbench"
 	"github.com/ratelua/ratelua/valkeygo"
@@ -29,6 +30,14 @@ func single(n *testbench.Node) deployment {
 
 func onCluster(c *testbench.Cluster) deployment {
 	return deployment{kind: c.Kind, topology: "cluster", cluster: c}
+}
+
+// server is the deployment as the case report names it.
+func (d deployment) server() harness.Server {
+	if d.cluster != nil {
+		return harness.OnCluster(d.cluster)
+	}
+	return harness.Single(d.node)
 }
 
 // addrs are the addresses a client starts from.

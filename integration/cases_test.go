@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/integration/internal/harness"
+	"github.com/ratelua/ratelua/integration/internal/login"
 	"github.com/ratelua/ratelua/testbench"
 )
 
@@ -47,21 +49,21 @@ var cases = []struct {
 // TestAdapters runs every case through every adapter on both families, a
 // single node and a six-node cluster, then the differential case.
 func TestAdapters(t *testing.T) {
-	for _, kind := range families {
+	for _, kind := range harness.Families() {
 		for _, topology := range []string{"single", "cluster"} {
 			t.Run(string(kind)+"-"+topology, func(t *testing.T) {
 				var d deployment
 				if topology == "single" {
-					d = single(singles[kind])
+					d = single(h.Node(t, kind))
 				} else {
-					d = onCluster(sharedCluster(t, kind))
+					d = onCluster(h.Cluster(t, kind))
 				}
 				twin := newStoppedTwin(t, kind, topology)
 				for _, a := range adapters {
 					t.Run(a.name, func(t *testing.T) {
 						for _, c := range cases {
 							t.Run(c.name, func(t *testing.T) {
-								count(t, a.name, kind, topology, func(t *testing.T) {
+								count(t, adapterSuite(a), d, func(t *testing.T) {
 									c.run(t, env{d: d, a: a, client: a.connect(t, d, connection{}),
 										prefix: c.name + "-" + a.name, stopped: twin})
 								})
@@ -112,8 +114,8 @@ func caseLogin(t *testing.T, e env) {
 	}
 	ctx := context.Background()
 	var now int64
-	limiters := loginLimiters(t, e.client, ratelua.Options{Prefix: e.prefix, Clock: func() time.Time { return time.Unix(now, 0) }})
-	for _, name := range scripts {
+	limiters := login.Limiters(t, e.client, ratelua.Options{Prefix: e.prefix, Clock: func() time.Time { return time.Unix(now, 0) }})
+	for _, name := range login.Scripts() {
 		l := limiters[name]
 		for i, st := range steps[name] {
 			now = st.at
@@ -522,7 +524,7 @@ func newStoppedTwin(t *testing.T, kind testbench.Kind, topology string) *stopped
 		n := testbench.StartSingle(t, testbench.Options{Kind: kind})
 		d, stop = single(n), n.Stop
 	} else {
-		c := testbench.Start(t, testbench.Options{Kind: kind, Config: clusterConfig})
+		c := testbench.Start(t, testbench.Options{Kind: kind, Config: harness.ClusterConfig()})
 		d, stop = onCluster(c), c.Close
 	}
 	for _, a := range adapters {

@@ -20,6 +20,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/integration/internal/harness"
 	"github.com/ratelua/ratelua/testbench"
 )
 
@@ -47,6 +48,11 @@ const (
 
 // fleetKey is the event key every process contends for.
 const fleetKey = "upstream"
+
+// fleetSuite is the suite the fleet tests' cases are counted in: a single
+// node and the shared cluster of each family (TestConcurrencyFleet), and
+// a dedicated cluster per fault (TestConcurrencyFailover).
+const fleetSuite = "concurrency fleet"
 
 // TestConcurrencyFleetWorker is one process of the fleet tests; run alone,
 // it has nothing to do.
@@ -368,13 +374,16 @@ func TestConcurrencyFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: processes contending on real servers")
 	}
-	for _, kind := range families {
+	for _, kind := range harness.Families() {
 		for _, topology := range []string{"single", "cluster"} {
 			t.Run(string(kind)+"/"+topology, func(t *testing.T) {
-				d := single(singles[kind])
-				if topology == "cluster" {
-					d = onCluster(sharedCluster(t, kind))
+				var d deployment
+				if topology == "single" {
+					d = single(h.Node(t, kind))
+				} else {
+					d = onCluster(h.Cluster(t, kind))
 				}
+				h.Record(t, fleetSuite, "", d.server())
 				prefix := "fleet-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 				f := contend(t, d, prefix+"-run", 2*time.Second, 3*time.Second, nil)
 				s := sweep(f.intervals, 10)
@@ -392,9 +401,6 @@ func TestConcurrencyFleet(t *testing.T) {
 				killedHolder(t, d, prefix+"-kill")
 				if topology == "single" {
 					pausedServer(t, d, prefix+"-pause")
-				}
-				if !t.Failed() {
-					tally.pass("fleet", d.kind, d.topology)
 				}
 			})
 		}
@@ -507,11 +513,12 @@ func TestConcurrencyFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: a master killed under contention")
 	}
-	for _, kind := range families {
+	for _, kind := range harness.Families() {
 		for _, fault := range []string{"kill", "pause"} {
 			t.Run(string(kind)+"/"+fault, func(t *testing.T) {
 				c := testbench.Start(t, testbench.Options{Kind: kind})
 				d := onCluster(c)
+				h.Record(t, fleetSuite, "", d.server())
 				prefix := "failover-" + fault
 				const lease = 5 * time.Second
 				var faulted, healthy time.Time
@@ -554,9 +561,6 @@ func TestConcurrencyFailover(t *testing.T) {
 					time.Duration(max(0, s.lastOver-faulted.UnixNano())).Round(time.Millisecond), healthy.Sub(faulted).Round(time.Millisecond), later.most)
 				if later.most > 10 || len(after) == 0 {
 					t.Errorf("%d intervals after the cluster recovered and a lease passed, at most %d held at once: want some, and at most 10", len(after), later.most)
-				}
-				if !t.Failed() {
-					tally.pass("fleet", d.kind, d.topology)
 				}
 			})
 		}

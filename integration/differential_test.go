@@ -12,7 +12,7 @@ func differential(t *testing.T, d deployment) {
 	var reference, referenceName string
 	for _, a := range adapters {
 		t.Run(a.name, func(t *testing.T) {
-			count(t, a.name, d.kind, d.topology, func(t *testing.T) {
+			count(t, adapterSuite(a), d, func(t *testing.T) {
 				got := play(t, a.connect(t, d, connection{}), "diff-"+a.name, ops)
 				if reference == "" {
 					reference, referenceName = got, a.name

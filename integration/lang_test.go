@@ -25,6 +25,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/integration/internal/harness"
+	"github.com/ratelua/ratelua/integration/internal/login"
 	"github.com/ratelua/ratelua/ratehttp"
 	"github.com/ratelua/ratelua/testbench"
 )
@@ -73,10 +75,10 @@ var (
 func langEnv(t *testing.T) []string {
 	t.Helper()
 	env := os.Environ()
-	for _, kind := range families {
+	for _, kind := range harness.Families() {
 		name := strings.ToUpper(string(kind))
-		env = append(env, "RATELUA_"+name+"_ADDR="+singles[kind].Addr,
-			"RATELUA_"+name+"_CLUSTER="+strings.Join(sharedCluster(t, kind).Addrs(), ","))
+		env = append(env, "RATELUA_"+name+"_ADDR="+h.Node(t, kind).Addr,
+			"RATELUA_"+name+"_CLUSTER="+strings.Join(h.Cluster(t, kind).Addrs(), ","))
 	}
 	return env
 }
@@ -283,10 +285,10 @@ type langTarget struct {
 // langTargets are single nodes and clusters of both families.
 func langTargets(t *testing.T) []langTarget {
 	var out []langTarget
-	for _, kind := range families {
+	for _, kind := range harness.Families() {
 		out = append(out,
-			langTarget{string(kind) + "/single", "single", kind, []string{singles[kind].Addr}},
-			langTarget{string(kind) + "/cluster", "cluster", kind, sharedCluster(t, kind).Addrs()})
+			langTarget{string(kind) + "/single", "single", kind, []string{h.Node(t, kind).Addr}},
+			langTarget{string(kind) + "/cluster", "cluster", kind, h.Cluster(t, kind).Addrs()})
 	}
 	return out
 }
@@ -525,12 +527,6 @@ func decide(ctx context.Context, l *ratelua.Limiter, eventKey string, n int64) (
 	return l.AllowN(ctx, eventKey, n)
 }
 
-// loginLimits is the login case: 1 per 5 s AND 5 per hour.
-var loginLimits = []map[string]any{
-	{"max": 1, "duration_us": 5_000_000, "resolution_us": 1_000_000},
-	{"max": 5, "duration_us": 3_600_000_000, "resolution_us": 600_000_000},
-}
-
 // httpResponse is what the middlewares' comparison looks at.
 type httpResponse struct {
 	Status  int               `json:"status"`
@@ -548,7 +544,7 @@ var comparedFields = []string{"ratelimit-policy", "ratelimit", "retry-after", "c
 func TestLangMiddlewares(t *testing.T) {
 	needTools(t, pythonTools, nodeTools)
 	kind := testbench.Valkey
-	addr := singles[kind].Addr
+	addr := h.Node(t, kind).Addr
 	start := int64(1_800_000_000_000_000)
 	var requests []map[string]any
 	for i, step := range []int64{0, 0, 1, 4, 5, 5, 10, 15, 20, 25, 30, 31, 35} {
@@ -566,7 +562,7 @@ func TestLangMiddlewares(t *testing.T) {
 	}
 	defer client.Close()
 	var now time.Time
-	logins, err := sharedLimit{"sliding_window", loginLimits, 1}.build(ratelua.Rueidis(client), ratelua.Options{Prefix: "go" + run, Clock: func() time.Time { return now }})
+	logins, err := ratelua.NewSlidingWindow(ratelua.Rueidis(client), ratelua.Options{Prefix: "go" + run, Clock: func() time.Time { return now }}, login.Windows()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -594,8 +590,8 @@ func TestLangMiddlewares(t *testing.T) {
 	}
 	py, js := startWorkers(t, kind, "single", []string{addr})
 	var pyOut, jsOut struct{ Responses []httpResponse }
-	py.do(t, map[string]any{"op": "http", "limits": loginLimits, "prefix": "py" + run, "requests": requests}, &pyOut)
-	js.do(t, map[string]any{"op": "http", "limits": loginLimits, "prefix": "js" + run, "requests": requests}, &jsOut)
+	py.do(t, map[string]any{"op": "http", "limits": login.WireLimits(), "prefix": "py" + run, "requests": requests}, &pyOut)
+	js.do(t, map[string]any{"op": "http", "limits": login.WireLimits(), "prefix": "js" + run, "requests": requests}, &jsOut)
 	statuses := map[int]int{}
 	for i, want := range goResponses {
 		statuses[want.Status]++
@@ -632,7 +628,7 @@ func TestLangMiddlewares(t *testing.T) {
 // python/ or node/.
 func TestLangInstalled(t *testing.T) {
 	needTools(t, pythonTools, nodeTools, []string{"npm", "--version"})
-	addr := singles[testbench.Redis].Addr
+	addr := h.Node(t, testbench.Redis).Addr
 	tmp := t.TempDir()
 	id := fmt.Sprintf("%x", rand.Uint64())
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
@@ -640,7 +636,7 @@ func TestLangInstalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	goLogins, err := sharedLimit{"sliding_window", loginLimits, 1}.build(ratelua.Rueidis(client), ratelua.Options{Prefix: "installed" + id})
+	goLogins, err := ratelua.NewSlidingWindow(ratelua.Rueidis(client), ratelua.Options{Prefix: "installed" + id}, login.Windows()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -844,15 +840,16 @@ func copyFile(t *testing.T, from, to string) {
 // one limiter of every script, each under its own prefix, at the default
 // script version and pinned to v5, on single nodes of both families: each
 // language writes exactly the key Go's Key names for that version (the
-// default v6, Options.Version 5 the same keys as the packages' version
-// option), and the state it writes is byte for byte Go's (DUMP), so the
-// same script version decided. A v5 state differs from v6's where the
-// layout does: the comparison can tell the versions apart.
+// default, the newest, and Options.Version 5 and 6 the same keys as the
+// packages' version option), and the state it writes is byte for byte
+// Go's (DUMP), so the same script version decided. A v5 state differs
+// from the newest's where the layout does: the comparison can tell the
+// versions apart.
 func TestLangPinnedVersions(t *testing.T) {
 	needTools(t, pythonTools, nodeTools)
-	for _, kind := range families {
+	for _, kind := range harness.Families() {
 		t.Run(string(kind), func(t *testing.T) {
-			addr := singles[kind].Addr
+			addr := h.Node(t, kind).Addr
 			client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
 			if err != nil {
 				t.Fatal(err)
@@ -874,7 +871,7 @@ func TestLangPinnedVersions(t *testing.T) {
 			stateOf := map[string]map[int]string{}
 			for _, s := range sharedLimits {
 				stateOf[s.script] = map[int]string{}
-				for _, version := range []int{0, 5} {
+				for _, version := range []int{0, 5, 6} {
 					var states []string
 					for _, who := range []string{"go", "python", "node"} {
 						prefix := fmt.Sprintf("pin%d-%s-%s", version, who, run)
@@ -882,7 +879,7 @@ func TestLangPinnedVersions(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						if want := 6; version == 0 && l.Script().Version != want {
+						if want := 7; version == 0 && l.Script().Version != want {
 							t.Fatalf("Go's default version of %s is %d, want %d", s.script, l.Script().Version, want)
 						}
 						var rep reply
@@ -918,7 +915,7 @@ func TestLangPinnedVersions(t *testing.T) {
 				}
 			}
 			if stateOf["token_bucket"][0] == stateOf["token_bucket"][5] {
-				t.Errorf("token_bucket: v5 and v6 wrote the same state: the comparison cannot tell the versions apart")
+				t.Errorf("token_bucket: v5 and the default wrote the same state: the comparison cannot tell the versions apart")
 			}
 		})
 	}

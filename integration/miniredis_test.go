@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"github.com/ratelua/ratelua/integration/internal/harness"
+
 	"context"
 	"fmt"
 	"slices"
@@ -26,13 +28,13 @@ var miniCases = []struct {
 // TestMiniredisDecidesAsServers: every script decides on miniredis as on
 // redis-server and valkey-server, and leaves the same state.
 func TestMiniredisDecidesAsServers(t *testing.T) {
-	for _, kind := range families {
+	for _, kind := range harness.Families() {
 		for _, mc := range miniCases {
 			t.Run(string(kind)+"-"+mc.name, func(t *testing.T) {
-				count(t, "miniredis", kind, "single", func(t *testing.T) {
+				d := single(h.Node(t, kind))
+				count(t, "miniredis", d, func(t *testing.T) {
 					ops := mc.ops()
 					prefix := "mini-" + mc.name
-					d := single(singles[kind])
 					real := adapters[0].connect(t, d, connection{})
 					m := miniredis.RunT(t)
 					ratemini.NewClock(m, time.Unix(1_700_000_000, 0))

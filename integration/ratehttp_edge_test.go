@@ -15,6 +15,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/integration/internal/harness"
 	"github.com/ratelua/ratelua/ratehttp"
 	"github.com/ratelua/ratelua/testbench"
 )
@@ -25,9 +26,9 @@ var edgeRun atomic.Int64
 
 // onEachFamily runs f on a rueidis client of each family's single node.
 func onEachFamily(t *testing.T, f func(t *testing.T, client ratelua.Client, node *testbench.Node, prefix string)) {
-	for _, kind := range families {
+	for _, kind := range harness.Families() {
 		t.Run(string(kind), func(t *testing.T) {
-			node := singles[kind]
+			node := h.Node(t, kind)
 			c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{node.Addr}, DisableCache: true})
 			if err != nil {
 				t.Fatal(err)

@@ -45,9 +45,11 @@ func TestMetricsThroughTheHTTPMiddleware(t *testing.T) {
 			}
 			// The dry-run limiter first: it admits, so the enforcing one
 			// decides every request.
+			dry, enforcing := limiter("http-dry", true), limiter("http-login", false)
+			script := enforcing.Script().String() // the default version, sliding_window@vN
 			mw, err := ratehttp.New(ratehttp.Options{},
-				ratehttp.Limit{Limiter: limiter("http-dry", true), Name: "dry"},
-				ratehttp.Limit{Limiter: limiter("http-login", false), Name: "login"})
+				ratehttp.Limit{Limiter: dry, Name: "dry"},
+				ratehttp.Limit{Limiter: enforcing, Name: "login"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,10 +69,10 @@ func TestMetricsThroughTheHTTPMiddleware(t *testing.T) {
 			}
 			got := collect(t, reader)
 			for key, want := range map[string]int64{
-				decisions("sliding_window@v6", "http-login", "allowed", 0, true, false): 1,
-				decisions("sliding_window@v6", "http-login", "denied", 0, false, false): 2,
-				decisions("sliding_window@v6", "http-dry", "allowed", 0, true, false):   1,
-				decisions("sliding_window@v6", "http-dry", "dry_run", 0, true, false):   2,
+				decisions(script, "http-login", "allowed", 0, true, false): 1,
+				decisions(script, "http-login", "denied", 0, false, false): 2,
+				decisions(script, "http-dry", "allowed", 0, true, false):   1,
+				decisions(script, "http-dry", "dry_run", 0, true, false):   2,
 			} {
 				if got[key] != want {
 					t.Errorf("%s = %d, want %d", key, got[key], want)

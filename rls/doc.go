@@ -11,8 +11,27 @@
 // sliding_window with a resolution, token_bucket, zset_log or ar1. See
 // README.md.
 //
-// The descriptors of one request are decided in one round trip per node,
-// with the limiters' deny cache, fallback and fail-open too. Stats counts
-// the reference's statistics per rule, in memory and as OpenTelemetry
-// counters.
+// The service is split as envoyproxy/ratelimit's src/ is:
+//
+//   - [github.com/ratelua/ratelua/rls/config]: the configuration files:
+//     reading a directory, parsing within bounds, reloading when the files
+//     change, and matching a descriptor to its rule;
+//   - [github.com/ratelua/ratelua/rls/settings]: the environment
+//     variables, as a table of every setting (name, default, parser; what
+//     ratelua-rls does with it);
+//   - [github.com/ratelua/ratelua/rls/service]: ShouldRateLimit, deciding
+//     the descriptors of a request through [github.com/ratelua/ratelua.Decide]
+//     in one round trip per node, with the deny cache, the fallback and
+//     fail-open, and the response's headers and metadata;
+//   - [github.com/ratelua/ratelua/rls/stats]: the reference's statistics
+//     per rule, in memory and as OpenTelemetry counters, behind the
+//     interface the service calls;
+//   - [github.com/ratelua/ratelua/rls/server]: the gRPC and HTTP
+//     listeners, health, the Redis or Valkey client and the reload loop
+//     (or the xDS subscription): what the command ratelua-rls runs;
+//   - [github.com/ratelua/ratelua/rls/xds]: the xDS client of
+//     CONFIG_TYPE=GRPC_XDS_SOTW, RateLimitConfig resources handed on as
+//     configuration documents; it imports nothing of the service.
+//
+// This package holds only this documentation.
 package rls

@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/ratelua/ratelua/integration/internal/login"
 	"github.com/ratelua/ratelua/testbench"
 )
 
@@ -13,7 +14,7 @@ func TestCall(t *testing.T) {
 	forEachServer(t, func(t *testing.T, srv *testbench.Node, client rueidis.Client) {
 		key := "login:{203.0.113.7}"
 		call := func(now string, extra ...string) result {
-			args := []string{"call", "sliding_window@5", "--addr", srv.Addr, key, "1", now, "0", "1", "5000", "1000", "5", "3600000", "600000"}
+			args := append([]string{"call", "sliding_window@5", "--addr", srv.Addr, key, "1", now, "0"}, login.WindowArgs()...)
 			return cli(t, append(args, extra...)...)
 		}
 		// The README's worked example, in ms: allowed, denied by limit 1

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/ratelua/ratelua/integration/internal/harness"
 	"github.com/ratelua/ratelua/testbench"
 )
 
@@ -27,6 +28,11 @@ const (
 
 // binary is the ratelua command, built once by TestMain.
 var binary string
+
+// h is the package's server harness: it reports the cases that ran on
+// each server as suite "cli" (each case starts servers of its own: the
+// command's loads, resets and demo start from an empty server).
+var h = harness.New()
 
 // TestMain builds the command from the tree and runs the tests, which run
 // it as a user does: a process with arguments and an exit status.
@@ -43,7 +49,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build the ratelua command:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := h.Main(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -83,7 +89,7 @@ func (r result) wantCode(t *testing.T, code int) {
 // forEachServer runs f as a subtest on a fresh redis-server and a fresh
 // valkey-server (skipped when missing, except under CI=true).
 func forEachServer(t *testing.T, f func(t *testing.T, srv *testbench.Node, client rueidis.Client)) {
-	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
+	for _, kind := range harness.Families() {
 		t.Run(string(kind), func(t *testing.T) {
 			srv := testbench.StartSingle(t, testbench.Options{Kind: kind})
 			client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true})
@@ -91,6 +97,7 @@ func forEachServer(t *testing.T, f func(t *testing.T, srv *testbench.Node, clien
 				t.Fatal(err)
 			}
 			t.Cleanup(client.Close)
+			h.Record(t, "cli", "", harness.Single(srv))
 			f(t, srv, client)
 		})
 	}

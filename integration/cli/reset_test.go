@@ -9,13 +9,14 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/ratelua/ratelua/integration/internal/login"
 	"github.com/ratelua/ratelua/testbench"
 )
 
 func TestResetKey(t *testing.T) {
 	forEachServer(t, func(t *testing.T, srv *testbench.Node, client rueidis.Client) {
 		key := "login:{203.0.113.7}"
-		limits := []string{"1", "5000", "1000", "5", "3600000", "600000"}
+		limits := login.WindowArgs()
 		call := func() result {
 			return cli(t, append([]string{"call", "sliding_window@5", "--addr", srv.Addr, key, "1", "-", "0"}, limits...)...)
 		}
@@ -87,6 +88,59 @@ func TestResetPrefix(t *testing.T) {
 		r.wantCode(t, exitOK)
 		if r.stdout != "deleted 0 keys\n" {
 			t.Errorf("second reset --prefix: %q", r.stdout)
+		}
+	})
+}
+
+// TestResetDryRunDeletesNothing (row 4): --dry-run deletes nothing,
+// whatever the other arguments: with a script and a key it is a usage
+// error (exit 2), before or after the arguments, and the key's state
+// stays.
+func TestResetDryRunDeletesNothing(t *testing.T) {
+	forEachServer(t, func(t *testing.T, node *testbench.Node, client rueidis.Client) {
+		key := "login:{203.0.113.7}"
+		limits := login.WindowArgs()
+		cli(t, append([]string{"call", "sliding_window@5", "--addr", node.Addr, key, "1", "-", "0"}, limits...)...).wantCode(t, exitOK)
+		exists := func() bool {
+			n, err := do(t, client, "EXISTS", key).AsInt64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n == 1
+		}
+		if !exists() {
+			t.Fatal("the call wrote no state")
+		}
+		for _, args := range [][]string{
+			append([]string{"reset", "--dry-run", "sliding_window@5", key, "--addr", node.Addr}, limits...),
+			append(append([]string{"reset", "sliding_window@5", key, "--addr", node.Addr}, limits...), "--dry-run"),
+			append([]string{"reset", "--dry-run=true", "sliding_window@5", key, "--addr", node.Addr}, limits...),
+		} {
+			r := cli(t, args...)
+			if r.code != exitUsage || !strings.Contains(r.stderr, "--dry-run") || r.stdout != "" {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2, a usage error naming --dry-run", args[1:3], r.code, r.stdout, r.stderr)
+			}
+			if !exists() {
+				t.Fatalf("%v deleted the key", args[1:3])
+			}
+		}
+	})
+}
+
+// TestResetLongPrefixIsUsage (row 13): a --prefix no limiter can have
+// (over 128 bytes) is a usage error, exit 2, that says why, before any
+// server is asked.
+func TestResetLongPrefixIsUsage(t *testing.T) {
+	forEachServer(t, func(t *testing.T, node *testbench.Node, _ rueidis.Client) {
+		for _, dry := range []bool{false, true} {
+			args := []string{"reset", "--addr", node.Addr, "--prefix", strings.Repeat("p", 200)}
+			if dry {
+				args = append(args, "--dry-run")
+			}
+			r := cli(t, args...)
+			if r.code != exitUsage || !strings.Contains(r.stderr, "at most") || strings.Contains(r.stderr, "deleted") {
+				t.Errorf("dry-run %v: exit %d, stderr %q; want exit 2 naming the bound", dry, r.code, r.stderr)
+			}
 		}
 	})
 }

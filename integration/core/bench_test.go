@@ -11,6 +11,7 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/integration/internal/login"
 	"github.com/ratelua/ratelua/testbench"
 )
 
@@ -35,7 +36,7 @@ func (c cannedClient) DoMulti(_ context.Context, cmds ...rueidis.Completed) []ru
 // BenchmarkAllowCanned: client-side ns/op and allocs/op of Allow.
 func BenchmarkAllowCanned(b *testing.B) {
 	client := cannedClient{Client: mock.NewClient(gomock.NewController(b)), reply: ints(1, 4, 0, 3600000, 2)}
-	l, err := ratelua.NewSlidingWindow(ratelua.Rueidis(client), ratelua.Options{}, ratelua.Window{Max: 1, Duration: 5 * time.Second, Resolution: time.Second}, ratelua.Window{Max: 5, Duration: time.Hour, Resolution: 10 * time.Minute})
+	l, err := ratelua.NewSlidingWindow(ratelua.Rueidis(client), ratelua.Options{}, login.Windows()...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func BenchmarkAllowCanned(b *testing.B) {
 func BenchmarkAllowCannedObserved(b *testing.B) {
 	client := cannedClient{Client: mock.NewClient(gomock.NewController(b)), reply: ints(1, 4, 0, 3600000, 2)}
 	var events int
-	l, err := ratelua.NewSlidingWindow(ratelua.Rueidis(client), ratelua.Options{Observe: func(context.Context, ratelua.Event) { events++ }}, ratelua.Window{Max: 1, Duration: 5 * time.Second, Resolution: time.Second}, ratelua.Window{Max: 5, Duration: time.Hour, Resolution: 10 * time.Minute})
+	l, err := ratelua.NewSlidingWindow(ratelua.Rueidis(client), ratelua.Options{Observe: func(context.Context, ratelua.Event) { events++ }}, login.Windows()...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func BenchmarkAllowCannedObserved(b *testing.B) {
 // trip.
 func BenchmarkAllowDenyCacheHit(b *testing.B) {
 	client := cannedClient{Client: mock.NewClient(gomock.NewController(b)), reply: ints(0, 0, 3600000, 3600000, 2)}
-	l, err := ratelua.NewSlidingWindow(ratelua.Rueidis(client), ratelua.Options{DenyCache: 1000}, ratelua.Window{Max: 1, Duration: 5 * time.Second, Resolution: time.Second}, ratelua.Window{Max: 5, Duration: time.Hour, Resolution: 10 * time.Minute})
+	l, err := ratelua.NewSlidingWindow(ratelua.Rueidis(client), ratelua.Options{DenyCache: 1000}, login.Windows()...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -109,10 +110,7 @@ func BenchmarkAllowBatchCanned(b *testing.B) {
 func BenchmarkAllowServer(b *testing.B) {
 	for _, kind := range []string{"redis", "valkey"} {
 		b.Run(kind, func(b *testing.B) {
-			s, err := sharedServer(testbench.Kind(kind))
-			if err != nil {
-				b.Skipf("no %s server: %v", kind, err)
-			}
+			s := h.Node(b, testbench.Kind(kind))
 			client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true})
 			if err != nil {
 				b.Fatal(err)

@@ -2,8 +2,6 @@ package core
 
 import (
 	"context"
-	"errors"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,74 +11,11 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/integration/internal/harness"
+	"github.com/ratelua/ratelua/integration/internal/login"
 	"github.com/ratelua/ratelua/internal/keyslot"
 	"github.com/ratelua/ratelua/testbench"
 )
-
-// sharedClusters holds one six-node cluster per server family for the
-// non-destructive cluster tests, started on first use and closed by
-// TestMain (CloseClusters).
-var sharedClusters struct {
-	sync.Mutex
-	m map[testbench.Kind]*testbench.Cluster
-}
-
-// onCluster runs f against a cluster client of a shared six-node cluster of
-// every family. A missing server skips, except under CI=true.
-func onCluster(t *testing.T, f func(t *testing.T, client rueidis.Client, c *testbench.Cluster)) {
-	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
-		t.Run(string(kind)+"-cluster", func(t *testing.T) {
-			c := sharedCluster(t, kind)
-			client := clusterClient(t, c)
-			countCase(string(kind) + " cluster")
-			f(t, client, c)
-		})
-	}
-}
-
-func sharedCluster(t *testing.T, kind testbench.Kind) *testbench.Cluster {
-	t.Helper()
-	sharedClusters.Lock()
-	defer sharedClusters.Unlock()
-	if c := sharedClusters.m[kind]; c != nil {
-		return c
-	}
-	start := time.Now()
-	// No test of a shared cluster fails a node over; a node timeout of 5 s
-	// instead of testbench's 1 s keeps a loaded machine from failing nodes
-	// over under those tests ("the slot has no node", a stalled call).
-	c, err := testbench.StartCluster(context.Background(), testbench.Options{Kind: kind, Config: []string{"cluster-node-timeout 5000"}})
-	if err != nil {
-		if errors.Is(err, testbench.ErrUnavailable) && os.Getenv("CI") != "true" {
-			t.Skipf("no %s cluster: %v", kind, err)
-		}
-		t.Fatalf("start %s cluster: %v", kind, err)
-	}
-	t.Logf("%s cluster of 6 nodes healthy in %v", kind, time.Since(start).Round(time.Millisecond))
-	if sharedClusters.m == nil {
-		sharedClusters.m = map[testbench.Kind]*testbench.Cluster{}
-	}
-	sharedClusters.m[kind] = c
-	return c
-}
-
-func closeClusters() {
-	sharedClusters.Lock()
-	defer sharedClusters.Unlock()
-	for _, c := range sharedClusters.m {
-		c.Close()
-	}
-}
-
-func clusterClient(t *testing.T, c *testbench.Cluster) rueidis.Client {
-	t.Helper()
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: c.Addrs(), DisableCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
-	return client
-}
 
 // TestClusterLimitersSpreadOverMasters: every limiter on event keys that
 // land on all three masters decides exactly as on a single node.
@@ -88,7 +23,7 @@ func TestClusterLimitersSpreadOverMasters(t *testing.T) {
 	onCluster(t, func(t *testing.T, client rueidis.Client, c *testbench.Cluster) {
 		ctx := context.Background()
 		at := time.Unix(1_800_000_000, 0)
-		limiters := loginLimiters(t, client, "spread", func() time.Time { return at }, false)
+		limiters := login.Limiters(t, ratelua.Rueidis(client), ratelua.Options{Prefix: "spread", Clock: func() time.Time { return at }})
 		keys := make([]string, 300)
 		masters := map[string]bool{}
 		for i := range keys {
@@ -261,7 +196,7 @@ func TestClusterFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			report := func(name string, s faultStats) {
-				countCase(string(kind) + " cluster")
+				h.Record(t, suite, name, harness.OnCluster(c))
 				t.Logf("%-32s %6d calls, %4d errors, %d wrong decisions, errors until +%v",
 					name, s.calls, s.errors, s.wrong, s.recovery.Round(time.Millisecond))
 				if s.wrong != 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/integration/internal/login"
 	"github.com/ratelua/ratelua/testbench"
 )
 
@@ -174,11 +175,9 @@ func confLimiters(t *testing.T, client rueidis.Client, prefix string, at *time.T
 			tick := time.Second
 			switch kind {
 			case "login":
-				limiters = []*ratelua.Limiter{
-					must(ratelua.NewSlidingWindow(ratelua.Rueidis(client), opts, ratelua.Window{Max: 1, Duration: 5 * time.Second, Resolution: time.Second}, ratelua.Window{Max: 5, Duration: time.Hour, Resolution: 10 * time.Minute})),
-					must(ratelua.NewAR1(ratelua.Rueidis(client), opts, ratelua.Decay{Max: 1, Factor: 2, Resolution: 5 * time.Second}, ratelua.Decay{Max: 5, Factor: 2, Resolution: time.Hour})),
-					must(ratelua.NewZSetLog(ratelua.Rueidis(client), opts, ratelua.Log{Max: 1, Window: 5 * time.Second}, ratelua.Log{Max: 5, Window: time.Hour})),
-					must(ratelua.NewTokenBucket(ratelua.Rueidis(client), opts, ratelua.Bucket{Capacity: 1, RefillAmount: 1, RefillInterval: 5 * time.Second}, ratelua.Bucket{Capacity: 5, RefillAmount: 1, RefillInterval: 720 * time.Second})),
+				byName := login.Limiters(t, ratelua.Rueidis(client), opts)
+				for _, name := range login.Scripts() {
+					limiters = append(limiters, byName[name])
 				}
 			case "fine":
 				tick = 250 * time.Microsecond

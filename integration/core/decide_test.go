@@ -9,6 +9,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/integration/internal/login"
 	"github.com/ratelua/ratelua/testbench"
 )
 
@@ -29,7 +30,7 @@ func decideOnServer(t *testing.T, client rueidis.Client) {
 	clock := func() time.Time { return at }
 	events := map[string]int{}
 	set := func(prefix string) []*ratelua.Limiter {
-		byName := loginLimiters(t, client, prefix+run, clock, false)
+		byName := login.Limiters(t, ratelua.Rueidis(client), ratelua.Options{Prefix: prefix + run, Clock: clock})
 		opts := ratelua.Options{Prefix: prefix + run, Clock: clock, DenyCache: 100, Observe: func(_ context.Context, e ratelua.Event) {
 			if prefix == "decide-b" {
 				events[e.Kind]++

@@ -1,63 +1,66 @@
 package core
 
 import (
-	"fmt"
 	"os"
-	"sync/atomic"
 	"testing"
 
+	"github.com/redis/rueidis"
+
+	"github.com/ratelua/ratelua/integration/internal/harness"
 	"github.com/ratelua/ratelua/testbench"
 )
 
-// TestMain stops the servers and clusters the tests started (each on first
-// use) and reports how many integration cases ran on each, so that a
-// silent skip shows.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	report := serverCaseReport()
-	closeClusters()
-	closeServers()
-	if report != "" {
-		fmt.Fprint(os.Stderr, report)
+// h is the package's server harness: the shared redis-server and
+// valkey-server and their six-node clusters, each started on first use
+// (a test binary that needs none, such as a fuzz run, starts none), and
+// the cases reported as suite "core".
+var h = harness.New()
+
+// suite is the name this package's cases carry in the case report.
+const suite = "core"
+
+// TestMain runs the tests, stops the servers they started and reports
+// the cases that ran on each server, so that a silent skip shows.
+func TestMain(m *testing.M) { os.Exit(h.Main(m)) }
+
+// eachServer runs f against a fresh client of the shared single node of
+// every server family. A missing server skips, except under CI=true,
+// where it fails.
+func eachServer(t *testing.T, f func(t *testing.T, client rueidis.Client, s *testbench.Node)) {
+	for _, kind := range harness.Families() {
+		t.Run(string(kind), func(t *testing.T) {
+			s := h.Node(t, kind)
+			client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(client.Close)
+			h.Record(t, suite, "", harness.Single(s))
+			f(t, client, s)
+		})
 	}
-	// make test prints this file after the run.
-	if path := os.Getenv("RATELUA_SERVER_CASES"); path != "" && report != "" {
-		if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, "write server case report:", err)
-		}
-	}
-	os.Exit(code)
 }
 
-// serverCaseReport says how many integration cases ran per family and
-// topology, and on which servers: the version and testbench provider of the
-// shared single node, or else of the shared cluster, so that a silent skip,
-// or a run that was not where it was asked to be, shows. It is empty when
-// no server was started.
-func serverCaseReport() string {
-	shared.Lock()
-	defer shared.Unlock()
-	sharedClusters.Lock()
-	defer sharedClusters.Unlock()
-	if len(shared.nodes) == 0 && len(shared.errs) == 0 && len(sharedClusters.m) == 0 {
-		return ""
+// onCluster runs f against a cluster client of the shared six-node
+// cluster of every family. A missing server skips, except under CI=true.
+func onCluster(t *testing.T, f func(t *testing.T, client rueidis.Client, c *testbench.Cluster)) {
+	for _, kind := range harness.Families() {
+		t.Run(string(kind)+"-cluster", func(t *testing.T) {
+			c := h.Cluster(t, kind)
+			client := clusterClient(t, c)
+			h.Record(t, suite, "", harness.OnCluster(c))
+			f(t, client, c)
+		})
 	}
-	out := ""
-	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
-		version := "not started"
-		if s := shared.nodes[kind]; s != nil {
-			version = s.Version + " (" + s.Provider + ")"
-		} else if c := sharedClusters.m[kind]; c != nil && len(c.Masters()) > 0 {
-			m := c.Masters()[0]
-			version = m.Version + " (" + m.Provider + ")"
-		}
-		for _, topology := range []string{"single", "cluster"} {
-			var n int64
-			if c, ok := serverCases.Load(string(kind) + " " + topology); ok {
-				n = c.(*atomic.Int64).Load()
-			}
-			out += fmt.Sprintf("integration cases on %s %s, %s: %d\n", kind, version, topology, n)
-		}
+}
+
+// clusterClient is a rueidis client of c, closed when t ends.
+func clusterClient(t *testing.T, c *testbench.Cluster) rueidis.Client {
+	t.Helper()
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: c.Addrs(), DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	t.Cleanup(client.Close)
+	return client
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,98 +13,9 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/integration/internal/login"
 	"github.com/ratelua/ratelua/testbench"
 )
-
-// shared holds the real servers shared by the package's tests,
-// redis-server (7.0) and valkey-server (8.0), each started on first use, so
-// that a test binary that needs none (a fuzz run, the generated-files
-// check) starts none. TestMain stops them.
-var shared struct {
-	sync.Mutex
-	nodes map[testbench.Kind]*testbench.Node
-	errs  map[testbench.Kind]error
-}
-
-// sharedServer returns the shared server of kind, starting it once.
-func sharedServer(kind testbench.Kind) (*testbench.Node, error) {
-	shared.Lock()
-	defer shared.Unlock()
-	if n := shared.nodes[kind]; n != nil {
-		return n, nil
-	}
-	if err := shared.errs[kind]; err != nil {
-		return nil, err
-	}
-	if shared.nodes == nil {
-		shared.nodes, shared.errs = map[testbench.Kind]*testbench.Node{}, map[testbench.Kind]error{}
-	}
-	n, err := testbench.StartNode(context.Background(), testbench.Options{Kind: kind})
-	if err != nil {
-		shared.errs[kind] = err
-		return nil, err
-	}
-	shared.nodes[kind] = n
-	return n, nil
-}
-
-// closeServers stops the shared servers.
-func closeServers() {
-	shared.Lock()
-	defer shared.Unlock()
-	for _, n := range shared.nodes {
-		n.Close()
-	}
-}
-
-// eachServer runs f against a fresh client of every server family. A
-// missing server skips, except under CI=true, where it fails.
-func eachServer(t *testing.T, f func(t *testing.T, client rueidis.Client, s *testbench.Node)) {
-	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
-		t.Run(string(kind), func(t *testing.T) {
-			s, err := sharedServer(kind)
-			if err != nil {
-				if os.Getenv("CI") == "true" {
-					t.Fatalf("%s server required under CI=true: %v", kind, err)
-				}
-				t.Skipf("no %s server: %v", kind, err)
-			}
-			client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(client.Close)
-			countCase(string(kind) + " single")
-			f(t, client, s)
-		})
-	}
-}
-
-var serverCases sync.Map // label -> *atomic.Int64
-
-// countCase counts one integration case run on a family and topology
-// ("redis single", "valkey cluster").
-func countCase(label string) {
-	n, _ := serverCases.LoadOrStore(label, new(atomic.Int64))
-	n.(*atomic.Int64).Add(1)
-}
-
-// loginLimiters builds the login case (1 per 5 s and 5 per hour) with every
-// script, on a caller clock.
-func loginLimiters(t *testing.T, client rueidis.Client, prefix string, clock func() time.Time, countDenied bool) map[string]*ratelua.Limiter {
-	t.Helper()
-	opts := ratelua.Options{Prefix: prefix, Clock: clock, CountDenied: countDenied}
-	sw, err1 := ratelua.NewSlidingWindow(ratelua.Rueidis(client), opts, ratelua.Window{Max: 1, Duration: 5 * time.Second, Resolution: time.Second}, ratelua.Window{Max: 5, Duration: time.Hour, Resolution: 10 * time.Minute})
-	ar, err2 := ratelua.NewAR1(ratelua.Rueidis(client), opts, ratelua.Decay{Max: 1, Factor: 2, Resolution: 5 * time.Second}, ratelua.Decay{Max: 5, Factor: 2, Resolution: time.Hour})
-	zl, err3 := ratelua.NewZSetLog(ratelua.Rueidis(client), opts, ratelua.Log{Max: 1, Window: 5 * time.Second}, ratelua.Log{Max: 5, Window: time.Hour})
-	tb, err4 := ratelua.NewTokenBucket(ratelua.Rueidis(client), opts, ratelua.Bucket{Capacity: 1, RefillAmount: 1, RefillInterval: 5 * time.Second}, ratelua.Bucket{Capacity: 5, RefillAmount: 1, RefillInterval: 720 * time.Second})
-	for _, err := range []error{err1, err2, err3, err4} {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return map[string]*ratelua.Limiter{ratelua.SlidingWindow: sw, ratelua.AR1: ar, ratelua.ZSetLog: zl, ratelua.TokenBucket: tb}
-}
 
 // TestLimitersOnServers replays the hand-worked login cases (the same
 // steps as the luatest tests) through the Go API on both servers.
@@ -132,7 +42,7 @@ func TestLimitersOnServers(t *testing.T) {
 	eachServer(t, func(t *testing.T, client rueidis.Client, s *testbench.Node) {
 		ctx := context.Background()
 		var now int64
-		limiters := loginLimiters(t, client, "steps", func() time.Time { return time.Unix(now, 0) }, false)
+		limiters := login.Limiters(t, ratelua.Rueidis(client), ratelua.Options{Prefix: "steps", Clock: func() time.Time { return time.Unix(now, 0) }})
 		for name, l := range limiters {
 			for i, st := range steps[name] {
 				now = st.now

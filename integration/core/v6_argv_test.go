@@ -84,6 +84,17 @@ func scriptV6(t testing.TB, name string) string {
 	return s.Source
 }
 
+// scriptNewest is the source of the newest embedded version of script
+// name (the Go API's default).
+func scriptNewest(t testing.TB, name string) string {
+	t.Helper()
+	s, err := ratelua.NewRegistry().Latest(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Source
+}
+
 // isRateluaError reports whether err is a script's own refusal, the error
 // reply "ERR ratelua: ..." (rueidis shows it without the "ERR "), not a
 // raw Lua error.

@@ -44,8 +44,9 @@ var encodingLimits = map[string][][]string{
 	},
 }
 
-// TestV6StateStaysCompactOnServers drives every v6 script but concurrency
-// with 1 to 4 limits through a random sequence that takes each of its paths
+// TestV6StateStaysCompactOnServers drives every v6 script but concurrency,
+// then the newest version of each (sliding_window v7's denial memo must
+// keep the compact form too), with 1 to 4 limits through a random sequence that takes each of its paths
 // (recording and denied calls, peeks, mode 1, steps of zero, within the
 // window and past it, a clock behind), and after every call checks the
 // key's OBJECT ENCODING (a hash or a sorted set of this size stays a
@@ -60,29 +61,30 @@ func TestV6StateStaysCompactOnServers(t *testing.T) {
 			return client.Do(ctx, client.B().Arbitrary(args[0]).Args(args[1:]...).Build())
 		}
 		for name, sets := range encodingLimits {
-			src := scriptV6(t, name)
-			for li, limits := range sets {
-				r := rand.New(rand.NewPCG(uint64(li), 36))
-				key := fmt.Sprintf("compact:{%s}:%d", name, li)
-				do("DEL", key)
-				now := int64(1_700_000_000_000)
-				for call := range 300 {
-					switch p := r.IntN(100); {
-					case p < 30:
-					case p < 80:
-						now += r.Int64N(2000)
-					case p < 92:
-						now += r.Int64N(4_000_000)
-					default:
-						now -= r.Int64N(3000)
+			for _, src := range []string{scriptV6(t, name), scriptNewest(t, name)} {
+				for li, limits := range sets {
+					r := rand.New(rand.NewPCG(uint64(li), 36))
+					key := fmt.Sprintf("compact:{%s}:%d", name, li)
+					do("DEL", key)
+					now := int64(1_700_000_000_000)
+					for call := range 300 {
+						switch p := r.IntN(100); {
+						case p < 30:
+						case p < 80:
+							now += r.Int64N(2000)
+						case p < 92:
+							now += r.Int64N(4_000_000)
+						default:
+							now -= r.Int64N(3000)
+						}
+						count := []string{"1", "1", "1", "2", "0", "5", "1000"}[r.IntN(7)]
+						mode := strconv.Itoa(r.IntN(2))
+						args := append([]string{count, "ms", strconv.FormatInt(now, 10), mode}, limits...)
+						if err := eval(ctx, client, src, key, args...).Error(); err != nil {
+							t.Fatalf("%s %v call %d: %v", name, limits, call, err)
+						}
+						checkCompact(t, do, name != ratelua.SlidingWindow || li < 3, key, fmt.Sprintf("%s with %d limits, call %d %v", name, len(limits), call, args[:4]))
 					}
-					count := []string{"1", "1", "1", "2", "0", "5", "1000"}[r.IntN(7)]
-					mode := strconv.Itoa(r.IntN(2))
-					args := append([]string{count, "ms", strconv.FormatInt(now, 10), mode}, limits...)
-					if err := eval(ctx, client, src, key, args...).Error(); err != nil {
-						t.Fatalf("%s %v call %d: %v", name, limits, call, err)
-					}
-					checkCompact(t, do, name != ratelua.SlidingWindow || li < 3, key, fmt.Sprintf("%s with %d limits, call %d %v", name, len(limits), call, args[:4]))
 				}
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/mock/gomock"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/integration/internal/login"
 	"github.com/ratelua/ratelua/ratehttp"
 	"github.com/ratelua/ratelua/testbench"
 )
@@ -35,9 +36,7 @@ func canned(b *testing.B) *ratelua.Limiter {
 		msgs[i] = mock.RedisInt64(x)
 	}
 	client := cannedClient{Client: mock.NewClient(gomock.NewController(b)), reply: mock.Result(mock.RedisArray(msgs...))}
-	l, err := ratelua.NewSlidingWindow(ratelua.Rueidis(client), ratelua.Options{},
-		ratelua.Window{Max: 1, Duration: 5 * time.Second, Resolution: time.Second},
-		ratelua.Window{Max: 5, Duration: time.Hour, Resolution: 10 * time.Minute})
+	l, err := ratelua.NewSlidingWindow(ratelua.Rueidis(client), ratelua.Options{}, login.Windows()...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -92,10 +91,7 @@ func BenchmarkMiddlewareCanned(b *testing.B) {
 // middleware, on a real redis-server: a token bucket per X-Client key out
 // of 10,000.
 func BenchmarkHTTPServer(b *testing.B) {
-	n := backends.single[testbench.Redis]
-	if n == nil {
-		b.Skipf("no redis server: %v", backends.errs[testbench.Redis])
-	}
+	n := h.Node(b, testbench.Redis)
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{n.Addr}, DisableCache: true})
 	if err != nil {
 		b.Fatal(err)

@@ -17,6 +17,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/integration/internal/harness"
+	"github.com/ratelua/ratelua/integration/internal/login"
 	"github.com/ratelua/ratelua/ratehttp"
 	"github.com/ratelua/ratelua/testbench"
 )
@@ -123,9 +125,7 @@ func check(t *testing.T, step string, r response, status int, rateLimit, retryAf
 func TestLoginOverHTTP(t *testing.T) {
 	eachBackend(t, func(t *testing.T, client ratelua.Client) {
 		clock := newClock()
-		logins, err := ratelua.NewSlidingWindow(client, ratelua.Options{Prefix: t.Name(), Clock: clock.now},
-			ratelua.Window{Max: 1, Duration: 5 * time.Second, Resolution: time.Second},
-			ratelua.Window{Max: 5, Duration: time.Hour, Resolution: 10 * time.Minute})
+		logins, err := ratelua.NewSlidingWindow(client, ratelua.Options{Prefix: t.Name(), Clock: clock.now}, login.Windows()...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -358,7 +358,7 @@ func TestExclusions(t *testing.T) {
 // once the server is killed, a FailOpen limiter admits (200) and a
 // fail-closed one answers 503; OnError sees every error.
 func TestServerRefusesOrIsDown(t *testing.T) {
-	for _, kind := range kinds {
+	for _, kind := range harness.Families() {
 		t.Run(string(kind), func(t *testing.T) {
 			node := testbench.StartSingle(t, testbench.Options{Kind: kind})
 			ctx := t.Context()

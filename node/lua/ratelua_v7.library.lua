@@ -30,7 +30,10 @@ local EPSILON = 0.001
 local ONE_INTEGER = 1048576
 
 redis.register_function('ratelua_ar1_v7', function(KEYS, ARGV)
-local tonumber, floor, format, find = tonumber, math.floor, string.format, string.find
+-- KEYS, ARGV and redis as locals: a global is a table lookup on every use
+-- (about 150 instructions; a local, a register).
+local KEYS, ARGV, redis = KEYS, ARGV, redis
+local tonumber, floor, format, find, log = tonumber, math.floor, string.format, string.find, math.log
 local unit, now, mode = ARGV[2], false, ARGV[4]
 local count = 1
 if ARGV[1] ~= '1' then
@@ -39,7 +42,27 @@ if ARGV[1] ~= '1' then
     count = nil
   end
 end
-if ARGV[3] ~= '' then
+local n = (#ARGV - 4) / 3
+-- One limit, the common case: now (unless '' or '0') and the limit's three
+-- integers are checked canonical at once, in one find of their text joined
+-- by spaces (every call pays a find per string searched, and a call's text
+-- joined costs less than three more), then converted by arithmetic. Any
+-- other case is checked one argument at a time below.
+local max, decay, resolution
+if n == 1 then
+  local text = ARGV[3]
+  if text == '' then
+    if find(ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7], '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
+      max, decay, resolution = ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
+    end
+  elseif find(text .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7], '^[1-9]%d* [1-9]%d* [1-9]%d* [1-9]%d*$') then
+    now, max, decay, resolution = text + 0, ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
+    if now > MAX_TIME then
+      now = nil
+    end
+  end
+end
+if ARGV[3] ~= '' and now == false then
   -- Canonical: what '%d' writes back (in range, a number's '%d' text is
   -- interned already when it is ARGV[3], so the compare is cheap).
   now = tonumber(ARGV[3])
@@ -47,7 +70,6 @@ if ARGV[3] ~= '' then
     now = nil
   end
 end
-local n = (#ARGV - 4) / 3
 if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
   or (mode ~= '0' and mode ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
   local helpers = {}
@@ -210,11 +232,14 @@ if n == 1 then
   -- every call.
   -- Canonical: digits without a leading zero (a find makes no string),
   -- then in range (the text converted by arithmetic, not by a call).
-  local max, decay, resolution = ARGV[5], ARGV[6], ARGV[7]
-  if find(max, '^[1-9]%d*$') and find(decay, '^[1-9]%d*$') and find(resolution, '^[1-9]%d*$') then
-    max, decay, resolution = max + 0, decay + 0, resolution + 0
-  else
-    max = nil
+  if max == nil then
+    -- (not checked above: now is '0')
+    max, decay, resolution = ARGV[5], ARGV[6], ARGV[7]
+    if find(max, '^[1-9]%d*$') and find(decay, '^[1-9]%d*$') and find(resolution, '^[1-9]%d*$') then
+      max, decay, resolution = max + 0, decay + 0, resolution + 0
+    else
+      max = nil
+    end
   end
   if not (max and max <= 1000000000 and decay >= 1001 and decay <= 1000000000 and resolution <= MAX_TIME) then
     local helpers = {}
@@ -407,86 +432,101 @@ if n == 1 then
   if c > 0 then
     local k
     do
-      local bound_room = 0 - 0
-      if bound_room < EPSILON then
-        bound_room = EPSILON
+      local estimate_room = 0 - 0
+      if estimate_room < EPSILON then
+        estimate_room = EPSILON
       end
-      local bound_k = 1
-      if c > bound_room then
-        -- ceil, without a call (math.ceil's result for any finite value).
-        local bound_ratio = math.log(c / bound_room) / math.log(factor)
-        bound_k = bound_ratio - bound_ratio % 1
-        if bound_k < bound_ratio then
-          bound_k = bound_k + 1
-        end
-        if bound_k < 1 then
-          bound_k = 1
+      if estimate_room == EPSILON or estimate_room * 1000000 >= 0 then
+        local estimate = log(c / estimate_room) / log(factor)
+        local estimate_part = estimate % 1
+        if estimate > 1 and estimate_part > 0.0001 and estimate_part < 0.9999 then
+          k = estimate - estimate_part + 1
         end
       end
-      -- Most often the estimate is the answer: check k and k - 1 in one pass
-      -- (the products of two passes: the bases are shared), else search.
-      local bound_j, bound_i, bound_pk, bound_pi, bound_base = bound_k, bound_k - 1, 1, 1, factor
-      while bound_j > 0 do
-        if bound_j % 2 == 1 then
-          bound_pk = bound_pk * bound_base
-          bound_j = bound_j - 1
+    end
+    if not k then
+      do
+        local bound_room = 0 - 0
+        if bound_room < EPSILON then
+          bound_room = EPSILON
         end
-        if bound_i % 2 == 1 then
-          bound_pi = bound_pi * bound_base
-          bound_i = bound_i - 1
+        local bound_k = 1
+        if c > bound_room then
+          -- ceil, without a call (math.ceil's result for any finite value).
+          local bound_ratio = log(c / bound_room) / log(factor)
+          bound_k = bound_ratio - bound_ratio % 1
+          if bound_k < bound_ratio then
+            bound_k = bound_k + 1
+          end
+          if bound_k < 1 then
+            bound_k = 1
+          end
         end
-        bound_base = bound_base * bound_base
-        bound_j = bound_j / 2
-        bound_i = bound_i / 2
-      end
-      local bound_at, bound_before = c / bound_pk, c / bound_pi
-      if bound_at < EPSILON then
-        bound_at = 0
-      end
-      if bound_before < EPSILON then
-        bound_before = 0
-      end
-      if not (bound_at + 0 <= 0 and (bound_k == 1 or bound_before + 0 > 0)) then
-        while true do
-          local bound_j, bound_power, bound_base = bound_k, 1, factor
-          while bound_j > 0 do
-            if bound_j % 2 == 1 then
-              bound_power = bound_power * bound_base
-              bound_j = bound_j - 1
+        -- Most often the estimate is the answer: check k and k - 1 in one pass
+        -- (the products of two passes: the bases are shared), else search.
+        local bound_j, bound_i, bound_pk, bound_pi, bound_base = bound_k, bound_k - 1, 1, 1, factor
+        while bound_j > 0 do
+          if bound_j % 2 == 1 then
+            bound_pk = bound_pk * bound_base
+            bound_j = bound_j - 1
+          end
+          if bound_i % 2 == 1 then
+            bound_pi = bound_pi * bound_base
+            bound_i = bound_i - 1
+          end
+          bound_base = bound_base * bound_base
+          bound_j = bound_j / 2
+          bound_i = bound_i / 2
+        end
+        local bound_at, bound_before = c / bound_pk, c / bound_pi
+        if bound_at < EPSILON then
+          bound_at = 0
+        end
+        if bound_before < EPSILON then
+          bound_before = 0
+        end
+        if not (bound_at + 0 <= 0 and (bound_k == 1 or bound_before + 0 > 0)) then
+          while true do
+            local bound_j, bound_power, bound_base = bound_k, 1, factor
+            while bound_j > 0 do
+              if bound_j % 2 == 1 then
+                bound_power = bound_power * bound_base
+                bound_j = bound_j - 1
+              end
+              bound_base = bound_base * bound_base
+              bound_j = bound_j / 2
             end
-            bound_base = bound_base * bound_base
-            bound_j = bound_j / 2
-          end
-          local bound_left = c / bound_power
-          if bound_left < EPSILON then
-            bound_left = 0
-          end
-          if bound_left + 0 <= 0 then
-            break
-          end
-          bound_k = bound_k + 1
-        end
-        while bound_k > 1 do
-          local bound_j, bound_power, bound_base = bound_k - 1, 1, factor
-          while bound_j > 0 do
-            if bound_j % 2 == 1 then
-              bound_power = bound_power * bound_base
-              bound_j = bound_j - 1
+            local bound_left = c / bound_power
+            if bound_left < EPSILON then
+              bound_left = 0
             end
-            bound_base = bound_base * bound_base
-            bound_j = bound_j / 2
+            if bound_left + 0 <= 0 then
+              break
+            end
+            bound_k = bound_k + 1
           end
-          local bound_left = c / bound_power
-          if bound_left < EPSILON then
-            bound_left = 0
+          while bound_k > 1 do
+            local bound_j, bound_power, bound_base = bound_k - 1, 1, factor
+            while bound_j > 0 do
+              if bound_j % 2 == 1 then
+                bound_power = bound_power * bound_base
+                bound_j = bound_j - 1
+              end
+              bound_base = bound_base * bound_base
+              bound_j = bound_j / 2
+            end
+            local bound_left = c / bound_power
+            if bound_left < EPSILON then
+              bound_left = 0
+            end
+            if bound_left + 0 > 0 then
+              break
+            end
+            bound_k = bound_k - 1
           end
-          if bound_left + 0 > 0 then
-            break
-          end
-          bound_k = bound_k - 1
         end
+        k = bound_k
       end
-      k = bound_k
     end
     reset_after = slot_start + k * resolution - now
     if reset_after > MAX_TIME then
@@ -546,86 +586,101 @@ if n == 1 then
   if asked <= max then
     local k
     do
-      local bound_room = max - asked
-      if bound_room < EPSILON then
-        bound_room = EPSILON
+      local estimate_room = max - asked
+      if estimate_room < EPSILON then
+        estimate_room = EPSILON
       end
-      local bound_k = 1
-      if c > bound_room then
-        -- ceil, without a call (math.ceil's result for any finite value).
-        local bound_ratio = math.log(c / bound_room) / math.log(factor)
-        bound_k = bound_ratio - bound_ratio % 1
-        if bound_k < bound_ratio then
-          bound_k = bound_k + 1
-        end
-        if bound_k < 1 then
-          bound_k = 1
+      if estimate_room == EPSILON or estimate_room * 1000000 >= max then
+        local estimate = log(c / estimate_room) / log(factor)
+        local estimate_part = estimate % 1
+        if estimate > 1 and estimate_part > 0.0001 and estimate_part < 0.9999 then
+          k = estimate - estimate_part + 1
         end
       end
-      -- Most often the estimate is the answer: check k and k - 1 in one pass
-      -- (the products of two passes: the bases are shared), else search.
-      local bound_j, bound_i, bound_pk, bound_pi, bound_base = bound_k, bound_k - 1, 1, 1, factor
-      while bound_j > 0 do
-        if bound_j % 2 == 1 then
-          bound_pk = bound_pk * bound_base
-          bound_j = bound_j - 1
+    end
+    if not k then
+      do
+        local bound_room = max - asked
+        if bound_room < EPSILON then
+          bound_room = EPSILON
         end
-        if bound_i % 2 == 1 then
-          bound_pi = bound_pi * bound_base
-          bound_i = bound_i - 1
+        local bound_k = 1
+        if c > bound_room then
+          -- ceil, without a call (math.ceil's result for any finite value).
+          local bound_ratio = log(c / bound_room) / log(factor)
+          bound_k = bound_ratio - bound_ratio % 1
+          if bound_k < bound_ratio then
+            bound_k = bound_k + 1
+          end
+          if bound_k < 1 then
+            bound_k = 1
+          end
         end
-        bound_base = bound_base * bound_base
-        bound_j = bound_j / 2
-        bound_i = bound_i / 2
-      end
-      local bound_at, bound_before = c / bound_pk, c / bound_pi
-      if bound_at < EPSILON then
-        bound_at = 0
-      end
-      if bound_before < EPSILON then
-        bound_before = 0
-      end
-      if not (bound_at + asked <= max and (bound_k == 1 or bound_before + asked > max)) then
-        while true do
-          local bound_j, bound_power, bound_base = bound_k, 1, factor
-          while bound_j > 0 do
-            if bound_j % 2 == 1 then
-              bound_power = bound_power * bound_base
-              bound_j = bound_j - 1
+        -- Most often the estimate is the answer: check k and k - 1 in one pass
+        -- (the products of two passes: the bases are shared), else search.
+        local bound_j, bound_i, bound_pk, bound_pi, bound_base = bound_k, bound_k - 1, 1, 1, factor
+        while bound_j > 0 do
+          if bound_j % 2 == 1 then
+            bound_pk = bound_pk * bound_base
+            bound_j = bound_j - 1
+          end
+          if bound_i % 2 == 1 then
+            bound_pi = bound_pi * bound_base
+            bound_i = bound_i - 1
+          end
+          bound_base = bound_base * bound_base
+          bound_j = bound_j / 2
+          bound_i = bound_i / 2
+        end
+        local bound_at, bound_before = c / bound_pk, c / bound_pi
+        if bound_at < EPSILON then
+          bound_at = 0
+        end
+        if bound_before < EPSILON then
+          bound_before = 0
+        end
+        if not (bound_at + asked <= max and (bound_k == 1 or bound_before + asked > max)) then
+          while true do
+            local bound_j, bound_power, bound_base = bound_k, 1, factor
+            while bound_j > 0 do
+              if bound_j % 2 == 1 then
+                bound_power = bound_power * bound_base
+                bound_j = bound_j - 1
+              end
+              bound_base = bound_base * bound_base
+              bound_j = bound_j / 2
             end
-            bound_base = bound_base * bound_base
-            bound_j = bound_j / 2
-          end
-          local bound_left = c / bound_power
-          if bound_left < EPSILON then
-            bound_left = 0
-          end
-          if bound_left + asked <= max then
-            break
-          end
-          bound_k = bound_k + 1
-        end
-        while bound_k > 1 do
-          local bound_j, bound_power, bound_base = bound_k - 1, 1, factor
-          while bound_j > 0 do
-            if bound_j % 2 == 1 then
-              bound_power = bound_power * bound_base
-              bound_j = bound_j - 1
+            local bound_left = c / bound_power
+            if bound_left < EPSILON then
+              bound_left = 0
             end
-            bound_base = bound_base * bound_base
-            bound_j = bound_j / 2
+            if bound_left + asked <= max then
+              break
+            end
+            bound_k = bound_k + 1
           end
-          local bound_left = c / bound_power
-          if bound_left < EPSILON then
-            bound_left = 0
+          while bound_k > 1 do
+            local bound_j, bound_power, bound_base = bound_k - 1, 1, factor
+            while bound_j > 0 do
+              if bound_j % 2 == 1 then
+                bound_power = bound_power * bound_base
+                bound_j = bound_j - 1
+              end
+              bound_base = bound_base * bound_base
+              bound_j = bound_j / 2
+            end
+            local bound_left = c / bound_power
+            if bound_left < EPSILON then
+              bound_left = 0
+            end
+            if bound_left + asked > max then
+              break
+            end
+            bound_k = bound_k - 1
           end
-          if bound_left + asked > max then
-            break
-          end
-          bound_k = bound_k - 1
         end
+        k = bound_k
       end
-      k = bound_k
     end
     retry = slot_start + k * resolution - now
     if retry > MAX_TIME then
@@ -880,7 +935,7 @@ for i = 1, n do
       local bound_k = 1
       if c > bound_room then
         -- ceil, without a call (math.ceil's result for any finite value).
-        local bound_ratio = math.log(c / bound_room) / math.log(factor)
+        local bound_ratio = log(c / bound_room) / log(factor)
         bound_k = bound_ratio - bound_ratio % 1
         if bound_k < bound_ratio then
           bound_k = bound_k + 1
@@ -972,7 +1027,7 @@ for i = 1, n do
         local bound_k = 1
         if c > bound_room then
           -- ceil, without a call (math.ceil's result for any finite value).
-          local bound_ratio = math.log(c / bound_room) / math.log(factor)
+          local bound_ratio = log(c / bound_room) / log(factor)
           bound_k = bound_ratio - bound_ratio % 1
           if bound_k < bound_ratio then
             bound_k = bound_k + 1
@@ -1733,12 +1788,58 @@ if n == 1 then
 else
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
 end
-local stored = redis.pcall('HMGET', key, 'l', 'm')
+local stored = redis.pcall('HMGET', key, 'l', 'm', 'd', 'e')
 if type(stored) == 'table' and stored.err then
   return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'sliding_window'
     .. ' state (another script\'s state?): ' .. stored.err)
 end
 local meta = stored[2]
+
+-- The denial memo: a denied call that records events in mode '0', whose
+-- reply came from "m" alone (no bucket field read), saves its reply in "e"
+-- with a copy of "m" in "d": "<asked> <from> <until> <remaining> <retry>
+-- <reset> <index>", the last three times after <from> (short: "e" stays
+-- within 64 bytes). While "m" is that copy and 0 <= now - from < until (no
+-- limit's head or window edge moves, and every denying limit's retry time
+-- lies ahead), a call asking as many events that records nothing (mode
+-- '0', or a peek) is denied with the same remaining and index,
+-- retry_after <retry> - (now - from) (-1 stays -1) and reset_after
+-- <reset> - (now - from) (at least 0): the hammered key of a login answers
+-- from one match whatever its number of limits. Any write of "m" leaves
+-- the memo stale.
+if meta and stored[3] == meta and (count == 0 or mode == '0') and stored[1] == limits then
+  local asked, from, to, remaining, retry, reset, index = match(stored[4] or '',
+    '^(%d+) (%d+) (%d+) (%d+) (%-?%d+) (%-?%d+) (%d+)$')
+  if asked then
+    if not now then
+      do
+        local time = redis.call('TIME')
+        if unit == 's' then
+          now = tonumber(time[1])
+        elseif unit == 'ms' then
+          now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        else
+          now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+        end
+      end
+    end
+    local a = count
+    if a < 1 then
+      a = 1
+    end
+    from = now - from -- the time since the memo
+    if asked + 0 == a and from >= 0 and from < to + 0 then
+      if retry ~= '-1' then
+        retry = retry - from
+      end
+      local reset_after = reset - from
+      if reset_after < 0 then
+        reset_after = 0
+      end
+      return { 0, remaining + 0, retry + 0, reset_after, index + 0 }
+    end
+  end
+end
 
 -- The quiet case, whatever the number of limits: the last write recorded
 -- events (so every limit's newest bucket was its head then) and summed up
@@ -1770,8 +1871,8 @@ end
 -- general code below deletes it and counts from now. The common call pays
 -- one comparison (a server-clock call reads TIME here, as it would below).
 if time then
-  local server = not now
-  if server then
+  local server = ARGV[3] == ''
+  if not now then
     do
       local time = redis.call('TIME')
       if unit == 's' then
@@ -2232,10 +2333,38 @@ if n > 1 and time then
         local remaining, retry, reset_after, index = nil, 0, 0, 1
         -- The summary of a call that records (see the quiet case).
         local boundary, room, least, reset = MAX_TIME * 2, nil, 1, 0
+        -- A denial that read no bucket field leaves a memo (see above):
+        -- until the first head or window edge move, or the first denying
+        -- limit's retry time; with the latest retry and reset times.
+        local memo = not allowed and count > 0 and mode == '0' and names == nil
+        local soonest, latest, reset_at = MAX_TIME * 2, 0, 0
         for i = 1, n do
           local o = 11 * (i - 1)
           local max, duration, resolution, buckets, head = f[o + 1], f[o + 2], f[o + 3], f[o + 4], f[o + 5]
           local w, first, total, wc, window = f[o + 6], f[o + 7], f[o + 8], f[o + 9], f[o + 10]
+          if memo then
+            local moves = head * resolution
+            if stamp - moves < duration - (buckets - 1) * resolution then
+              moves = moves + duration - (buckets - 1) * resolution
+            else
+              moves = moves + resolution
+            end
+            if moves < soonest then
+              soonest = moves
+            end
+            if window + asked > max and asked <= max then
+              local at = first * resolution + duration
+              if at < soonest then
+                soonest = at
+              end
+              if at > latest then
+                latest = at
+              end
+            end
+            if window > 0 and w * resolution + duration > reset_at then
+              reset_at = w * resolution + duration
+            end
+          end
           if record then
             local current = 0
             if w == head then
@@ -2344,6 +2473,15 @@ if n > 1 and time then
         elseif reads > 16 then
           -- Save the advanced rings (the key keeps its TTL).
           redis.call('HSET', key, 'm', format('%d 0 0 0 0 0' .. string.rep(' %d %d %d', n), last, unpack(f, mb + 1, mb + 3 * n)))
+        elseif memo and stamp < soonest and latest - now <= MAX_TIME and reset_at - now <= MAX_TIME then
+          local at = -1
+          if retry ~= -1 then
+            at = retry + now - stamp
+          end
+          local e = format('%d %d %d %d %d %d %d', asked, stamp, soonest - stamp, remaining, at, reset_at - stamp, index)
+          if #e <= 64 then
+            redis.call('HSET', key, 'd', meta, 'e', e)
+          end
         end
         if allowed then
           return { 1, remaining, 0, reset_after, index }

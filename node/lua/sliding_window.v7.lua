@@ -86,9 +86,15 @@
 -- its general code (the denied one walking the chain). The general code is
 -- v5's, on the new layout.
 
--- What v7 does apart from v6: nothing yet (v7 is in development; it will
--- hold reserve and settle, issue 31, and the cost work of issue 35). It
--- reads and writes v6's state.
+-- What v7 does apart from v6 (issue 35; v7 is in development): the replies
+-- are v6's; the state is v6's and two fields more, so it has a state
+-- version of its own (7: v7 neither reads nor shares v6's state). A denied
+-- call that records events in mode '0' and read no bucket field leaves a
+-- memo of its reply, fields "d" and "e" (see the denial memo below): the
+-- same denials that follow, while no limit's head or window edge moves,
+-- read it in the first HMGET and reply from one match, whatever the number
+-- of limits: the hammered key of the login case (every call denied) costs
+-- about as much as with one limit. A peek never writes a memo.
 -- ratelua v7 prelude, shared by every v7 script (generated into each
 -- released file; do not edit there). It holds two constants and macros
 -- (-- #define ... -- #end, see internal/luagen/macro.go): a script expands
@@ -318,12 +324,58 @@ if n == 1 then
 else
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
 end
-local stored = redis.pcall('HMGET', key, 'l', 'm')
+local stored = redis.pcall('HMGET', key, 'l', 'm', 'd', 'e')
 if type(stored) == 'table' and stored.err then
   return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'sliding_window'
     .. ' state (another script\'s state?): ' .. stored.err)
 end
 local meta = stored[2]
+
+-- The denial memo: a denied call that records events in mode '0', whose
+-- reply came from "m" alone (no bucket field read), saves its reply in "e"
+-- with a copy of "m" in "d": "<asked> <from> <until> <remaining> <retry>
+-- <reset> <index>", the last three times after <from> (short: "e" stays
+-- within 64 bytes). While "m" is that copy and 0 <= now - from < until (no
+-- limit's head or window edge moves, and every denying limit's retry time
+-- lies ahead), a call asking as many events that records nothing (mode
+-- '0', or a peek) is denied with the same remaining and index,
+-- retry_after <retry> - (now - from) (-1 stays -1) and reset_after
+-- <reset> - (now - from) (at least 0): the hammered key of a login answers
+-- from one match whatever its number of limits. Any write of "m" leaves
+-- the memo stale.
+if meta and stored[3] == meta and (count == 0 or mode == '0') and stored[1] == limits then
+  local asked, from, to, remaining, retry, reset, index = match(stored[4] or '',
+    '^(%d+) (%d+) (%d+) (%d+) (%-?%d+) (%-?%d+) (%d+)$')
+  if asked then
+    if not now then
+      do
+        local time = redis.call('TIME')
+        if unit == 's' then
+          now = tonumber(time[1])
+        elseif unit == 'ms' then
+          now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        else
+          now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+        end
+      end
+    end
+    local a = count
+    if a < 1 then
+      a = 1
+    end
+    from = now - from -- the time since the memo
+    if asked + 0 == a and from >= 0 and from < to + 0 then
+      if retry ~= '-1' then
+        retry = retry - from
+      end
+      local reset_after = reset - from
+      if reset_after < 0 then
+        reset_after = 0
+      end
+      return { 0, remaining + 0, retry + 0, reset_after, index + 0 }
+    end
+  end
+end
 
 -- The quiet case, whatever the number of limits: the last write recorded
 -- events (so every limit's newest bucket was its head then) and summed up
@@ -355,8 +407,8 @@ end
 -- general code below deletes it and counts from now. The common call pays
 -- one comparison (a server-clock call reads TIME here, as it would below).
 if time then
-  local server = not now
-  if server then
+  local server = ARGV[3] == ''
+  if not now then
     do
       local time = redis.call('TIME')
       if unit == 's' then
@@ -817,10 +869,38 @@ if n > 1 and time then
         local remaining, retry, reset_after, index = nil, 0, 0, 1
         -- The summary of a call that records (see the quiet case).
         local boundary, room, least, reset = MAX_TIME * 2, nil, 1, 0
+        -- A denial that read no bucket field leaves a memo (see above):
+        -- until the first head or window edge move, or the first denying
+        -- limit's retry time; with the latest retry and reset times.
+        local memo = not allowed and count > 0 and mode == '0' and names == nil
+        local soonest, latest, reset_at = MAX_TIME * 2, 0, 0
         for i = 1, n do
           local o = 11 * (i - 1)
           local max, duration, resolution, buckets, head = f[o + 1], f[o + 2], f[o + 3], f[o + 4], f[o + 5]
           local w, first, total, wc, window = f[o + 6], f[o + 7], f[o + 8], f[o + 9], f[o + 10]
+          if memo then
+            local moves = head * resolution
+            if stamp - moves < duration - (buckets - 1) * resolution then
+              moves = moves + duration - (buckets - 1) * resolution
+            else
+              moves = moves + resolution
+            end
+            if moves < soonest then
+              soonest = moves
+            end
+            if window + asked > max and asked <= max then
+              local at = first * resolution + duration
+              if at < soonest then
+                soonest = at
+              end
+              if at > latest then
+                latest = at
+              end
+            end
+            if window > 0 and w * resolution + duration > reset_at then
+              reset_at = w * resolution + duration
+            end
+          end
           if record then
             local current = 0
             if w == head then
@@ -929,6 +1009,15 @@ if n > 1 and time then
         elseif reads > 16 then
           -- Save the advanced rings (the key keeps its TTL).
           redis.call('HSET', key, 'm', format('%d 0 0 0 0 0' .. string.rep(' %d %d %d', n), last, unpack(f, mb + 1, mb + 3 * n)))
+        elseif memo and stamp < soonest and latest - now <= MAX_TIME and reset_at - now <= MAX_TIME then
+          local at = -1
+          if retry ~= -1 then
+            at = retry + now - stamp
+          end
+          local e = format('%d %d %d %d %d %d %d', asked, stamp, soonest - stamp, remaining, at, reset_at - stamp, index)
+          if #e <= 64 then
+            redis.call('HSET', key, 'd', meta, 'e', e)
+          end
         end
         if allowed then
           return { 1, remaining, 0, reset_after, index }

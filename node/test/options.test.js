@@ -113,20 +113,23 @@ test("a clock before 2000, or not a time, is refused", () => {
   assert.equal(at2000.args(1)[2], "946684801000");
 });
 
-test("the version option: default 6, 5 pinnable, others refused", () => {
+test("the version option: default 7, 5 and 6 pinnable, others refused", () => {
   const makers = [
     (o) => new SlidingWindow(noClient, [{ max: 1, duration: "1s" }], o),
     (o) => new AR1(noClient, [{ max: 1, factor: 2, resolution: "1s" }], o),
     (o) => new Semaphore(noClient, { max: 1, lease: "1s" }, o),
   ];
   for (const make of makers) {
-    assert.equal(make().version, 6);
-    assert.equal(make({ version: 0 }).version, 6);
-    const pinned = make({ version: 5 });
-    assert.equal(pinned.version, 5);
-    assert.notEqual(pinned.script.sha1, make().script.sha1);
-    for (const bad of [4, 7, "5", 5.5, true, -1]) refused(() => make({ version: bad }), -1, "Version", "has versions 5, 6");
+    assert.equal(make().version, 7);
+    assert.equal(make({ version: 0 }).version, 7);
+    for (const version of [5, 6]) {
+      const pinned = make({ version });
+      assert.equal(pinned.version, version);
+      assert.notEqual(pinned.script.sha1, make().script.sha1);
+    }
+    for (const bad of [4, 8, "5", 5.5, true, -1]) refused(() => make({ version: bad }), -1, "Version", "has versions 5, 6, 7");
   }
   assert.ok(makers[0]({ version: 5 }).key("a").includes(":sliding_window:v5:"));
-  assert.ok(makers[0]().key("a").includes(":sliding_window:v6:"));
+  assert.ok(makers[0]({ version: 6 }).key("a").includes(":sliding_window:v6:"));
+  assert.ok(makers[0]().key("a").includes(`:sliding_window:v${makers[0]().script.stateVersion}:`));
 });

@@ -43,11 +43,11 @@ const makers = {
   ar1: (c, o) => new AR1(c, [{ max: 3, factor: 2, resolutionMs: 60e3 }], o),
 };
 
-test("every script, at the default version and pinned to v5", (t) => eachTarget(t, async (t, client) => {
-  for (const [name, make] of Object.entries(makers).flatMap(([n, m]) => [[n, m, undefined], [`${n}@v5`, m, 5]].map(([a, b, v]) => [a, (c, o) => b(c, { ...o, version: v })]))) {
+test("every script, at the default version and pinned to v5 and v6", (t) => eachTarget(t, async (t, client) => {
+  for (const [name, make] of Object.entries(makers).flatMap(([n, m]) => [[n, m, undefined], [`${n}@v5`, m, 5], [`${n}@v6`, m, 6]].map(([a, b, v]) => [a, (c, o) => b(c, { ...o, version: v })]))) {
     const who = fresh();
     const limiter = make(client, { clock: () => T0, prefix: "node" });
-    assert.equal(limiter.version, name.endsWith("@v5") ? 5 : 6);
+    assert.equal(limiter.version, name.endsWith("@v5") ? 5 : name.endsWith("@v6") ? 6 : 7);
     assert.ok(limiter.key(who).includes(`:v${limiter.script.stateVersion}:`));
     assert.ok((await limiter.peek(who)).allowed, name);
     assert.equal(Number(await exists(client, limiter.key(who))), 0, `${name}: peek records nothing`);

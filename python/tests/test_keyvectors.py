@@ -53,7 +53,7 @@ def test_vectors_cover_every_script():
     assert max(len(v["limits"]) for v in vectors) == 16
     assert max(len(v["event_key_hex"]) // 2 for v in vectors) >= 400
     pinned = {(v["script"], v["version"]) for v in vectors if v.get("version")}
-    assert pinned == {(s, n) for s in KINDS for n in (5, 6)}, "every script pinned at v5 and at v6"
+    assert pinned == {(s, n) for s in KINDS for n in (5, 6, 7)}, "every script pinned at every version"
 
 
 def test_default_is_the_newest_version():

@@ -129,22 +129,23 @@ def test_async_cluster_client_is_refused_by_the_sync_limiter():
             "use ratelua.AR1")
 
 
-@pytest.mark.parametrize("version", [4, 7, "5", 5.0, True, -1])
+@pytest.mark.parametrize("version", [4, 8, "5", 5.0, True, -1])
 def test_unknown_version_is_refused(version):
     refused(lambda: ratelua.SlidingWindow(NoClient(), ratelua.Window(1, 5), version=version), -1, "Version",
-            "sliding_window has versions 5, 6")
+            "sliding_window has versions 5, 6, 7")
     refused(lambda: ratelua.Semaphore(NoClient(), ratelua.Slots(1, 5), version=version), -1, "Version",
-            "concurrency has versions 5, 6")
+            "concurrency has versions 5, 6, 7")
 
 
-def test_default_version_is_6_and_5_can_be_pinned():
+def test_default_version_is_7_and_5_and_6_can_be_pinned():
     for make in (lambda **o: ratelua.SlidingWindow(NoClient(), ratelua.Window(1, 5), **o),
                  lambda **o: ratelua.aio.TokenBucket(NoClient(), ratelua.Bucket(1, 1, 1), **o),
                  lambda **o: ratelua.Semaphore(NoClient(), ratelua.Slots(1, 5), **o)):
-        assert make().version == 6 and make(version=0).version == 6
-        pinned = make(version=5)
-        assert pinned.version == 5 and str(pinned.script).endswith("@v5")
-        assert pinned.script.sha1 != make().script.sha1
+        assert make().version == 7 and make(version=0).version == 7
+        for version in (5, 6):
+            pinned = make(version=version)
+            assert pinned.version == version and str(pinned.script).endswith(f"@v{version}")
+            assert pinned.script.sha1 != make().script.sha1
 
 
 def test_unknown_option_is_refused():

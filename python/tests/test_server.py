@@ -59,11 +59,11 @@ def test_login_case(client):
     lambda c, **o: ratelua.ZSetLog(c, ratelua.Log(3, 60), **o),
     lambda c, **o: ratelua.AR1(c, ratelua.Decay(3, 2, 60), **o),
 ], ids=["sliding_window", "token_bucket", "zset_log", "ar1"])
-@pytest.mark.parametrize("version", [None, 5], ids=["default", "v5"])
+@pytest.mark.parametrize("version", [None, 5, 6], ids=["default", "v5", "v6"])
 def test_every_script(client, make, version):
     clock, who = Clock(), fresh()
     limiter = make(client, clock=clock, prefix="py", version=version)
-    assert limiter.version == (version or 6)
+    assert limiter.version == (version or 7)
     assert limiter.peek(who).allowed and client.exists(limiter.key(who)) == 0, "peek records nothing"
     assert limiter.allow_n(who, 2).remaining == 1
     assert client.exists(limiter.key(who)) == 1

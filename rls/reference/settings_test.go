@@ -7,17 +7,17 @@ import (
 
 	refsettings "github.com/envoyproxy/ratelimit/src/settings"
 
-	"github.com/ratelua/ratelua/rls"
+	"github.com/ratelua/ratelua/rls/settings"
 )
 
 // TestEveryReferenceSettingIsInTheTable reads the envconfig tags of the
 // pinned reference's settings.Settings: every variable it reads is in
-// rls.ReferenceSettings with the reference's default and a parser of its
+// settings.Table with the reference's default and a parser of its
 // type, so a setting the reference gains is implemented, refused or
 // declared unused before ratelua-rls follows it.
 func TestEveryReferenceSettingIsInTheTable(t *testing.T) {
-	ours := map[string]rls.Setting{}
-	for _, s := range rls.ReferenceSettings() {
+	ours := map[string]settings.Setting{}
+	for _, s := range settings.Table() {
 		ours[s.Name] = s
 	}
 	typ := reflect.TypeOf(refsettings.Settings{})
@@ -31,10 +31,10 @@ func TestEveryReferenceSettingIsInTheTable(t *testing.T) {
 		n++
 		s, ok := ours[name]
 		if !ok {
-			t.Errorf("%s (settings.Settings.%s) is not in rls.ReferenceSettings", name, f.Name)
+			t.Errorf("%s (settings.Settings.%s) is not in settings.Table", name, f.Name)
 			continue
 		}
-		if s.Status == rls.Own {
+		if s.Status == settings.Own {
 			t.Errorf("%s is the reference's, listed as ratelua-rls's own", name)
 		}
 		def := f.Tag.Get("default")
@@ -54,7 +54,7 @@ func TestEveryReferenceSettingIsInTheTable(t *testing.T) {
 		if _, ok := typ.FieldByNameFunc(func(field string) bool {
 			f, _ := typ.FieldByName(field)
 			return f.Tag.Get("envconfig") == name
-		}); !ok && s.Status != rls.Own {
+		}); !ok && s.Status != settings.Own {
 			t.Errorf("%s is listed as the reference's (%s) but the reference does not read it", name, s.Status)
 		}
 	}

@@ -20,7 +20,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/ratelua/ratelua"
-	"github.com/ratelua/ratelua/rls"
+	"github.com/ratelua/ratelua/rls/server"
+	"github.com/ratelua/ratelua/rls/settings"
+	"github.com/ratelua/ratelua/rls/stats"
 )
 
 func main() {
@@ -39,7 +41,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "ratelua-rls: unknown command %q (want no argument, or check DIR)\n", args[0])
 		return 2
 	}
-	s, err := rls.SettingsFromEnv(getenv)
+	s, err := settings.FromEnv(getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
@@ -56,7 +58,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		}
 		log.Warn("setting not used", "name", u.Name, "value", u.Value, "why", u.Why)
 	}
-	client, err := rls.NewClient(s)
+	client, err := server.NewClient(s)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -64,7 +66,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	defer client.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	meters, err := rls.NewMeterProvider(ctx, s)
+	meters, err := stats.NewMeterProvider(ctx, s)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -73,7 +75,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	if meters != nil {
 		mp = meters
 	}
-	srv, err := rls.NewServer(s, ratelua.Rueidis(client), log, mp)
+	srv, err := server.New(s, ratelua.Rueidis(client), log, mp)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -102,12 +104,12 @@ func check(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 	// The settings as the server reads them: what they change in loading
 	// (RUNTIME_IGNOREDOTFILES, MERGE_DOMAIN_CONFIG, RATELUA_FALLBACK) is
 	// checked too, and a bad one is named.
-	s, err := rls.SettingsFromEnv(getenv)
+	s, err := settings.FromEnv(getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	c, err := rls.CheckSettings(args[0], s)
+	c, err := server.Check(args[0], s)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

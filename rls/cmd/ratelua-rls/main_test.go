@@ -25,7 +25,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/ratelua/ratelua/rls"
+	"github.com/ratelua/ratelua/rls/settings"
 	"github.com/ratelua/ratelua/testbench"
 )
 
@@ -347,7 +347,7 @@ func TestSIGTERMStopsGracefully(t *testing.T) {
 
 // sampleValue is a value of a setting's type for a test: its default, or
 // one that parses.
-func sampleValue(s rls.Setting) string {
+func sampleValue(s settings.Setting) string {
 	if s.Default != "" {
 		return s.Default
 	}
@@ -384,8 +384,8 @@ func TestUnusedSettingsStartAndLogOnce(t *testing.T) {
 		"GRPC_HOST=127.0.0.1", "GRPC_PORT="+strconv.Itoa(grpcPort),
 		"HOST=127.0.0.1", "PORT="+strconv.Itoa(httpPort))
 	var unused []string
-	for _, s := range rls.ReferenceSettings() {
-		if s.Status == rls.Unused {
+	for _, s := range settings.Table() {
+		if s.Status == settings.Unused {
 			unused = append(unused, s.Name)
 			environ = append(environ, s.Name+"="+sampleValue(s))
 		}

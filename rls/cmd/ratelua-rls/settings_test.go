@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ratelua/ratelua/rls"
+	"github.com/ratelua/ratelua/rls/settings"
 )
 
 // env is a getenv of the given NAME=value pairs.
@@ -59,7 +59,7 @@ func TestCheckReadsTheSettings(t *testing.T) {
 
 // refusedValue is a value that turns a Refused setting on: true for a
 // switch, 1 for a size.
-func refusedValue(s rls.Setting) string {
+func refusedValue(s settings.Setting) string {
 	if s.Parser == "bool" {
 		return "true"
 	}
@@ -75,7 +75,15 @@ func refusedValue(s rls.Setting) string {
 func TestRefusedSettingsStopTheStart(t *testing.T) {
 	type refusal struct{ env []string }
 	cases := []refusal{
-		{[]string{"CONFIG_TYPE=GRPC_XDS_SOTW"}},
+		{[]string{"CONFIG_TYPE=KUBERNETES"}},
+		// xDS settings the client cannot work with.
+		{[]string{"CONFIG_TYPE=GRPC_XDS_SOTW", "CONFIG_GRPC_XDS_NODE_METADATA=zone:a"}},
+		{[]string{"CONFIG_TYPE=GRPC_XDS_SOTW", "XDS_CLIENT_BACKOFF_RANDOM_FACTOR=2"}},
+		{[]string{"CONFIG_TYPE=GRPC_XDS_SOTW", "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL=0s"}},
+		{[]string{"CONFIG_TYPE=GRPC_XDS_SOTW", "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES=-1"}},
+		{[]string{"CONFIG_TYPE=GRPC_XDS_SOTW", "CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL=0s"}},
+		{[]string{"CONFIG_GRPC_XDS_SERVER_USE_TLS=true", "CONFIG_GRPC_XDS_SERVER_TLS_CACERT=/nonexistent/ca.pem", "CONFIG_TYPE=GRPC_XDS_SOTW"}},
+		{[]string{"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS=novalue"}}, // a map's value parses even with FILE
 		{[]string{"REDIS_TYPE=SENTINEL"}},
 		{[]string{"BACKEND_TYPE=memcache"}},
 		{[]string{"STATSD_HOST=statsd.local"}},
@@ -85,7 +93,7 @@ func TestRefusedSettingsStopTheStart(t *testing.T) {
 		{[]string{"LOG_LEVEL=loud"}},
 		{[]string{"LOG_FORMAT=xml"}},
 		{[]string{"GRPC_MAX_CONNECTION_AGE=soon"}},
-		{[]string{"XDS_CLIENT_BACKOFF_JITTER=perhaps"}}, // an unused one's value still parses
+		{[]string{"XDS_CLIENT_BACKOFF_JITTER=perhaps"}}, // an xDS one's value parses even with FILE
 		{[]string{"EXTRA_TAGS=novalue"}},
 		// The ones issue 33 names, whatever the table says.
 		{[]string{"GRPC_SERVER_USE_TLS=true"}},
@@ -98,8 +106,8 @@ func TestRefusedSettingsStopTheStart(t *testing.T) {
 		{[]string{"LOCAL_CACHE_SIZE_IN_BYTES=1048576"}},
 	}
 	refused := 0
-	for _, s := range rls.ReferenceSettings() {
-		if s.Status == rls.Refused {
+	for _, s := range settings.Table() {
+		if s.Status == settings.Refused {
 			cases = append(cases, refusal{[]string{s.Name + "=" + refusedValue(s)}})
 			refused++
 		}

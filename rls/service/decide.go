@@ -1,0 +1,80 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/rls/config"
+)
+
+// job is one descriptor to decide.
+type job struct {
+	d     *decider
+	key   string // the event key
+	n     uint64 // hits
+	limit uint32 // a reference rule's requests_per_unit
+	kept  uint64 // hits the deny cache answered before, sent with these
+	out   ratelua.Result
+	err   error
+
+	// How a reference rule's job was answered, besides by the server:
+	// local by the deny cache, open by FailOpen, fallback by the
+	// limiter's in-memory fallback.
+	local, open, fallback bool
+}
+
+// scriptN is the eventCount sent for the job's hits and those kept.
+func (j *job) scriptN() int64 {
+	if n := j.n + j.kept; n < j.n || n > uint64(j.d.maxN) {
+		return j.d.maxN
+	}
+	return int64(j.n + j.kept)
+}
+
+// counts are a reference job's count of its window before and after the
+// request's hits (after its answer, whoever gave it) and the limit they
+// are held to: requests_per_unit, or under the fallback its share.
+func (j *job) counts(share float64) (before, after, limit uint64) {
+	limit = uint64(j.limit)
+	top := int64(refMax)
+	if j.fallback {
+		top = int64(config.ShareOf(refMax, share))
+		limit = config.ShareOf(uint64(j.limit), share)
+	}
+	after = uint64(top - min(max(j.out.Remaining, 0), top))
+	if sent := uint64(j.scriptN()); after >= sent {
+		before = after - sent + min(j.kept, sent)
+	}
+	return before, after, limit
+}
+
+// decide decides every job through ratelua.Decide, in one round trip per
+// node when the client batches, each with its limiter's options (the deny
+// cache of extension rules, the fallback, FailOpen): a reference rule's
+// at now, the request's time; an extension rule's at its limiter's clock.
+func decide(ctx context.Context, client ratelua.Client, jobs []*job, now time.Time) {
+	if len(jobs) == 0 {
+		return
+	}
+	checks := make([]ratelua.Check, len(jobs))
+	for i, j := range jobs {
+		checks[i] = ratelua.Check{Limiter: j.d.limiter, Key: j.key, N: j.scriptN()}
+		if j.d.reference {
+			checks[i].At = now
+		}
+	}
+	for i, o := range ratelua.Decide(ctx, client, checks) {
+		j := jobs[i]
+		switch {
+		case o.Err != nil && !o.Result.Allowed:
+			j.err = o.Err
+			continue
+		case o.Err != nil:
+			j.open = true
+		case o.Kind == ratelua.KindFallback:
+			j.fallback = true
+		}
+		j.out = o.Result
+	}
+}

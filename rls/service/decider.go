@@ -1,0 +1,118 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+
+	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/rls/config"
+)
+
+// decider decides the descriptors of one rule with one ratelua limiter.
+//
+// A reference rule of L requests per unit D is the reference's fixed
+// window: a count per descriptor and window aligned to D, to which every
+// hit is added (the reference's INCRBY), over the limit when the count
+// after the hits is above L. It is a sliding window with one bucket of D
+// (so a window starts on the unit, as the reference's do) that counts
+// every attempt (mode 1), with the one limit refMax: the script's remaining
+// is then refMax minus the count after the call, so the service knows the
+// count before and after each request exactly, and decides L itself. The
+// limiter, and so the state, depends on the unit only: every reference
+// rule and limit override of a unit shares one decider, and a descriptor
+// keeps its count when a reload changes its requests_per_unit or when it
+// carries its own limit, as in the reference.
+type decider struct {
+	limiter   *ratelua.Limiter
+	reference bool
+	maxN      int64         // hits above it decide as it does
+	span      time.Duration // a reference rule's unit
+	limits    []config.Limit
+}
+
+// refMax is the one limit of a reference rule's sliding window: the most
+// the scripts take. Counts above it saturate (every answer stays the
+// same: requests_per_unit is below it).
+const refMax = config.MaxRequests + 1
+
+// limiterOptions are the settings every limiter shares.
+type limiterOptions struct {
+	Prefix    string
+	Client    ratelua.Client
+	DenyCache int
+	Fallback  float64
+	FailOpen  bool
+	Observe   func(context.Context, ratelua.Event)
+	Clock     func() time.Time // nil: time.Now, and the server's for extension rules
+}
+
+// newReferenceDecider builds the decider of every reference rule of unit
+// u.
+func newReferenceDecider(u pb.RateLimitResponse_RateLimit_Unit, o limiterOptions) (*decider, error) {
+	dur := config.UnitDuration(u)
+	clock := o.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	opts := ratelua.Options{Prefix: o.Prefix, Fallback: o.Fallback, FailOpen: o.FailOpen, Observe: o.Observe,
+		CountDenied: true, Clock: clock}
+	l, err := ratelua.NewSlidingWindow(o.Client, opts, ratelua.Window{Max: refMax, Duration: dur, Resolution: dur})
+	if err != nil {
+		return nil, fmt.Errorf("rls: the %v window: %w", u, err)
+	}
+	return &decider{limiter: l, reference: true, maxN: refMax + 1, span: dur}, nil
+}
+
+// newDecider builds the limiter of an extension rule.
+func newDecider(r *config.Rule, o limiterOptions) (*decider, error) {
+	d := &decider{limits: r.Limits}
+	opts := ratelua.Options{Prefix: o.Prefix, Fallback: o.Fallback, FailOpen: o.FailOpen, Observe: o.Observe, Clock: o.Clock}
+	opts.DenyCache = o.DenyCache
+	var err error
+	for _, l := range r.Limits {
+		d.maxN = max(d.maxN, int64(l.RequestsPerUnit)+1)
+	}
+	switch r.Algorithm {
+	case "fixed_window", "sliding_window":
+		ws := make([]ratelua.Window, len(r.Limits))
+		for i, l := range r.Limits {
+			dur := l.Duration()
+			res := dur
+			if r.Algorithm == "sliding_window" {
+				res = dur / 10
+				if r.Resolution > 0 {
+					res = min(r.Resolution, dur)
+				}
+			}
+			ws[i] = ratelua.Window{Max: int64(l.RequestsPerUnit), Duration: dur, Resolution: res}
+		}
+		d.limiter, err = ratelua.NewSlidingWindow(o.Client, opts, ws...)
+	case "token_bucket":
+		bs := make([]ratelua.Bucket, len(r.Limits))
+		for i, l := range r.Limits {
+			bs[i] = ratelua.Bucket{Capacity: int64(l.RequestsPerUnit), RefillAmount: int64(l.RequestsPerUnit), RefillInterval: l.Duration()}
+		}
+		d.limiter, err = ratelua.NewTokenBucket(o.Client, opts, bs...)
+	case "zset_log":
+		ls := make([]ratelua.Log, len(r.Limits))
+		for i, l := range r.Limits {
+			ls[i] = ratelua.Log{Max: int64(l.RequestsPerUnit), Window: l.Duration()}
+		}
+		d.limiter, err = ratelua.NewZSetLog(o.Client, opts, ls...)
+	case "ar1":
+		ds := make([]ratelua.Decay, len(r.Limits))
+		for i, l := range r.Limits {
+			ds[i] = ratelua.Decay{Max: int64(l.RequestsPerUnit), Factor: 2, Resolution: l.Duration() / 2}
+		}
+		d.limiter, err = ratelua.NewAR1(o.Client, opts, ds...)
+	default:
+		err = fmt.Errorf("unknown algorithm %q", r.Algorithm)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rls: rule %s: %w", r.Key, err)
+	}
+	return d, nil
+}

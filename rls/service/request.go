@@ -1,0 +1,159 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+	"unicode/utf8"
+
+	rlpb "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/ratelua/ratelua/rls/config"
+)
+
+// slot is what the service knows of one descriptor before deciding it.
+type slot struct {
+	rule      *config.Rule // nil: no limit (unknown, unmatched, replaced)
+	limit     config.Limit // the reference limit, or the override's
+	unlimited bool
+	statKey   string // the rule's statistics name for this descriptor
+	statGroup string // the rule, whose names Stats bounds
+	job       *job
+}
+
+// ShouldRateLimit decides a request as envoyproxy/ratelimit does.
+func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
+	if err := s.check(req); err != nil {
+		return nil, err
+	}
+	if _, ok := ctx.Deadline(); !ok && s.opts.RequestTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.opts.RequestTimeout)
+		defer cancel()
+	}
+	now := time.Now()
+	if s.opts.Clock != nil {
+		now = s.opts.Clock()
+	}
+	a := s.active.Load()
+	if a == nil {
+		return nil, status.Error(codes.Unavailable, "no rate limit configuration loaded")
+	}
+	descs := req.GetDescriptors()
+	slots := make([]slot, len(descs))
+	replaced := map[string]bool{}
+	for i, d := range descs {
+		m := a.config.Lookup(req.GetDomain(), d.GetEntries())
+		if !m.Known {
+			continue
+		}
+		if o := d.GetLimit(); o != nil {
+			// The descriptor's own limit: a reference rule counting under
+			// the descriptor's entries, as the reference's does.
+			l := config.Limit{RequestsPerUnit: o.GetRequestsPerUnit(), Unit: pb.RateLimitResponse_RateLimit_Unit(o.GetUnit())}
+			if config.UnitDuration(l.Unit) == 0 {
+				return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: limit override has unit %v, not one of SECOND..YEAR", i, o.GetUnit())
+			}
+			r := &config.Rule{Key: "override", Limits: []config.Limit{l}}
+			if err := config.CheckRule(r); err != nil {
+				return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: limit override: %v", i, err)
+			}
+			slots[i] = slot{rule: r, limit: l, statKey: config.OverrideStatKey(req.GetDomain(), d.GetEntries()), statGroup: req.GetDomain() + ".(override)"}
+			slots[i].job = &job{d: s.refs[l.Unit], key: eventKey(req.GetDomain(), d.GetEntries(), nil)}
+			continue
+		}
+		if m.Rule == nil {
+			continue
+		}
+		replaced = appendReplaces(replaced, m.Rule)
+		if m.Rule.Unlimited {
+			slots[i].unlimited = true
+			continue
+		}
+		slots[i] = slot{rule: m.Rule, limit: m.Rule.Limits[0], statKey: m.StatKey, statGroup: m.Rule.Key}
+		slots[i].job = &job{d: a.deciders[m.Rule], key: eventKey(req.GetDomain(), d.GetEntries(), m.Shared)}
+	}
+	var jobs []*job
+	for i := range slots {
+		sl := &slots[i]
+		if sl.rule != nil && sl.rule.Name != "" && replaced[sl.rule.Name] {
+			sl.rule, sl.job = nil, nil
+		}
+		if sl.rule == nil {
+			continue
+		}
+		n, err := hits(req, descs[i])
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: %v", i, err)
+		}
+		sl.job.n = n
+		if sl.job.d.reference {
+			sl.job.limit = sl.limit.RequestsPerUnit
+			if s.deny != nil && s.answerLocally(sl.job, now) {
+				continue
+			}
+		}
+		jobs = append(jobs, sl.job)
+	}
+	decide(ctx, s.opts.Client, jobs, now)
+	if s.deny != nil {
+		for _, j := range jobs {
+			s.remember(j, now)
+		}
+	}
+	for _, j := range jobs {
+		if j.err != nil {
+			return nil, status.Errorf(codes.Unavailable, "rate limit backend: %v", j.err)
+		}
+	}
+	return s.respond(ctx, req, slots, now), nil
+}
+
+// appendReplaces marks the names r replaces.
+func appendReplaces(m map[string]bool, r *config.Rule) map[string]bool {
+	for _, name := range r.Replaces {
+		m[name] = true
+	}
+	return m
+}
+
+// hits is a descriptor's hits_addend: its own when set (0 checks only),
+// else the request's, 0 meaning 1.
+func hits(req *pb.RateLimitRequest, d *rlpb.RateLimitDescriptor) (uint64, error) {
+	if h := d.GetHitsAddend(); h != nil {
+		if h.GetValue() > math.MaxInt64 {
+			return 0, fmt.Errorf("hits_addend %d is out of range (at most %d)", h.GetValue(), int64(math.MaxInt64))
+		}
+		return h.GetValue(), nil
+	}
+	return uint64(max(1, req.GetHitsAddend())), nil
+}
+
+// check refuses a request the service cannot decide, with the reference's
+// messages where it has one.
+func (s *Service) check(req *pb.RateLimitRequest) error {
+	if req.GetDomain() == "" {
+		return status.Error(codes.InvalidArgument, "rate limit domain must not be empty")
+	}
+	if len(req.GetDescriptors()) == 0 {
+		return status.Error(codes.InvalidArgument, "rate limit descriptor list must not be empty")
+	}
+	if n := len(req.GetDescriptors()); n > s.opts.MaxDescriptors {
+		return status.Errorf(codes.InvalidArgument, "rate limit request has %d descriptors, more than the %d allowed", n, s.opts.MaxDescriptors)
+	}
+	if !utf8.ValidString(req.GetDomain()) {
+		return status.Error(codes.InvalidArgument, "rate limit domain is not valid UTF-8")
+	}
+	for i, d := range req.GetDescriptors() {
+		for j, e := range d.GetEntries() {
+			if !utf8.ValidString(e.GetKey()) || !utf8.ValidString(e.GetValue()) {
+				return status.Errorf(codes.InvalidArgument, "descriptor %d entry %d is not valid UTF-8", i, j)
+			}
+		}
+	}
+	return nil
+}

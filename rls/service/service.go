@@ -1,0 +1,157 @@
+package service
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+
+	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/rls/config"
+	"github.com/ratelua/ratelua/rls/stats"
+)
+
+// Options configure a Service.
+type Options struct {
+	// Client is the Redis or Valkey deployment the limiters run on.
+	Client ratelua.Client
+	// Prefix starts every state key; empty means "rls".
+	Prefix string
+	// ShadowMode answers OK for every request (the reference's
+	// SHADOW_MODE), after deciding and counting as usual.
+	ShadowMode bool
+	// QuotaMode puts every rule in quota mode (the reference's
+	// QUOTA_MODE): over its limit, a descriptor is OK with its limit and
+	// remaining, and the request is not denied for it.
+	QuotaMode bool
+	// DynamicMetadata adds the reference's dynamic_metadata to every
+	// response (RESPONSE_DYNAMIC_METADATA): the domain, the descriptors,
+	// the request's hits_addend, the quota-mode violations and whether a
+	// descriptor's rule is in quota mode.
+	DynamicMetadata bool
+	// ReferenceHeaders adds the reference's three headers
+	// (LIMIT_RESPONSE_HEADERS_ENABLED) under these names; empty names
+	// mean none.
+	LimitHeader, RemainingHeader, ResetHeader string
+	// IETFHeaders adds the RateLimit-Policy and RateLimit fields of
+	// draft-ietf-httpapi-ratelimit-headers to response_headers_to_add.
+	IETFHeaders bool
+	// DenyCache, above 0, answers descriptors over their limit without a
+	// round trip, for at most DenyCache state keys each: a reference
+	// rule's exactly as the server would (see denyCache), an extension
+	// rule's as the limiters' ratelua.Options.DenyCache does. Fallback and
+	// FailOpen are the limiters' options (ratelua.Options); a reference
+	// rule's fallback holds its requests_per_unit times Fallback. Every
+	// descriptor is decided by its limiter (ratelua.Decide), a request's
+	// calls in one round trip per node.
+	DenyCache int
+	Fallback  float64
+	FailOpen  bool
+	// Stats, if set, is told what each decided descriptor adds to its
+	// rule's statistics (a *stats.Stats in the server).
+	Stats stats.Recorder
+	// MaxDescriptors bounds the descriptors of one request; 0 means 1000.
+	MaxDescriptors int
+	// RequestTimeout bounds a request whose context has no deadline (a
+	// request to /json, a gRPC call without one): past it, the backend's
+	// silence is Unavailable. 0 means no bound.
+	RequestTimeout time.Duration
+	// Clock is the time of every decision; nil means time.Now for the
+	// reference rules' windows and the server's clock for extension
+	// rules. Two services given one clock see one time for a request (a
+	// comparison of the two).
+	Clock func() time.Time
+}
+
+// Service answers ShouldRateLimit. It is safe for concurrent use; SetConfig
+// swaps the configuration under running requests.
+type Service struct {
+	pb.UnimplementedRateLimitServiceServer
+	opts   Options
+	active atomic.Pointer[active]
+	deny   *denyCache // of the reference rules
+	// refs are the reference rules' deciders by unit.
+	refs map[pb.RateLimitResponse_RateLimit_Unit]*decider
+}
+
+// active is the configuration in use and the decider of each of its
+// rules (none for an unlimited rule).
+type active struct {
+	config   *config.Config
+	deciders map[*config.Rule]*decider
+}
+
+// New returns a Service with no configuration: every domain is unknown
+// until SetConfig. It fails when the limiters of the reference rules cannot
+// be made of opts (a Fallback share out of range).
+func New(opts Options) (*Service, error) {
+	if opts.Prefix == "" {
+		opts.Prefix = "rls"
+	}
+	if opts.MaxDescriptors == 0 {
+		opts.MaxDescriptors = 1000
+	}
+	if opts.Stats == nil {
+		opts.Stats = (*stats.Stats)(nil) // counts nothing
+	}
+	s := &Service{opts: opts, refs: map[pb.RateLimitResponse_RateLimit_Unit]*decider{}}
+	if opts.DenyCache > 0 {
+		s.deny = newDenyCache(opts.DenyCache)
+	}
+	for u := range pb.RateLimitResponse_RateLimit_Unit_name {
+		unit := pb.RateLimitResponse_RateLimit_Unit(u)
+		if config.UnitDuration(unit) == 0 {
+			continue
+		}
+		d, err := newReferenceDecider(unit, s.limiterOptions())
+		if err != nil {
+			return nil, err
+		}
+		s.refs[unit] = d
+	}
+	return s, nil
+}
+
+func (s *Service) limiterOptions() limiterOptions {
+	return limiterOptions{Prefix: s.opts.Prefix, Client: s.opts.Client, DenyCache: s.opts.DenyCache, Fallback: s.opts.Fallback, FailOpen: s.opts.FailOpen, Clock: s.opts.Clock}
+}
+
+// SetConfig builds the limiters of c's rules and makes c the configuration
+// of the following requests. On error the previous configuration stays.
+func (s *Service) SetConfig(c *config.Config) error {
+	var errs config.Errors
+	for _, r := range c.Rules {
+		if e := config.CheckShare(r, s.opts.Fallback); e != nil {
+			errs = append(errs, e)
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	a := &active{config: c, deciders: make(map[*config.Rule]*decider, len(c.Rules))}
+	for _, r := range c.Rules {
+		if r.Unlimited {
+			continue
+		}
+		if r.Reference() {
+			a.deciders[r] = s.refs[r.Limits[0].Unit]
+			continue
+		}
+		d, err := newDecider(r, s.limiterOptions())
+		if err != nil {
+			return fmt.Errorf("%s:%d: %w", r.File, r.Line, err)
+		}
+		a.deciders[r] = d
+	}
+	s.active.Store(a)
+	return nil
+}
+
+// Config returns the configuration in use, nil before the first.
+func (s *Service) Config() *config.Config {
+	if a := s.active.Load(); a != nil {
+		return a.config
+	}
+	return nil
+}

@@ -1,0 +1,94 @@
+package settings
+
+import (
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Settings are the service's settings, read from the environment variables
+// of envoyproxy/ratelimit (the same names and defaults) and ratelua's own
+// (RATELUA_*).
+type Settings struct {
+	Host, GRPCHost string
+	Port, GRPCPort int
+	GRPCUDS        string
+
+	// ConfigType (CONFIG_TYPE) is where the configuration comes from:
+	// FILE, the files of ConfigDir, or GRPC_XDS_SOTW, an xDS server (XDS).
+	ConfigType string
+	// ForceStart (FORCE_START_WITHOUT_INITIAL_CONFIG) serves at once with
+	// GRPC_XDS_SOTW, instead of after the first update from the server.
+	ForceStart bool
+	// XDS are the xDS client's settings (CONFIG_GRPC_XDS_*, XDS_CLIENT_*).
+	XDS XDSSettings
+
+	RuntimeRoot, RuntimeSubdirectory, RuntimeAppDirectory string
+	RuntimeIgnoreDotFiles, RuntimeWatchRoot               bool
+	MergeDomains                                          bool
+
+	RedisSocketType, RedisType, RedisURL, RedisAuth string
+	RedisTLS, RedisTLSSkipVerify                    bool
+	RedisTLSCACert, RedisTLSClientCert, RedisTLSKey string
+
+	ShadowMode bool
+	// QuotaMode (QUOTA_MODE) puts every rule in quota mode: over its
+	// limit, a descriptor is OK and never denies.
+	QuotaMode bool
+	// DynamicMetadata (RESPONSE_DYNAMIC_METADATA) adds the reference's
+	// dynamic_metadata to every response.
+	DynamicMetadata                           bool
+	ResponseHeaders                           bool
+	LimitHeader, RemainingHeader, ResetHeader string
+	NearLimitRatio                            float64
+	CacheKeyPrefix                            string
+	HealthyWithConfig                         bool
+
+	// MetricsExporter is OTEL_METRICS_EXPORTER: "none" or "otlp" (the
+	// statistics per rule as OpenTelemetry metrics, see stats.NewMeterProvider).
+	MetricsExporter string
+
+	// LogLevel (LOG_LEVEL) and LogFormat (LOG_FORMAT: text or json) are
+	// the command's logging.
+	LogLevel  slog.Level
+	LogFormat string
+	// MaxConnectionAge and MaxConnectionAgeGrace are the gRPC server's
+	// (GRPC_MAX_CONNECTION_AGE, GRPC_MAX_CONNECTION_AGE_GRACE).
+	MaxConnectionAge, MaxConnectionAgeGrace time.Duration
+
+	// Unused are the settings given that ratelua-rls does not use (and
+	// USE_STATSD unset, the reference's statsd by default): the command
+	// logs each once at the start.
+	Unused []UnusedSetting
+
+	// ratelua's own.
+	IETFHeaders    bool
+	DenyCache      int
+	Fallback       float64
+	FailOpen       bool
+	ReloadInterval time.Duration
+	MaxDescriptors int
+	// RequestTimeout (RATELUA_REQUEST_TIMEOUT, 2 s) bounds a request
+	// whose caller set no deadline (/json, a gRPC call without one).
+	RequestTimeout time.Duration
+}
+
+// ConfigDir is the directory whose files are the configuration:
+// RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY.
+func (s Settings) ConfigDir() string {
+	return filepath.Join(s.RuntimeRoot, s.RuntimeSubdirectory, s.RuntimeAppDirectory)
+}
+
+// Prefix is the limiters' key prefix: "rls", after CACHE_KEY_PREFIX.
+func (s Settings) Prefix() string {
+	if s.CacheKeyPrefix == "" {
+		return "rls"
+	}
+	return strings.TrimSuffix(s.CacheKeyPrefix, ":") + ":rls"
+}
+
+// UnusedSetting is a setting given that ratelua-rls does not use.
+type UnusedSetting struct {
+	Name, Value, Why string
+}
