@@ -36,6 +36,7 @@ deps:
 	$(GO) mod download
 	@for m in $(MODULES) bench rls; do (cd $$m && $(GO) mod download) || exit 1; done
 	cd rls/reference && GOWORK=off $(GO) mod download
+	cd rls/statsref && GOWORK=off $(GO) mod download
 
 ## test-docker: the testbench suite and the six-node cluster suite once more
 ## with every server in a Docker container of DOCKER_IMAGE (testbench's
@@ -238,8 +239,10 @@ example-http:
 ## each on its own server, single node and six-node cluster, redis-server
 ## and valkey-server, with the configurations of
 ## rls/reference/testdata/config and the same seeded request streams, and
-## compares every answer, /json, and every rule's statistics). Prints how
-## many requests agreed. About 40 s. A missing server skips, except under
+## compares every answer, /json, and every rule's statistics), and the
+## statistics' comparison (rls/statsref/: both services exporting to statsd
+## over UDP, dogstatsd and Prometheus for the same requests: same names, same
+## values). Prints how many requests agreed. About 90 s. A missing server skips, except under
 ## CI=true.
 .PHONY: test-rls bench-rls
 test: test-rls
@@ -249,6 +252,9 @@ test-rls: servers
 	@# rls/reference replaces the tree's modules in its go.mod; GOWORK=off keeps
 	@# go from taking rls/go.work, which does not list it.
 	cd rls/reference && GOWORK=off $(GO) vet . && GOWORK=off RLS_REPORT=$(CURDIR)/.rls-report $(GO) test -count=1 -p 1 .
+	@# rls/statsref: the statistics each service exports (statsd, dogstatsd,
+	@# Prometheus) for the same requests, the reference running for real.
+	cd rls/statsref && GOWORK=off $(GO) vet . && GOWORK=off $(GO) test -count=1 -p 1 .
 	@cat .rls-report 2>/dev/null || echo "rls: no comparison report (the comparison did not run)"
 	@rm -f .rls-report
 

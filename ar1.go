@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ratelua/ratelua/internal/fallback"
 	"github.com/ratelua/ratelua/internal/model"
 )
 
@@ -39,7 +40,7 @@ func NewAR1(client Client, opts Options, decays ...Decay) (*Limiter, error) {
 		model: func(share float64, u unit) func() model.Model {
 			limits := make([]model.AR1Limit, len(decays))
 			for i, d := range decays {
-				limits[i] = model.AR1Limit{Max: scaleMax(d.Max, share), Decay: int64(math.Round(d.Factor * 1000)), Resolution: u.count(d.Resolution)}
+				limits[i] = model.AR1Limit{Max: fallback.ScaleMax(d.Max, share), Decay: int64(math.Round(d.Factor * 1000)), Resolution: u.Count(d.Resolution)}
 			}
 			return func() model.Model { return &model.AR1{Limits: limits} }
 		},

@@ -2,7 +2,6 @@ package ratelua
 
 import (
 	"context"
-	"slices"
 	"time"
 )
 
@@ -40,11 +39,4 @@ func (l *Limiter) AllowBatch(ctx context.Context, requests []Request) []Outcome 
 		checks[i] = Check{Limiter: l, Key: r.Key, N: r.N, At: at}
 	}
 	return decideChecks(ctx, l.client, checks, true)
-}
-
-// exec sends many calls of the limiter's script (one round trip per node
-// where the client batches) and recovers the entries that met NOSCRIPT or
-// a missing function, together.
-func (l *Limiter) exec(ctx context.Context, calls []Call) ([][]int64, []error) {
-	return execCalls(ctx, l.client, slices.Repeat([]*Limiter{l}, len(calls)), calls)
 }

@@ -61,12 +61,26 @@ type Node struct {
 	Do func(ctx context.Context, args ...string) (any, error)
 }
 
-// batcher is the optional batch capability of a Client.
-type batcher interface {
+// Batcher is the optional batch capability of a Client: RunBatch sends
+// calls in one round trip per node, with the same reply and error rules
+// as Run, the reply of calls[i] in replies[i] and its error at index i.
+// AllowBatch, Decide and ResetMany use it, and otherwise send the calls
+// one at a time. An adapter can check that it offers it at compile time:
+//
+//	var _ ratelua.Batcher = (*MyClient)(nil)
+type Batcher interface {
 	RunBatch(ctx context.Context, calls []Call, replies [][]int64) []error
 }
 
-// nodeLister is the optional per-node capability of a Client.
-type nodeLister interface {
+// NodeLister is the optional per-node capability of a Client: Nodes lists
+// every node of the deployment (a single server is one node), for the
+// work that must reach each of them: ResetPrefix, Registry.Load,
+// LoadFunctions, and the library loading that a limiter with
+// Options.Functions does when a node lacks it. Without it those fail with
+// an error wrapping ErrNotSupported. An adapter can check that it offers
+// it at compile time:
+//
+//	var _ ratelua.NodeLister = (*MyClient)(nil)
+type NodeLister interface {
 	Nodes(ctx context.Context) ([]Node, error)
 }

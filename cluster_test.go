@@ -3,6 +3,8 @@ package ratelua
 import (
 	"strings"
 	"testing"
+
+	"github.com/ratelua/ratelua/internal/wire"
 )
 
 func TestStateKeyShape(t *testing.T) {
@@ -34,25 +36,25 @@ func checkEventKey(t *testing.T, eventKey string) {
 	tb, _ := NewRegistry().Lookup(TokenBucket, 1)
 	a := stateKey("ratelua", eventKey, sw, "00000000")
 	b := stateKey("ratelua", eventKey, tb, "ffffffff")
-	tag := escapeTag(eventKey)
-	if slot(a) != slot(tag) || slot(b) != slot(tag) {
-		t.Fatalf("event key %q: slots %d, %d, tag %q slot %d", eventKey, slot(a), slot(b), tag, slot(tag))
+	tag := wire.EscapeTag(eventKey)
+	if wire.Slot(a) != wire.Slot(tag) || wire.Slot(b) != wire.Slot(tag) {
+		t.Fatalf("event key %q: slots %d, %d, tag %q slot %d", eventKey, wire.Slot(a), wire.Slot(b), tag, wire.Slot(tag))
 	}
 	if strings.ContainsAny(tag, "{}") || tag == "" {
 		t.Fatalf("tag %q of %q", tag, eventKey)
 	}
 	if strings.HasPrefix(tag, "%H") {
-		if len(tag) != 66 || len(escapeTag(eventKey+"x")) != 66 || escapeTag(eventKey+"x") == tag {
+		if len(tag) != 66 || len(wire.EscapeTag(eventKey+"x")) != 66 || wire.EscapeTag(eventKey+"x") == tag {
 			t.Fatalf("long event key (%d bytes): tag %q", len(eventKey), tag)
 		}
 		return
 	}
-	if len(tag) > maxEventKey || unescape(tag) != eventKey {
+	if len(tag) > wire.MaxEventKey || unescape(tag) != eventKey {
 		t.Fatalf("tag %q does not decode to %q", tag, eventKey)
 	}
 }
 
-// unescape inverts escapeTag (for the tests).
+// unescape inverts wire.EscapeTag (for the tests).
 func unescape(tag string) string {
 	if tag == "%" {
 		return ""
@@ -74,12 +76,6 @@ func FuzzEventKeySlot(f *testing.F) {
 	f.Fuzz(func(t *testing.T, eventKey string) { checkEventKey(t, eventKey) })
 }
 
-func TestSlotVectors(t *testing.T) {
-	if slot("123456789") != 0x31C3%16384 || slot("foo") != 12182 || slot("{foo}bar") != 12182 {
-		t.Errorf("slot vectors: %d %d %d", slot("123456789"), slot("foo"), slot("{foo}bar"))
-	}
-}
-
 // TestLongEventKeysAreDigested: a state key stays short whatever the event
 // key's size, and two long event keys that differ only at the end get two
 // keys.
@@ -90,23 +86,23 @@ func TestLongEventKeysAreDigested(t *testing.T) {
 	if len(ka) > 200 || ka == kb {
 		t.Errorf("keys of long event keys: %d bytes, %q vs %q", len(ka), ka, kb)
 	}
-	edge := strings.Repeat("e", maxEventKey)
+	edge := strings.Repeat("e", wire.MaxEventKey)
 	if k := l.Key(edge); !strings.Contains(k, "{"+edge+"}") {
-		t.Errorf("an event key of exactly %d bytes is kept: %q", maxEventKey, k)
+		t.Errorf("an event key of exactly %d bytes is kept: %q", wire.MaxEventKey, k)
 	}
 	if k := l.Key(edge + "e"); strings.Contains(k, edge) || !strings.Contains(k, "{%H") {
-		t.Errorf("an event key of %d bytes is digested: %q", maxEventKey+1, k)
+		t.Errorf("an event key of %d bytes is digested: %q", wire.MaxEventKey+1, k)
 	}
 	// '%' escapes to three bytes: the limit is on the escaped form.
 	if k := l.Key(strings.Repeat("%", 43)); !strings.Contains(k, "{%H") {
-		t.Errorf("an event key escaping past %d bytes is digested: %q", maxEventKey, k)
+		t.Errorf("an event key escaping past %d bytes is digested: %q", wire.MaxEventKey, k)
 	}
-	if !isStateKey("ratelua", ka) || !isStateKey("ratelua", l.Key("")) || !isStateKey("ratelua", l.Key("{}%")) {
+	if !wire.IsStateKey("ratelua", ka) || !wire.IsStateKey("ratelua", l.Key("")) || !wire.IsStateKey("ratelua", l.Key("{}%")) {
 		t.Errorf("state keys not recognised: %q %q", ka, l.Key(""))
 	}
 	for _, k := range []string{"ratelua:{a}:token_bucket:v2:abcd012", "ratelua:{a}:Token:v2:abcd0123", "ratelua:{a{b}:x:v1:abcd0123",
 		"ratelua:admin:{a}:x:v1:abcd0123", "ratelua:{}:x:v1:abcd0123", "ratelua:{a}:x:v01:abcd0123", "ratelua:{a}:x:v1:abcd0123:extra"} {
-		if isStateKey("ratelua", k) {
+		if wire.IsStateKey("ratelua", k) {
 			t.Errorf("%q taken for a state key", k)
 		}
 	}

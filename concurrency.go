@@ -2,14 +2,14 @@ package ratelua
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/ratelua/ratelua/internal/wire"
 )
 
 // Slots bounds how many holders of an event key run at once, across every
@@ -42,7 +42,10 @@ type Slots struct {
 // one. The state key does not depend on Max or Lease, so processes that
 // change either keep counting the same holders.
 type Semaphore struct {
-	l     *Limiter
+	// l is the semaphore's core: the same options, keys, clock and chain
+	// of stages as a Limiter's, so that Peek and Reset go the Limiter's
+	// way and an acquire ends through the same DryRun and Observe.
+	l     core
 	slots Slots
 	// deadlineSlack is taken off a lease's local deadline: the script reads
 	// now rounded down to its unit.
@@ -70,7 +73,7 @@ func NewConcurrency(client Client, opts Options, slots Slots) (*Semaphore, error
 	case slots.Renew < 0 || slots.Renew > 0 && slots.Renew >= slots.Lease:
 		return nil, &LimitError{Index: 0, Field: "Renew", Reason: fmt.Sprintf("must be 0 or less than Lease (%v), got %v", slots.Lease, slots.Renew)}
 	}
-	l, err := newLimiter(client, opts, spec{
+	l, err := newCore(client, opts, spec{
 		script:    Concurrency,
 		durations: []time.Duration{slots.Lease},
 		quotas:    []quota{{slots.Max, slots.Lease}},
@@ -79,15 +82,16 @@ func NewConcurrency(client Client, opts Options, slots Slots) (*Semaphore, error
 				return []string{c.count("Max", s.Max, 1, 1e6), c.duration("Lease", s.Lease, u)}
 			})
 		},
+		// The key names the script's state version and the unit only:
+		// the leases of one key read the same under any Max and Lease.
+		unitKeys: true,
 	})
 	if err != nil {
 		return nil, err
 	}
-	// The key names the script's state version and the unit only: the
-	// leases of one key read the same under any Max and Lease.
-	sum := sha1.Sum([]byte(l.script.Name + "@v" + strconv.Itoa(stateVersion(l.script)) + " " + l.unit.name))
-	l.hash = hex.EncodeToString(sum[:4])
-	return &Semaphore{l: l, slots: slots, deadlineSlack: l.unit.size}, nil
+	c := &Semaphore{l: l, slots: slots, deadlineSlack: l.unit.Size}
+	c.l.bindWire()
+	return c, nil
 }
 
 // Slots returns the limiter's slots.
@@ -98,7 +102,7 @@ func (c *Semaphore) Script() Script { return c.l.script }
 
 // Key returns the state key of an event key, as Limiter.Key builds it
 // (its hash names the unit only).
-func (c *Semaphore) Key(eventKey string) string { return c.l.Key(eventKey) }
+func (c *Semaphore) Key(eventKey string) string { return c.l.key(eventKey) }
 
 // Args returns the ARGV of an acquire of n slots (0: a decision, < 0: a
 // reset) at the semaphore's clock, as it sends it without a lease id: any
@@ -107,7 +111,7 @@ func (c *Semaphore) Key(eventKey string) string { return c.l.Key(eventKey) }
 // sends the lease's slots as ARGV[1], "renew" or "release" as ARGV[4], and
 // the lease's ID after these.
 func (c *Semaphore) Args(n int64) []string {
-	l := c.l
+	l := &c.l
 	now, _ := l.now()
 	return l.appendArgs(make([]string, 0, 7), n, now)
 }
@@ -131,13 +135,14 @@ func (c *Semaphore) Acquire(ctx context.Context, eventKey string) (*Lease, Resul
 // itself, so there the slots of an acquire with an unknown outcome come
 // back only when its lease expires.
 func (c *Semaphore) AcquireN(ctx context.Context, eventKey string, n int64) (*Lease, Result, error) {
-	l := c.l
-	start := time.Now()
-	d := decision{eventKey: eventKey, n: n, start: start, at: start, slot: -1}
+	l := &c.l
+	// The stages before the wire (the deny cache, the fallback) are off
+	// for a semaphore; only the time the call began is read, for Observe.
+	d := l.chain.Begin(eventKey, n, time.Time{}, false)
 	var lease *Lease
 	if n < 1 || n > maxScriptInt {
-		d.r, d.err = l.failed(&LimitError{Index: -1, Field: "n", Reason: fmt.Sprintf("must be in [1, 2^52], got %d", n)})
-		d.local = true
+		d.Result, d.Err = l.failedWire(&LimitError{Index: -1, Field: "n", Reason: fmt.Sprintf("must be in [1, 2^52], got %d", n)})
+		d.Local = true
 	} else {
 		// From v6 the caller names the lease (ARGV[7]), so that an acquire
 		// whose outcome is unknown can be released; v5 numbers it itself.
@@ -153,12 +158,12 @@ func (c *Semaphore) AcquireN(ctx context.Context, eventKey string, n int64) (*Le
 		switch {
 		case err != nil && sent && ctx.Err() != nil:
 			// The caller gave up while the call ran: no admission.
-			d.r, d.err = Result{Limit: -1}, err
+			d.Result, d.Err = wire.Result{Limit: -1}, err
 		case err != nil:
-			d.r, d.err = l.failed(err)
+			d.Result, d.Err = l.failedWire(err)
 		default:
-			d.r = c.result(reply)
-			if d.r.Allowed {
+			d.Result = c.result(reply)
+			if d.Result.Allowed {
 				lease = c.newLease(eventKey, n, reply[4], at)
 			}
 		}
@@ -174,18 +179,18 @@ func (c *Semaphore) AcquireN(ctx context.Context, eventKey string, n int64) (*Le
 // Peek says whether one more slot of eventKey is free (Result.Allowed),
 // how many are (Remaining) and when the last lease held ends if none is
 // renewed (ResetAfter), acquiring nothing.
+//
+// It goes the way of Limiter.Peek: under FailOpen a peek the server could
+// not answer is Allowed, with the error; under DryRun a full key is
+// Allowed with DryRunDenied; Observe sees it.
 func (c *Semaphore) Peek(ctx context.Context, eventKey string) (Result, error) {
-	_, reply, _, err := c.do(ctx, eventKey, 0, "0", 0)
-	if err != nil {
-		return Result{Limit: -1}, err
-	}
-	return c.result(reply), nil
+	return c.l.call(ctx, eventKey, 0)
 }
 
 // Reset drops every lease of eventKey: their holders' renewals and
 // releases find them lost. The lease ids go on counting.
 func (c *Semaphore) Reset(ctx context.Context, eventKey string) error {
-	_, _, _, err := c.do(ctx, eventKey, -1, "0", 0)
+	_, err := c.l.call(ctx, eventKey, -1)
 	return err
 }
 
@@ -209,7 +214,7 @@ func (c *Semaphore) releaseUnknown(eventKey string, n, id int64) {
 // lease clock (see Lease.Deadline); sent reports that the call was sent
 // (it may have run even when err is set).
 func (c *Semaphore) do(ctx context.Context, eventKey string, n int64, mode string, id int64) (at time.Time, reply [5]int64, sent bool, err error) {
-	l := c.l
+	l := &c.l
 	if err := ctx.Err(); err != nil {
 		return at, reply, false, callerGaveUp(l.name, err)
 	}
@@ -220,13 +225,12 @@ func (c *Semaphore) do(ctx context.Context, eventKey string, n int64, mode strin
 			return at, reply, false, err
 		}
 	}
-	args := make([]string, 0, 7)
-	args = append(args, strconv.FormatInt(n, 10), l.unit.name, now, mode)
-	args = append(args, l.limits...)
+	args := l.appendArgs(make([]string, 0, 7), n, now)
+	args[3] = mode
 	if id != 0 {
 		args = append(args, strconv.FormatInt(id, 10))
 	}
-	err = l.run(ctx, l.newCall(l.Key(eventKey), args), reply[:])
+	err = l.run(ctx, l.newCall(l.key(eventKey), args), reply[:])
 	return at, reply, true, classify(l.name, err)
 }
 
@@ -238,9 +242,10 @@ func (c *Semaphore) clock() time.Time {
 	return time.Now()
 }
 
-// result is the Result of an acquire or a decision.
-func (c *Semaphore) result(reply [5]int64) Result {
-	r := resultOf(reply[:], c.l.unit)
+// result is the Result of an acquire, whose limit_index is the lease id:
+// Limit 0, or -1 when nothing decided.
+func (c *Semaphore) result(reply [5]int64) wire.Result {
+	r := wire.Decode(reply[:], c.l.unit)
 	r.Limit = 0
 	if reply[4] == 0 {
 		r.Limit = -1
@@ -250,4 +255,4 @@ func (c *Semaphore) result(reply [5]int64) Result {
 
 // DryRun reports whether the semaphore was made with Options.DryRun: it
 // admits every acquire and only says what enforcement would have done.
-func (c *Semaphore) DryRun() bool { return c.l.dryRun }
+func (c *Semaphore) DryRun() bool { return c.l.chain.DryRun.On }

@@ -228,6 +228,61 @@ func TestSemaphoreFailOpenAndDryRun(t *testing.T) {
 	}
 }
 
+// TestSemaphorePeekGoesTheLimitersWay: a Semaphore's Peek ends as a
+// Limiter's does (issue 34 row 2: it skipped the common finish): with a
+// server that does not answer, FailOpen admits it with the error and
+// Observe sees a fail_open decision of 0 events; failing closed, it is
+// denied and seen as an error; under DryRun a full key is admitted with
+// DryRunDenied and seen as dry_run; a reset is no decision.
+func TestSemaphorePeekGoesTheLimitersWay(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name    string
+		opts    ratelua.Options
+		down    bool
+		allowed bool
+		kind    string
+	}{
+		{"fail open", ratelua.Options{FailOpen: true}, true, true, ratelua.KindFailOpen},
+		{"fail closed", ratelua.Options{}, true, false, ratelua.KindError},
+		{"dry run", ratelua.Options{DryRun: true}, false, true, ratelua.KindDryRun},
+		{"free", ratelua.Options{}, false, true, ratelua.KindAllowed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var rec limitertest.Recorder
+			c.opts.Observe = rec.Observe
+			s, client, _ := newLogins(t, c.opts)
+			if c.kind == ratelua.KindDryRun {
+				for range 2 {
+					if l, r, err := s.Acquire(ctx, "k"); err != nil || l == nil || l.Local() || !r.Allowed {
+						t.Fatalf("an acquire of a free slot: %v %+v %v", l, r, err)
+					}
+				}
+			}
+			client.SetDown(c.down)
+			rec.Take()
+			r, err := s.Peek(ctx, "k")
+			if r.Allowed != c.allowed || (c.down != (err != nil)) || (c.down && !errors.Is(err, ratelua.ErrUnavailable)) {
+				t.Fatalf("Peek: %+v %v, want allowed %v, an error wrapping ErrUnavailable %v", r, err, c.allowed, c.down)
+			}
+			if r.DryRunDenied != (c.kind == ratelua.KindDryRun) {
+				t.Errorf("Peek: DryRunDenied %v under %s", r.DryRunDenied, c.name)
+			}
+			events := rec.Decisions()
+			if len(events) != 1 || events[0].Kind != c.kind || events[0].N != 0 || events[0].Script != s.Script().String() || (c.down && !errors.Is(events[0].Err, ratelua.ErrUnavailable)) {
+				t.Fatalf("Observe saw %+v, want one %s decision of 0 events by %s", events, c.kind, s.Script())
+			}
+			client.SetDown(false)
+			if err := s.Reset(ctx, "k"); err != nil {
+				t.Fatal(err)
+			}
+			if events := rec.Decisions(); len(events) != 0 {
+				t.Errorf("a reset was observed as a decision: %+v", events)
+			}
+		})
+	}
+}
+
 // TestSemaphoreOptions: what a Semaphore refuses, and that Max and Lease
 // are not part of the key.
 func TestSemaphoreOptions(t *testing.T) {
@@ -314,14 +369,19 @@ func TestLeaseLostAfterARenewal(t *testing.T) {
 // lateClient runs every call on the server, then, when an acquire's
 // context has a deadline, waits for it and answers its error: the server
 // took the slots, the caller never learned it (a reply later than the
-// deadline). late counts those acquires.
+// deadline). late counts those acquires; released receives a value once
+// each release has been answered.
 type lateClient struct {
 	ratelua.Client
-	late *atomic.Int64
+	late     *atomic.Int64
+	released chan struct{}
 }
 
 func (c lateClient) Run(ctx context.Context, call ratelua.Call, reply []int64) error {
 	err := c.Client.Run(context.WithoutCancel(ctx), call, reply)
+	if call.Args[3] == "release" {
+		c.released <- struct{}{}
+	}
 	if _, ok := ctx.Deadline(); ok && call.Args[3] == "0" && call.Args[0] != "0" {
 		c.late.Add(1)
 		<-ctx.Done()
@@ -339,7 +399,8 @@ func TestAcquireWithUnknownOutcome(t *testing.T) {
 		engine := limitertest.NewEngineClient()
 		clock := limitertest.NewManualClock(time.Unix(1_600_000_000, 0))
 		late := new(atomic.Int64)
-		s, err := ratelua.NewConcurrency(lateClient{engine, late}, ratelua.Options{Prefix: "late", FailOpen: failOpen, Clock: clock.Now},
+		released := make(chan struct{}, 200)
+		s, err := ratelua.NewConcurrency(lateClient{engine, late, released}, ratelua.Options{Prefix: "late", FailOpen: failOpen, Clock: clock.Now},
 			ratelua.Slots{Max: 2, Lease: 30 * time.Second})
 		if err != nil {
 			t.Fatal(err)
@@ -362,7 +423,16 @@ func TestAcquireWithUnknownOutcome(t *testing.T) {
 				t.Fatalf("FailOpen %v: acquire %d with a 5 ms deadline: %v %+v %v, want no lease, not allowed, the deadline's error", failOpen, i, l, r, err)
 			}
 		}
-		ratelua.WaitUnknownReleases(s)
+		// Each late acquire is released in the background, each release
+		// bounded by a few seconds: wait until the server has answered
+		// every one (10 s bounds the wait for a release never sent).
+		for i := range late.Load() {
+			select {
+			case <-released:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("FailOpen %v: %d of %d acquires with an unknown outcome released after 10 s", failOpen, i, late.Load())
+			}
+		}
 		r, err := s.Peek(context.Background(), "k")
 		if err != nil || r.Remaining != 2 {
 			t.Fatalf("FailOpen %v: after 3 acquires that ended with their deadline: %+v %v, want 2 of 2 slots free", failOpen, r, err)

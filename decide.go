@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/ratelua/ratelua/internal/decide"
+	"github.com/ratelua/ratelua/internal/wire"
 )
 
 // Check is one decision of Decide: N events of Key by Limiter (N 0 peeks)
@@ -46,6 +49,9 @@ func Decide(ctx context.Context, client Client, checks []Check) []Outcome {
 
 // decideChecks is Decide; fromClock says that each At is a reading of
 // its limiter's Clock (AllowBatch), which names the Clock in an error.
+// Each check goes through its limiter's chain (internal/decide): the
+// stages before the wire for each, the wire once for all, then the stages
+// after it for each.
 func decideChecks(ctx context.Context, client Client, checks []Check, fromClock bool) []Outcome {
 	out := make([]Outcome, len(checks))
 	start := time.Now()
@@ -69,28 +75,28 @@ func decideChecks(ctx context.Context, client Client, checks []Check, fromClock 
 			out[i] = l.refusal(ctx, c.N, callerGaveUp(l.name, err))
 			continue
 		}
-		d := decision{eventKey: c.Key, n: c.N, start: start, at: start, slot: -1}
+		d := decide.Decision{Key: c.Key, N: c.N, Start: start, At: start}
 		var now string
 		var err error
 		switch {
 		case !c.At.IsZero():
-			d.at, d.clocked = c.At, true
+			d.At, d.Clocked = c.At, true
 			now, err = l.nowOf(c.At)
 			var le *LimitError
 			if !fromClock && errors.As(err, &le) {
 				err = &LimitError{Index: -1, Field: "At", Reason: le.Reason}
 			}
 		case l.clock != nil:
-			d.at, d.clocked = l.clock(), true
-			now, err = l.nowOf(d.at)
+			d.At, d.Clocked = l.clock(), true
+			now, err = l.nowOf(d.At)
 		}
 		if err != nil {
 			out[i] = l.refusal(ctx, c.N, err)
 			continue
 		}
-		if l.extras && l.answerLocally(ctx, &d) {
-			l.finish(ctx, &d)
-			out[i] = Outcome{Result: d.r, Err: d.err, Kind: d.kind, Local: true}
+		if l.chain.On() && l.chain.Local(ctx, &d) {
+			l.chain.Finish(ctx, &d)
+			out[i] = Outcome{Result: Result(d.Result), Err: d.Err, Kind: d.Kind, Local: true}
 			continue
 		}
 		calls = append(calls, l.newCall(l.Key(c.Key), l.appendArgs(make([]string, 0, 4+len(l.limits)), c.N, now)))
@@ -99,22 +105,22 @@ func decideChecks(ctx context.Context, client Client, checks []Check, fromClock 
 	if len(calls) == 0 {
 		return out
 	}
-	limiters := make([]*Limiter, len(pending))
+	limiters := make([]*core, len(pending))
 	for j, p := range pending {
-		limiters[j] = p.l
+		limiters[j] = &p.l.core
 	}
 	replies, errs := execCalls(ctx, client, limiters, calls)
 	for j := range pending {
 		p := &pending[j]
 		l := p.l
 		r, err := l.decode(replies[j], errs[j])
-		if !l.extras {
-			out[p.index] = Outcome{Result: r, Err: err, Kind: kindOf(r, err)}
+		if !l.chain.On() {
+			out[p.index] = Outcome{Result: r, Err: err, Kind: decide.KindOf(wire.Result(r), err)}
 			continue
 		}
-		l.settle(ctx, &p.d, r, err)
-		l.finish(ctx, &p.d)
-		out[p.index] = Outcome{Result: p.d.r, Err: p.d.err, Kind: p.d.kind, Local: p.d.local}
+		l.chain.Settle(ctx, &p.d, wire.Result(r), err, err != nil && noAnswer(err))
+		l.chain.Finish(ctx, &p.d)
+		out[p.index] = Outcome{Result: Result(p.d.Result), Err: p.d.Err, Kind: p.d.Kind, Local: p.d.Local}
 	}
 	return out
 }
@@ -123,76 +129,16 @@ func decideChecks(ctx context.Context, client Client, checks []Check, fromClock 
 type pendingCheck struct {
 	index int // in the checks
 	l     *Limiter
-	d     decision
+	d     decide.Decision
 }
 
 // refusal is the outcome of n events refused before any round trip for
 // err, through the limiter's options (DryRun, Observe).
 func (l *Limiter) refusal(ctx context.Context, n int64, err error) Outcome {
-	d := decision{n: n, slot: -1, local: true, start: time.Now()}
-	d.r, d.err = l.failed(err)
-	if l.extras {
-		l.finish(ctx, &d)
-	} else {
-		d.kind = kindOf(d.r, d.err)
+	r, err := l.failedWire(err)
+	if !l.chain.On() {
+		return Outcome{Result: Result(r), Err: err, Kind: decide.KindOf(r, err), Local: true}
 	}
-	return Outcome{Result: d.r, Err: d.err, Kind: d.kind, Local: true}
-}
-
-// execCalls sends calls, calls[i] of limiters[i], through client in one
-// round trip per node where it batches, and sends again, together, those
-// that met NOSCRIPT (by EVAL, which loads the script on that node) or a
-// missing function (once each limiter's release library is loaded on
-// every master).
-func execCalls(ctx context.Context, client Client, limiters []*Limiter, calls []Call) ([][]int64, []error) {
-	replies := make([][]int64, len(calls))
-	flat := make([]int64, 5*len(calls))
-	for i := range replies {
-		replies[i] = flat[5*i : 5*i+5 : 5*i+5]
-	}
-	errs := runBatch(ctx, client, calls, replies)
-	var retry []int
-	for i, err := range errs {
-		if err != nil && limiters[i].recoverable(calls[i].Command, err) {
-			retry = append(retry, i)
-		}
-	}
-	if len(retry) == 0 {
-		return replies, errs
-	}
-	start := time.Now()
-	libraries := map[int]error{} // by script version: the load of its release's library
-	again := make([]Call, 0, len(retry))
-	againReplies := make([][]int64, 0, len(retry))
-	sent := make([]int, 0, len(retry))
-	for _, i := range retry {
-		l := limiters[i]
-		call := calls[i]
-		if call.Command == "FCALL" {
-			err, done := libraries[l.script.Version]
-			if !done {
-				err = l.loadLibrary(ctx)
-				l.loaded(ctx, start, err)
-				libraries[l.script.Version] = err
-			}
-			if err != nil {
-				errs[i] = err
-				continue
-			}
-		} else {
-			call.Command, call.Script = "EVAL", l.script.Source
-		}
-		again = append(again, call)
-		againReplies = append(againReplies, replies[i])
-		sent = append(sent, i)
-	}
-	for j, err := range runBatch(ctx, client, again, againReplies) {
-		i := sent[j]
-		errs[i] = err
-		if again[j].Command == "EVAL" {
-			// Each EVAL loaded the script on its node.
-			limiters[i].loaded(ctx, start, err)
-		}
-	}
-	return replies, errs
+	d := l.chain.Refused(ctx, n, r, err)
+	return Outcome{Result: Result(d.Result), Err: d.Err, Kind: d.Kind, Local: true}
 }

@@ -34,7 +34,7 @@ func ExampleRueidis() {
 // Forget every limiter's state under the prefix "login" on every master
 // (SCAN and UNLINK, never KEYS), counting first. It needs a server, so go
 // test compiles it without running it.
-func ExampleResetPrefix() {
+func ExampleResetPrefixWith() {
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
 	if err != nil {
 		log.Fatal(err)
@@ -42,12 +42,12 @@ func ExampleResetPrefix() {
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n, err := ratelua.ResetPrefix(ctx, ratelua.Rueidis(client), "login", true, nil) // dry run: count only
+	n, err := ratelua.ResetPrefixWith(ctx, ratelua.Rueidis(client), "login", ratelua.ResetOptions{DryRun: true}) // count only
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(n, "keys would go")
-	n, err = ratelua.ResetPrefix(ctx, ratelua.Rueidis(client), "login", false, func(keys int64) { log.Println(keys, "deleted so far") })
+	n, err = ratelua.ResetPrefixWith(ctx, ratelua.Rueidis(client), "login", ratelua.ResetOptions{Progress: func(keys int64) { log.Println(keys, "deleted so far") }})
 	if err != nil {
 		log.Fatal(err)
 	}

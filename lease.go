@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/ratelua/ratelua/internal/decide"
+	"github.com/ratelua/ratelua/internal/wire"
 )
 
 // Lease is the hold of an acquired slot (or of n slots from AcquireN) on
@@ -211,9 +214,7 @@ func (le *Lease) lose(ctx context.Context, reason string) error {
 	le.err = fmt.Errorf("%w: lease %d: %s", ErrLeaseLost, le.id, reason)
 	close(le.lost)
 	le.end()
-	if l := le.c.l; l.observe != nil {
-		l.emit(ctx, Event{Kind: KindLost, N: le.slots, Err: le.err, Result: Result{Limit: -1}})
-	}
+	le.c.l.emit(ctx, decide.Event{Kind: KindLost, N: le.slots, Err: le.err, Result: wire.Result{Limit: -1}})
 	return le.err
 }
 

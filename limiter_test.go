@@ -65,9 +65,10 @@ func TestLimiterArgsAndKey(t *testing.T) {
 		t.Errorf("Args = %q", got)
 	}
 	key := l.Key("203.0.113.7")
-	// sliding_window v6 keeps its own state layout (state version 6): its
-	// key names it, so v5 and v6 never read each other's state.
-	if !strings.HasPrefix(key, "login:{203.0.113.7}:sliding_window:v6:") || len(key) != len("login:{203.0.113.7}:sliding_window:v6:")+8 {
+	// sliding_window v7 keeps its own state layout (state version 7, v6's
+	// and a denial memo): its key names it, so v5, v6 and v7 never read
+	// each other's state.
+	if !strings.HasPrefix(key, "login:{203.0.113.7}:sliding_window:v7:") || len(key) != len("login:{203.0.113.7}:sliding_window:v7:")+8 {
 		t.Errorf("Key = %q", key)
 	}
 	pinned, err := NewSlidingWindow(client, Options{Prefix: "login", Version: 5}, Window{1, 5 * time.Second, time.Second}, Window{5, time.Hour, 10 * time.Minute})

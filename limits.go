@@ -28,9 +28,9 @@ func (c *check) count(field string, v, lo, hi int64) string {
 
 // duration checks a positive duration and converts it to the unit.
 func (c *check) duration(field string, d time.Duration, u unit) string {
-	n := u.count(d)
+	n := u.Count(d)
 	if d <= 0 || n > maxScriptInt {
-		c.fail(field, "must be positive and at most 2^52 %s, got %v", u.name, d)
+		c.fail(field, "must be positive and at most 2^52 %s, got %v", u.Name, d)
 	}
 	return strconv.FormatInt(n, 10)
 }

@@ -30,12 +30,14 @@ func guardLimiter(pick uint8, max, d1, d2 int64, factor float64, clockNanos int6
 	case 2:
 		return NewTokenBucket(noClient{}, opts, Bucket{max, d2, time.Duration(d1)})
 	case 4:
-		// A Semaphore's calls go through its Limiter.
+		// A Semaphore's calls go through the same core as a Limiter's.
 		s, err := NewConcurrency(noClient{}, opts, Slots{Max: max, Lease: time.Duration(d1)})
 		if err != nil {
 			return nil, err
 		}
-		return s.l, nil
+		l := &Limiter{core: s.l}
+		l.bindWire()
+		return l, nil
 	}
 	return NewAR1(noClient{}, opts, Decay{max, factor, time.Duration(d1)})
 }

@@ -1,7 +1,6 @@
 package ratelua
 
 import (
-	"context"
 	"time"
 )
 
@@ -64,24 +63,4 @@ type Event struct {
 	// Local is true when the decision was made in the process without a
 	// round trip: the deny cache, the fallback, an argument refused in Go.
 	Local bool
-}
-
-// emit sends e to the hook, completing it with the limiter's names.
-func (l *Limiter) emit(ctx context.Context, e Event) {
-	e.Script, e.Prefix = l.name, l.prefix
-	l.observe(ctx, e)
-}
-
-// kindOf is the Kind of a decision with result r and error err, before
-// DryRun admits it.
-func kindOf(r Result, err error) string {
-	switch {
-	case err != nil && r.Allowed:
-		return KindFailOpen
-	case err != nil:
-		return KindError
-	case r.Allowed:
-		return KindAllowed
-	}
-	return KindDenied
 }

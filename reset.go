@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/ratelua/ratelua/internal/wire"
 )
 
 // ResetMany resets the state of many event keys: the negative-eventCount
@@ -20,21 +22,14 @@ func (l *Limiter) ResetMany(ctx context.Context, eventKeys []string) error {
 	}
 	calls := make([]Call, len(eventKeys))
 	for i, k := range eventKeys {
-		if l.deny != nil {
-			l.deny.changed(k)
-		}
-		if l.fallback != nil {
-			l.fallback.forget(k)
-		}
+		l.chain.Forget(k)
 		calls[i] = l.newCall(l.Key(k), l.appendArgs(make([]string, 0, 4+len(l.limits)), -1, now))
 	}
 	var errs []error
 	_, callErrs := l.exec(ctx, calls)
-	if l.deny != nil {
-		// Once answered too, so that no denial in flight is stored.
-		for _, k := range eventKeys {
-			l.deny.changed(k)
-		}
+	// Once answered too, so that no denial in flight is stored.
+	for _, k := range eventKeys {
+		l.chain.Deny.Changed(k)
 	}
 	for i, err := range callErrs {
 		if err != nil {
@@ -57,7 +52,35 @@ const resetScan = 500
 // called after each page with the count so far. It returns how many keys
 // it deleted (or would delete). The client must list its nodes (see
 // Client), else the error wraps ErrNotSupported.
+//
+// Deprecated: use ResetPrefixWith, whose options are named:
+// ResetPrefix(ctx, client, prefix, dryRun, progress) is
+// ResetPrefixWith(ctx, client, prefix, ResetOptions{DryRun: dryRun, Progress: progress}).
 func ResetPrefix(ctx context.Context, client Client, prefix string, dryRun bool, progress func(keys int64)) (int64, error) {
+	return ResetPrefixWith(ctx, client, prefix, ResetOptions{DryRun: dryRun, Progress: progress})
+}
+
+// ResetOptions are the options of ResetPrefixWith. The zero value deletes
+// the keys and reports nothing on the way.
+type ResetOptions struct {
+	// DryRun deletes nothing: ResetPrefixWith counts the keys it would
+	// delete.
+	DryRun bool
+	// Progress, if not nil, is called after each page with the count so
+	// far.
+	Progress func(keys int64)
+}
+
+// ResetPrefixWith deletes the state of every limiter whose Options.Prefix
+// is exactly prefix, on every master of the client: the keys
+// <prefix>:{<event key>}:<script>:v<N>:<hash>, and no other key (not
+// "<prefix>:session:42", not the keys of a limiter whose prefix is
+// "<prefix>:admin"). It walks each master with SCAN (never KEYS) and
+// UNLINKs each page's matching keys in one command; opts.DryRun deletes
+// nothing and counts instead, and opts.Progress follows the count. It
+// returns how many keys it deleted (or would delete). The client must
+// list its nodes (a NodeLister), else the error wraps ErrNotSupported.
+func ResetPrefixWith(ctx context.Context, client Client, prefix string, opts ResetOptions) (int64, error) {
 	if err := checkPrefix(prefix); err != nil {
 		return 0, err
 	}
@@ -83,10 +106,10 @@ func ResetPrefix(ctx context.Context, client Client, prefix string, dryRun bool,
 			bySlot := map[int][]string{}
 			var slots []int
 			for _, k := range keys {
-				if !isStateKey(prefix, k) {
+				if !wire.IsStateKey(prefix, k) {
 					continue
 				}
-				s := slot(k)
+				s := wire.Slot(k)
 				if bySlot[s] == nil {
 					slots = append(slots, s)
 					bySlot[s] = []string{"UNLINK"}
@@ -94,7 +117,7 @@ func ResetPrefix(ctx context.Context, client Client, prefix string, dryRun bool,
 				bySlot[s] = append(bySlot[s], k)
 			}
 			for _, s := range slots {
-				if dryRun {
+				if opts.DryRun {
 					count += int64(len(bySlot[s]) - 1)
 					continue
 				}
@@ -108,8 +131,8 @@ func ResetPrefix(ctx context.Context, client Client, prefix string, dryRun bool,
 				}
 				count += d
 			}
-			if len(slots) > 0 && progress != nil {
-				progress(count)
+			if len(slots) > 0 && opts.Progress != nil {
+				opts.Progress(count)
 			}
 			if cursor = next; cursor == "0" {
 				break

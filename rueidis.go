@@ -24,6 +24,12 @@ func Rueidis(client rueidis.Client) Client {
 
 type rueidisClient struct{ c rueidis.Client }
 
+// The native adapter offers both optional capabilities of a Client.
+var (
+	_ Batcher    = rueidisClient{}
+	_ NodeLister = rueidisClient{}
+)
+
 func (r rueidisClient) Run(ctx context.Context, call Call, reply []int64) error {
 	return r.run(ctx, call.Command, call.Script, call.Key, call.Args, reply)
 }

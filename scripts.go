@@ -4,10 +4,8 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/ratelua/ratelua/internal/manifest"
@@ -67,12 +65,6 @@ func (s Script) Run(ctx context.Context, client Client, key string, args []strin
 		err = client.Run(ctx, call, reply)
 	}
 	return classify(s.String(), err)
-}
-
-// isNoScript reports a NOSCRIPT error reply.
-func isNoScript(err error) bool {
-	var se *ServerError
-	return errors.As(err, &se) && strings.HasPrefix(se.Message, "NOSCRIPT")
 }
 
 var embedded = sync.OnceValues(loadEmbedded)

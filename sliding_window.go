@@ -3,6 +3,7 @@ package ratelua
 import (
 	"time"
 
+	"github.com/ratelua/ratelua/internal/fallback"
 	"github.com/ratelua/ratelua/internal/model"
 )
 
@@ -39,7 +40,7 @@ func NewSlidingWindow(client Client, opts Options, windows ...Window) (*Limiter,
 		model: func(share float64, u unit) func() model.Model {
 			limits := make([]model.SlidingWindowLimit, len(windows))
 			for i, w := range windows {
-				limits[i] = model.SlidingWindowLimit{Max: scaleMax(w.Max, share), Duration: u.count(w.Duration), Resolution: u.count(w.Resolution)}
+				limits[i] = model.SlidingWindowLimit{Max: fallback.ScaleMax(w.Max, share), Duration: u.Count(w.Duration), Resolution: u.Count(w.Resolution)}
 			}
 			return func() model.Model { return &model.SlidingWindow{Limits: limits} }
 		},

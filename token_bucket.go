@@ -3,6 +3,7 @@ package ratelua
 import (
 	"time"
 
+	"github.com/ratelua/ratelua/internal/fallback"
 	"github.com/ratelua/ratelua/internal/model"
 )
 
@@ -38,8 +39,8 @@ func NewTokenBucket(client Client, opts Options, buckets ...Bucket) (*Limiter, e
 		model: func(share float64, u unit) func() model.Model {
 			limits := make([]model.TokenBucketLimit, len(buckets))
 			for i, b := range buckets {
-				amount, interval := scaleRate(b.RefillAmount, u.count(b.RefillInterval), share)
-				limits[i] = model.TokenBucketLimit{Capacity: scaleMax(b.Capacity, share), RefillAmount: amount, RefillInterval: interval}
+				amount, interval := fallback.ScaleRate(b.RefillAmount, u.Count(b.RefillInterval), share)
+				limits[i] = model.TokenBucketLimit{Capacity: fallback.ScaleMax(b.Capacity, share), RefillAmount: amount, RefillInterval: interval}
 			}
 			return func() model.Model { return &model.TokenBucket{Limits: limits} }
 		},
@@ -50,8 +51,8 @@ func NewTokenBucket(client Client, opts Options, buckets ...Bucket) (*Limiter, e
 					c.count("RefillAmount", b.RefillAmount, 1, 1e9),
 					c.duration("RefillInterval", b.RefillInterval, u),
 				}
-				if c.err == nil && float64(b.Capacity)*float64(u.count(b.RefillInterval)) > 1<<50 {
-					c.fail("RefillInterval", "times Capacity must be at most 2^50 %s, got %d * %v", u.name, b.Capacity, b.RefillInterval)
+				if c.err == nil && float64(b.Capacity)*float64(u.Count(b.RefillInterval)) > 1<<50 {
+					c.fail("RefillInterval", "times Capacity must be at most 2^50 %s, got %d * %v", u.Name, b.Capacity, b.RefillInterval)
 				}
 				return args
 			})

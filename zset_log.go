@@ -3,6 +3,7 @@ package ratelua
 import (
 	"time"
 
+	"github.com/ratelua/ratelua/internal/fallback"
 	"github.com/ratelua/ratelua/internal/model"
 )
 
@@ -35,7 +36,7 @@ func NewZSetLog(client Client, opts Options, logs ...Log) (*Limiter, error) {
 		model: func(share float64, u unit) func() model.Model {
 			limits := make([]model.ZSetLogLimit, len(logs))
 			for i, g := range logs {
-				limits[i] = model.ZSetLogLimit{Max: scaleMax(g.Max, share), Window: u.count(g.Window)}
+				limits[i] = model.ZSetLogLimit{Max: fallback.ScaleMax(g.Max, share), Window: u.Count(g.Window)}
 			}
 			return func() model.Model { return &model.LogBuckets{Limits: limits} }
 		},

@@ -31,6 +31,12 @@ type Client struct {
 	e     *luatest.Engine
 }
 
+// A Client is a ratelua.Client with neither optional capability: it is no
+// ratelua.Batcher (a batch runs one call at a time anyway) and no
+// ratelua.NodeLister (one engine, no nodes to list: ResetPrefix and
+// LoadFunctions fail with an error wrapping ratelua.ErrNotSupported).
+var _ ratelua.Client = (*Client)(nil)
+
 // New returns a Client with an empty keyspace.
 func New(opts Options) *Client {
 	clock := opts.Clock

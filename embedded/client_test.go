@@ -65,3 +65,20 @@ func TestClientFollowsItsClock(t *testing.T) {
 		t.Fatalf("a minute later: %+v %v, want allowed", r, err)
 	}
 }
+
+// TestCapabilities: the engine offers neither optional capability of a
+// Client, so that ratelua sends its batches one call at a time and
+// refuses per-node work with ErrNotSupported, naming the client.
+func TestCapabilities(t *testing.T) {
+	var c ratelua.Client = embedded.New(embedded.Options{})
+	if _, ok := c.(ratelua.Batcher); ok {
+		t.Error("the engine claims to batch")
+	}
+	if _, ok := c.(ratelua.NodeLister); ok {
+		t.Error("the engine claims to list nodes")
+	}
+	_, err := ratelua.ResetPrefixWith(context.Background(), c, "p", ratelua.ResetOptions{})
+	if !errors.Is(err, ratelua.ErrNotSupported) || !strings.Contains(err.Error(), "embedded.Client") {
+		t.Errorf("ResetPrefix on the engine: %v, want ErrNotSupported naming *embedded.Client", err)
+	}
+}

@@ -24,8 +24,11 @@
 //     in one round trip per node, with the deny cache, the fallback and
 //     fail-open, and the response's headers and metadata;
 //   - [github.com/ratelua/ratelua/rls/stats]: the reference's statistics
-//     per rule, in memory and as OpenTelemetry counters, behind the
-//     interface the service calls;
+//     per rule and the service's, in memory and as OpenTelemetry counters,
+//     exported through statsink, behind the interface the service calls;
+//   - [github.com/ratelua/ratelua/rls/statsink]: statsd, dogstatsd and a
+//     Prometheus endpoint with the reference's names, wire format and
+//     flush, depending on nothing of the service;
 //   - [github.com/ratelua/ratelua/rls/server]: the gRPC and HTTP
 //     listeners, health, the Redis or Valkey client and the reload loop
 //     (or the xDS subscription): what the command ratelua-rls runs;

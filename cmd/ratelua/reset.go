@@ -72,7 +72,7 @@ terminal, the count to stdout.`,
 	return nil
 }
 
-// resetPrefix runs ratelua.ResetPrefix with a progress line on a terminal.
+// resetPrefix runs ratelua.ResetPrefixWith with a progress line on a terminal.
 func resetPrefix(ctx context.Context, e *env, sf serverFlags, prefix string, dryRun bool) error {
 	client, err := sf.connect("reset")
 	if err != nil {
@@ -88,7 +88,7 @@ func resetPrefix(ctx context.Context, e *env, sf serverFlags, prefix string, dry
 	if e.terminal(e.stderr) {
 		progress = p.update
 	}
-	n, err := ratelua.ResetPrefix(ctx, ratelua.Rueidis(client), prefix, dryRun, progress)
+	n, err := ratelua.ResetPrefixWith(ctx, ratelua.Rueidis(client), prefix, ratelua.ResetOptions{DryRun: dryRun, Progress: progress})
 	// Clear the progress line before anything else is printed.
 	p.done()
 	if errors.Is(err, ratelua.ErrInvalidLimit) {

@@ -1,6 +1,10 @@
 package server
 
-import "time"
+import (
+	"time"
+
+	"github.com/ratelua/ratelua/rls/stats"
+)
 
 // Reload loads the configuration directory when its files changed (or
 // force). A configuration that fails to load is logged and kept on the
@@ -22,10 +26,17 @@ func (s *Server) Reload(force bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
+		// Counted once per failure: a directory that cannot be read
+		// fails every poll with the same error (a set of files that
+		// does not parse is not parsed again).
+		if s.lastError == nil || s.lastError.Error() != err.Error() {
+			s.stats.Count(stats.ConfigLoadError)
+		}
 		s.lastError, s.errorAt = err, time.Now()
 		s.log.Error("configuration not loaded; the last good one stays in use", "dir", dir, "error", err)
 		return err
 	}
+	s.stats.Count(stats.ConfigLoadSuccess)
 	s.lastError, s.loadedAt = nil, time.Now()
 	s.log.Info("configuration loaded", "dir", dir, "files", loaded.Files)
 	return nil

@@ -23,6 +23,7 @@ import (
 	"github.com/ratelua/ratelua/rls/service"
 	"github.com/ratelua/ratelua/rls/settings"
 	"github.com/ratelua/ratelua/rls/stats"
+	"github.com/ratelua/ratelua/rls/statsink"
 )
 
 // Server is a running ratelua-rls: the gRPC API, the HTTP endpoints and
@@ -71,8 +72,27 @@ func New(s settings.Settings, client ratelua.Client, log *slog.Logger, meters me
 func (s *Server) Service() *service.Service { return s.service }
 
 // Run serves until ctx is done (SIGTERM in the command), then stops
-// gracefully: health fails, in-flight requests finish, listeners close.
+// gracefully: health fails, in-flight requests finish, listeners close,
+// and the statistics are flushed a last time.
 func (s *Server) Run(ctx context.Context) error {
+	cfg := s.settings.Stats
+	cfg.Log = s.log
+	exp, err := statsink.Start(cfg)
+	if err != nil {
+		return fmt.Errorf("rls: statistics: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := exp.Close(sctx); err != nil {
+			s.log.Warn("statistics not flushed at shutdown", "error", err)
+		}
+	}()
+	if exp.Store != nil {
+		exp.Store.AddRuntimeStats(stats.RuntimePrefix)
+		s.stats.Export(exp.Store)
+		s.log.Info("exporting statistics", "sink", exp.Kind, "flush_interval", cfg.FlushInterval)
+	}
 	var reload <-chan time.Time
 	if s.settings.ConfigType == settings.ConfigXDS {
 		stop, err := s.startXDS(ctx)
@@ -93,7 +113,6 @@ func (s *Server) Run(ctx context.Context) error {
 		reload = tick.C
 	}
 	var grpcLn net.Listener
-	var err error
 	if s.settings.GRPCUDS != "" {
 		_ = os.Remove(s.settings.GRPCUDS)
 		grpcLn, err = net.Listen("unix", s.settings.GRPCUDS)
@@ -108,12 +127,22 @@ func (s *Server) Run(ctx context.Context) error {
 		grpcLn.Close()
 		return fmt.Errorf("rls: HTTP listener: %w", err)
 	}
-	gs := grpc.NewServer(grpc.KeepaliveParams(keepalive.ServerParameters{
+	gopts := []grpc.ServerOption{grpc.KeepaliveParams(keepalive.ServerParameters{
 		MaxConnectionAge: s.settings.MaxConnectionAge, MaxConnectionAgeGrace: s.settings.MaxConnectionAgeGrace,
-	}))
+	})}
+	if exp.Store != nil {
+		gopts = append(gopts, grpc.UnaryInterceptor(stats.UnaryServerInterceptor(exp.Store)))
+	}
+	gs := grpc.NewServer(gopts...)
 	pb.RegisterRateLimitServiceServer(gs, s.service)
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	s.log.Info("serving", "grpc", grpcLn.Addr().String(), "http", httpLn.Addr().String())
+	if debugLn := s.listenDebug(); debugLn != nil {
+		ds := &http.Server{Handler: s.DebugHandler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = ds.Serve(debugLn) }()
+		defer ds.Close()
+		s.log.Info("debug listener", "addr", debugLn.Addr().String())
+	}
 
 	errc := make(chan error, 2)
 	go func() { errc <- gs.Serve(grpcLn) }()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratelua/ratelua/rls/config"
+	"github.com/ratelua/ratelua/rls/stats"
 	"github.com/ratelua/ratelua/rls/xds"
 )
 
@@ -28,10 +29,12 @@ func (s *Server) ApplyXDS(_ context.Context, u xds.Update) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
+		s.stats.Count(stats.ConfigLoadError)
 		s.lastError, s.errorAt = err, time.Now()
 		s.log.Error("xDS configuration refused; the last good one stays in use", "version", u.Version, "error", err)
 		return err
 	}
+	s.stats.Count(stats.ConfigLoadSuccess)
 	s.lastError, s.loadedAt = nil, time.Now()
 	s.log.Info("xDS configuration loaded", "version", u.Version, "resources", len(u.Files))
 	return nil

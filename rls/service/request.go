@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/ratelua/ratelua/rls/config"
+	"github.com/ratelua/ratelua/rls/stats"
 )
 
 // slot is what the service knows of one descriptor before deciding it.
@@ -27,6 +29,19 @@ type slot struct {
 
 // ShouldRateLimit decides a request as envoyproxy/ratelimit does.
 func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
+	resp, err := s.shouldRateLimit(ctx, req)
+	if err != nil && status.Code(err) != codes.Unavailable || errors.Is(err, errNoConfig) {
+		// A request refused, as the reference counts its service
+		// errors (an empty domain, no descriptors, no configuration).
+		s.opts.Stats.Count(stats.ServiceError)
+	}
+	return resp, err
+}
+
+// errNoConfig is the answer before the first configuration.
+var errNoConfig = status.Error(codes.Unavailable, "no rate limit configuration loaded")
+
+func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
 	if err := s.check(req); err != nil {
 		return nil, err
 	}
@@ -41,7 +56,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	}
 	a := s.active.Load()
 	if a == nil {
-		return nil, status.Error(codes.Unavailable, "no rate limit configuration loaded")
+		return nil, errNoConfig
 	}
 	descs := req.GetDescriptors()
 	slots := make([]slot, len(descs))
@@ -49,6 +64,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	for i, d := range descs {
 		m := a.config.Lookup(req.GetDomain(), d.GetEntries())
 		if !m.Known {
+			s.opts.Stats.DomainNotFound(req.GetDomain())
 			continue
 		}
 		if o := d.GetLimit(); o != nil {
@@ -107,6 +123,14 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	}
 	for _, j := range jobs {
 		if j.err != nil {
+			// As the reference, which counts a descriptor's hits before
+			// its call: the hits, nothing else, and the backend's error.
+			for i := range slots {
+				if sl := &slots[i]; sl.rule != nil {
+					s.opts.Stats.Add(ctx, sl.statGroup, sl.statKey, stats.Counts{0: sl.job.n})
+				}
+			}
+			s.opts.Stats.Count(stats.RedisError)
 			return nil, status.Errorf(codes.Unavailable, "rate limit backend: %v", j.err)
 		}
 	}

@@ -70,6 +70,7 @@ func (s *Service) respond(ctx context.Context, req *pb.RateLimitRequest, slots [
 	}
 	if resp.OverallCode == pb.RateLimitResponse_OVER_LIMIT && s.opts.ShadowMode {
 		resp.OverallCode = pb.RateLimitResponse_OK
+		s.opts.Stats.Count(stats.GlobalShadowMode)
 	}
 	if s.opts.DynamicMetadata {
 		resp.DynamicMetadata = dynamicMetadata(req, slots, violations)

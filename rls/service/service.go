@@ -49,7 +49,10 @@ type Options struct {
 	Fallback  float64
 	FailOpen  bool
 	// Stats, if set, is told what each decided descriptor adds to its
-	// rule's statistics (a *stats.Stats in the server).
+	// rule's statistics, and the service's events: a request refused, a
+	// backend error (the request's descriptors counting their hits, as
+	// the reference's), a request SHADOW_MODE let through, a descriptor
+	// of an unknown domain (a *stats.Stats in the server).
 	Stats stats.Recorder
 	// MaxDescriptors bounds the descriptors of one request; 0 means 1000.
 	MaxDescriptors int

@@ -19,6 +19,8 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 		Host:                  r.str("HOST"),
 		Port:                  r.int("PORT"),
 		GRPCHost:              r.str("GRPC_HOST"),
+		DebugHost:             r.str("DEBUG_HOST"),
+		DebugPort:             r.int("DEBUG_PORT"),
 		GRPCPort:              r.int("GRPC_PORT"),
 		GRPCUDS:               r.str("GRPC_UDS"),
 		RuntimeRoot:           r.str("RUNTIME_ROOT"),
@@ -58,6 +60,7 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 		MaxConnectionAge:      r.duration("GRPC_MAX_CONNECTION_AGE"),
 		MaxConnectionAgeGrace: r.duration("GRPC_MAX_CONNECTION_AGE_GRACE"),
 	}
+	s.Stats = r.stats()
 	if v := r.str("BACKEND_TYPE"); v != "redis" {
 		r.fail("BACKEND_TYPE", v, "ratelua-rls runs on Redis or Valkey only (redis)")
 	}
@@ -121,7 +124,7 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 	for _, p := range []struct {
 		name string
 		port int
-	}{{"PORT", s.Port}, {"GRPC_PORT", s.GRPCPort}} {
+	}{{"PORT", s.Port}, {"GRPC_PORT", s.GRPCPort}, {"DEBUG_PORT", s.DebugPort}} {
 		if p.port < 0 || p.port > 65535 {
 			r.fail(p.name, strconv.Itoa(p.port), "must be a port from 0 to 65535")
 		}

@@ -51,19 +51,14 @@ func (r *envReader) def(name string) string {
 
 // checkTable parses every setting given by its parser, refuses each
 // Refused one set to other than its Off value, and returns the Unused
-// ones given (and the Refused ones whose default is not followed).
+// ones given.
 func (r *envReader) checkTable() []UnusedSetting {
 	var unused []UnusedSetting
-	explicit := map[string]bool{}
 	for _, t := range Table() {
 		v := r.getenv(t.Name)
 		if v == "" {
-			if t.LogUnset {
-				unused = append(unused, UnusedSetting{Name: t.Name, Value: "", Why: t.Why})
-			}
 			continue
 		}
-		explicit[t.Name] = true
 		p, ok := parseSetting(t.Parser, v)
 		if !ok {
 			r.fail(t.Name, v, "not a value of type "+string(t.Parser)+" (the reference refuses it too)")
@@ -77,15 +72,6 @@ func (r *envReader) checkTable() []UnusedSetting {
 			}
 		case Unused:
 			unused = append(unused, UnusedSetting{Name: t.Name, Value: v, Why: t.Why})
-		}
-	}
-	// STATSD_HOST or STATSD_PORT given: statsd is wanted, unless
-	// USE_STATSD says false.
-	if useStatsd, _ := parseSetting(kindBool, r.getenv("USE_STATSD")); !explicit["USE_STATSD"] || useStatsd == true {
-		for _, name := range []string{"STATSD_HOST", "STATSD_PORT"} {
-			if explicit[name] {
-				r.fail(name, r.getenv(name), "statsd is configured, and ratelua-rls does not export statsd (its statistics are on /stats and, with OTEL_METRICS_EXPORTER=otlp, OpenTelemetry metrics): set USE_STATSD=false")
-			}
 		}
 	}
 	for _, name := range []string{"REDIS_POOL_ON_EMPTY_BEHAVIOR"} {

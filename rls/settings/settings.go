@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ratelua/ratelua/rls/statsink"
 )
 
 // Settings are the service's settings, read from the environment variables
@@ -14,6 +16,10 @@ type Settings struct {
 	Host, GRPCHost string
 	Port, GRPCPort int
 	GRPCUDS        string
+	// DebugHost and DebugPort are the debug listener's (DEBUG_HOST,
+	// DEBUG_PORT): /rlconfig, /debug/pprof/, /stats.
+	DebugHost string
+	DebugPort int
 
 	// ConfigType (CONFIG_TYPE) is where the configuration comes from:
 	// FILE, the files of ConfigDir, or GRPC_XDS_SOTW, an xDS server (XDS).
@@ -45,6 +51,11 @@ type Settings struct {
 	CacheKeyPrefix                            string
 	HealthyWithConfig                         bool
 
+	// Stats is where the statistics are exported (USE_STATSD,
+	// USE_DOG_STATSD, USE_PROMETHEUS, DISABLE_STATS, EXTRA_TAGS,
+	// STATS_FLUSH_INTERVAL...), read as the reference reads them.
+	Stats statsink.Config
+
 	// MetricsExporter is OTEL_METRICS_EXPORTER: "none" or "otlp" (the
 	// statistics per rule as OpenTelemetry metrics, see stats.NewMeterProvider).
 	MetricsExporter string
@@ -57,9 +68,8 @@ type Settings struct {
 	// (GRPC_MAX_CONNECTION_AGE, GRPC_MAX_CONNECTION_AGE_GRACE).
 	MaxConnectionAge, MaxConnectionAgeGrace time.Duration
 
-	// Unused are the settings given that ratelua-rls does not use (and
-	// USE_STATSD unset, the reference's statsd by default): the command
-	// logs each once at the start.
+	// Unused are the settings given that ratelua-rls does not use: the
+	// command logs each once at the start.
 	Unused []UnusedSetting
 
 	// ratelua's own.

@@ -1,8 +1,11 @@
 package settings
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBadSettingsStopTheStart (issue 30, M2): RATELUA_FALLBACK=NaN or
@@ -52,31 +55,62 @@ func TestBadSettingsStopTheStart(t *testing.T) {
 	}
 }
 
-// TestStatsdDefaultIsLoggedNotRefused: USE_STATSD is true by default in the
-// reference; unset, the start goes on and says so once (Settings.Unused);
-// set false, nothing is said; set true, the start stops.
-func TestStatsdDefaultIsLoggedNotRefused(t *testing.T) {
+// TestStatisticsSettings (issue 33, statistics): statsd is on by default
+// as in the reference (TCP to localhost:8125 every 10 s); two sinks at
+// once are refused as the reference refuses them (USE_STATSD counts
+// unless false); DISABLE_STATS turns every sink off; a bad EXTRA_TAGS,
+// STATSD_PROTOCOL, mogrifier or mapping file stops the start, naming
+// the variable.
+func TestStatisticsSettings(t *testing.T) {
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good.yaml"), filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(good, []byte("mappings:\n  - match: ratelimit.service.rate_limit.*.*.total_hits\n    name: hits\n    labels: {domain: $1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("mappings:\n  - match: a.*\n    name: x\n    ttl: 1m\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := func(env map[string]string) (Settings, error) {
+		return FromEnv(func(name string) string { return env[name] })
+	}
+	s, err := read(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.Stats; !c.Statsd || c.StatsdHost != "localhost" || c.StatsdPort != 8125 || c.StatsdProtocol != "tcp" || c.FlushInterval != 10*time.Second || c.Disable || c.Prometheus || c.DogStatsd {
+		t.Errorf("defaults: %+v, want statsd over TCP to localhost:8125 every 10s", c)
+	}
+	s, err = read(map[string]string{"USE_STATSD": "false", "USE_PROMETHEUS": "true", "PROMETHEUS_MAPPER_YAML": good, "EXTRA_TAGS": "a:1,b:x.y"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.Stats; !c.Prometheus || c.Statsd || c.Mapper == nil || c.ExtraTags["b"] != "x.y" || c.PrometheusAddr != ":9090" || c.PrometheusPath != "/metrics" {
+		t.Errorf("Prometheus: %+v", c)
+	}
+	s, err = read(map[string]string{"DISABLE_STATS": "true", "USE_PROMETHEUS": "true", "USE_DOG_STATSD": "true"})
+	if err != nil || !s.Stats.Disable {
+		t.Errorf("DISABLE_STATS with two sinks: %v, %+v; want accepted, disabled (as the reference)", err, s.Stats)
+	}
 	for _, c := range []struct {
-		value  string
-		logged bool
-		err    bool
-	}{{"", true, false}, {"false", false, false}, {"true", false, true}} {
-		s, err := FromEnv(func(name string) string {
-			if name == "USE_STATSD" {
-				return c.value
-			}
-			return ""
-		})
-		if (err != nil) != c.err || err != nil && !strings.Contains(err.Error(), `USE_STATSD="true"`) {
-			t.Errorf("USE_STATSD=%q: error %v, want error %v naming it", c.value, err, c.err)
-			continue
-		}
-		logged := false
-		for _, u := range s.Unused {
-			logged = logged || u.Name == "USE_STATSD"
-		}
-		if err == nil && logged != c.logged {
-			t.Errorf("USE_STATSD=%q: logged %v, want %v", c.value, logged, c.logged)
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"USE_PROMETHEUS": "true"}, `USE_PROMETHEUS="true": unable to use more than one stats sink`},
+		{map[string]string{"USE_DOG_STATSD": "true"}, `USE_DOG_STATSD="true": unable to use more than one stats sink`},
+		{map[string]string{"USE_STATSD": "false", "USE_DOG_STATSD": "true", "USE_PROMETHEUS": "true"}, `USE_DOG_STATSD="true"`},
+		{map[string]string{"EXTRA_TAGS": "novalue"}, `EXTRA_TAGS="novalue"`},
+		{map[string]string{"STATSD_PROTOCOL": "sctp"}, `STATSD_PROTOCOL="sctp"`},
+		{map[string]string{"STATSD_PORT": "70000"}, `STATSD_PORT="70000"`},
+		{map[string]string{"STATS_FLUSH_INTERVAL": "0s"}, `STATS_FLUSH_INTERVAL="0s"`},
+		{map[string]string{"USE_STATSD": "false", "USE_PROMETHEUS": "true", "PROMETHEUS_PATH": "metrics"}, `PROMETHEUS_PATH="metrics"`},
+		{map[string]string{"USE_STATSD": "false", "USE_PROMETHEUS": "true", "PROMETHEUS_MAPPER_YAML": bad}, `PROMETHEUS_MAPPER_YAML=`},
+		{map[string]string{"USE_STATSD": "false", "USE_PROMETHEUS": "true", "PROMETHEUS_MAPPER_YAML": filepath.Join(dir, "none.yaml")}, `PROMETHEUS_MAPPER_YAML=`},
+		{map[string]string{"USE_STATSD": "false", "USE_DOG_STATSD": "true", "USE_DOG_STATSD_MOGRIFIERS": "X"}, `DOG_STATSD_MOGRIFIER_X_PATTERN`},
+		{map[string]string{"USE_STATSD": "false", "USE_DOG_STATSD": "true", "USE_DOG_STATSD_MOGRIFIERS": "X",
+			"DOG_STATSD_MOGRIFIER_X_PATTERN": "(", "DOG_STATSD_MOGRIFIER_X_NAME": "n"}, `DOG_STATSD_MOGRIFIER_X_PATTERN="("`},
+	} {
+		if _, err := read(c.env); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error with %s", c.env, err, c.want)
 		}
 	}
 }

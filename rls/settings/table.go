@@ -52,10 +52,6 @@ type Setting struct {
 	// accepted (false for a switch, 0 for a size); a value set that
 	// parses to anything else is refused.
 	Off string
-	// LogUnset, for a Refused setting whose default is not Off (USE_STATSD,
-	// true in the reference), says the start logs once that the default
-	// is not followed, instead of refusing an unset variable.
-	LogUnset bool
 	// Why says how it is implemented, why it is refused, or why it does
 	// not apply.
 	Why string
@@ -65,10 +61,8 @@ type Setting struct {
 // reference's order, then its own.
 func Table() []Setting {
 	const (
-		statsd   = "ratelua-rls does not export statsd: its statistics are on /stats and, with OTEL_METRICS_EXPORTER=otlp, OpenTelemetry metrics"
 		grpcTLS  = "read only with GRPC_SERVER_USE_TLS=true, which is refused"
 		memcache = "read only with BACKEND_TYPE=memcache, which is refused"
-		prom     = "read only with USE_PROMETHEUS=true, which is refused"
 		perSec   = "read only with REDIS_PERSECOND=true, which is refused"
 		tracing  = "read only with TRACING_ENABLED=true, which is refused"
 		pool     = "rueidis multiplexes one connection per node and pipelines on its own: no pool to size"
@@ -76,8 +70,8 @@ func Table() []Setting {
 	return []Setting{
 		{Name: "HOST", Default: "0.0.0.0", Parser: kindString, Status: Implemented, Why: "the HTTP listener's address"},
 		{Name: "PORT", Default: "8080", Parser: kindInt, Status: Implemented, Why: "the HTTP listener's port: /healthcheck, /json, /stats"},
-		{Name: "DEBUG_HOST", Default: "0.0.0.0", Parser: kindString, Status: Unused, Why: "no debug listener: /stats and /health.json are on PORT"},
-		{Name: "DEBUG_PORT", Default: "6070", Parser: kindInt, Status: Unused, Why: "no debug listener: /stats and /health.json are on PORT"},
+		{Name: "DEBUG_HOST", Default: "0.0.0.0", Parser: kindString, Status: Implemented, Why: "the debug listener's address: /rlconfig (the configuration in use, as the reference prints it), /debug/pprof/, /stats (expvar), / (the list)"},
+		{Name: "DEBUG_PORT", Default: "6070", Parser: kindInt, Status: Implemented, Why: "the debug listener's port; one that cannot be listened on is logged and the service goes on, as the reference's"},
 		{Name: "GRPC_UDS", Parser: kindString, Status: Implemented, Why: "the gRPC listener on a unix socket instead of GRPC_HOST:GRPC_PORT"},
 		{Name: "GRPC_HOST", Default: "0.0.0.0", Parser: kindString, Status: Implemented, Why: "the gRPC listener's address"},
 		{Name: "GRPC_PORT", Default: "8081", Parser: kindInt, Status: Implemented, Why: "the gRPC listener's port"},
@@ -107,18 +101,18 @@ func Table() []Setting {
 		{Name: "XDS_CLIENT_BACKOFF_RANDOM_FACTOR", Default: "0.5", Parser: kindFloat, Status: Implemented, Why: "with XDS_CLIENT_BACKOFF_JITTER, each wait is drawn within this share of itself (0 to 1)"},
 		{Name: "XDS_CLIENT_BACKOFF_JITTER", Default: "true", Parser: kindBool, Status: Implemented, Why: "see XDS_CLIENT_BACKOFF_RANDOM_FACTOR"},
 		{Name: "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", Parser: kindInt, Status: Implemented, Why: "the largest xDS response taken (gRPC's 4 MiB when unset)"},
-		{Name: "USE_DOG_STATSD", Default: "false", Parser: kindBool, Status: Refused, Off: "false", Why: "dogstatsd is not built: " + statsd},
-		{Name: "USE_DOG_STATSD_MOGRIFIERS", Parser: kindList, Status: Unused, Why: "read only with USE_DOG_STATSD=true, which is refused"},
-		{Name: "USE_STATSD", Default: "true", Parser: kindBool, Status: Refused, Off: "false", LogUnset: true, Why: statsd + "; refused when set to true (or when STATSD_HOST or STATSD_PORT is set and USE_STATSD is not false), logged once when unset (the reference's default, true)"},
-		{Name: "STATSD_HOST", Default: "localhost", Parser: kindString, Status: Unused, Why: "read only with USE_STATSD=true; set without USE_STATSD=false it is refused (statsd configured explicitly)"},
-		{Name: "STATSD_PORT", Default: "8125", Parser: kindInt, Status: Unused, Why: "read only with USE_STATSD=true; set without USE_STATSD=false it is refused (statsd configured explicitly)"},
-		{Name: "EXTRA_TAGS", Parser: kindMap, Status: Unused, Why: "tags of the statsd and Prometheus statistics, which are not built"},
-		{Name: "STATS_FLUSH_INTERVAL", Default: "10s", Parser: kindDuration, Status: Unused, Why: "the statsd flush; ratelua-rls's OpenTelemetry export interval is OTEL_METRIC_EXPORT_INTERVAL"},
-		{Name: "DISABLE_STATS", Default: "false", Parser: kindBool, Status: Unused, Why: "ratelua-rls exports statistics only with OTEL_METRICS_EXPORTER=otlp; /stats always answers"},
-		{Name: "USE_PROMETHEUS", Default: "false", Parser: kindBool, Status: Refused, Off: "false", Why: "the Prometheus endpoint is not built: " + statsd},
-		{Name: "PROMETHEUS_ADDR", Default: ":9090", Parser: kindString, Status: Unused, Why: prom},
-		{Name: "PROMETHEUS_PATH", Default: "/metrics", Parser: kindString, Status: Unused, Why: prom},
-		{Name: "PROMETHEUS_MAPPER_YAML", Parser: kindString, Status: Unused, Why: prom},
+		{Name: "USE_DOG_STATSD", Default: "false", Parser: kindBool, Status: Implemented, Why: "dogstatsd lines over UDP to STATSD_HOST:STATSD_PORT, as the reference's DataDog client sends them, with EXTRA_TAGS (and DD_ENV, DD_SERVICE, DD_VERSION, as the client adds them) as tags; with USE_STATSD=false (two sinks at once are refused, as the reference refuses them)"},
+		{Name: "USE_DOG_STATSD_MOGRIFIERS", Parser: kindList, Status: Implemented, Why: "the mogrifiers of the dogstatsd names, as the reference's: for each NAME, DOG_STATSD_MOGRIFIER_NAME_PATTERN (a regular expression), _NAME and _TAGS (key:value,... with $1... the groups); a missing or bad one is refused"},
+		{Name: "USE_STATSD", Default: "true", Parser: kindBool, Status: Implemented, Why: "statsd to STATSD_HOST:STATSD_PORT (on by default, as the reference): every STATS_FLUSH_INTERVAL, each counter's increase since the last flush, the Go runtime's gauges, each response time; the reference's names (ratelimit.service.rate_limit.<rule>.<statistic>, ratelimit.service.config_load_success, ...)"},
+		{Name: "STATSD_HOST", Default: "localhost", Parser: kindString, Status: Implemented, Why: "the statsd or dogstatsd server's host"},
+		{Name: "STATSD_PORT", Default: "8125", Parser: kindInt, Status: Implemented, Why: "the statsd or dogstatsd server's port"},
+		{Name: "EXTRA_TAGS", Parser: kindMap, Status: Implemented, Why: "key:value,... tags of every statistic: appended to statsd names as the reference's (.__key=value), dogstatsd tags"},
+		{Name: "STATS_FLUSH_INTERVAL", Default: "10s", Parser: kindDuration, Status: Implemented, Why: "the time between two flushes of the statistics (statsd, dogstatsd, Prometheus), and a last one at shutdown"},
+		{Name: "DISABLE_STATS", Default: "false", Parser: kindBool, Status: Implemented, Why: "no statsd, dogstatsd or Prometheus statistics, whatever else is set; /stats still answers"},
+		{Name: "USE_PROMETHEUS", Default: "false", Parser: kindBool, Status: Implemented, Why: "the statistics on PROMETHEUS_ADDR at PROMETHEUS_PATH, named and labelled as the reference's (its statsd_exporter mapping), with USE_STATSD=false"},
+		{Name: "PROMETHEUS_ADDR", Default: ":9090", Parser: kindString, Status: Implemented, Why: "the Prometheus listener's address; one that cannot be listened on stops the start"},
+		{Name: "PROMETHEUS_PATH", Default: "/metrics", Parser: kindString, Status: Implemented, Why: "the Prometheus endpoint's path"},
+		{Name: "PROMETHEUS_MAPPER_YAML", Parser: kindString, Status: Implemented, Why: "a statsd_exporter mapping file instead of the reference's mapping: globs, regular expressions, labels, drop, match_metric_type, histogram buckets; a field it cannot apply (ttl, summary quantiles) or a file that does not parse stops the start (the reference ignores a bad file)"},
 		{Name: "RUNTIME_ROOT", Default: "/srv/runtime_data/current", Parser: kindString, Status: Implemented, Why: "the configuration directory is RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY"},
 		{Name: "RUNTIME_SUBDIRECTORY", Parser: kindString, Status: Implemented, Why: "see RUNTIME_ROOT"},
 		{Name: "RUNTIME_APPDIRECTORY", Default: "config", Parser: kindString, Status: Implemented, Why: "see RUNTIME_ROOT"},
@@ -183,6 +177,7 @@ func Table() []Setting {
 		{Name: "TRACING_EXPORTER_PROTOCOL", Default: "http", Parser: kindString, Status: Unused, Why: tracing},
 		{Name: "TRACING_SAMPLING_RATE", Default: "1", Parser: kindFloat, Status: Unused, Why: tracing},
 
+		{Name: "STATSD_PROTOCOL", Default: "tcp", Parser: kindString, Status: Own, Why: "tcp or udp: the statsd transport, which the reference's statsd client (gostats) reads from the environment"},
 		{Name: "OTEL_METRICS_EXPORTER", Default: "none", Parser: kindString, Status: Own, Why: "otlp: the statistics per rule as OpenTelemetry metrics (OTLP over HTTP, OTEL_EXPORTER_OTLP_*)"},
 		{Name: "OTEL_EXPORTER_OTLP_PROTOCOL", Default: "http/protobuf", Parser: kindString, Status: Own, Why: "http/protobuf only"},
 		{Name: "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", Default: "http/protobuf", Parser: kindString, Status: Own, Why: "http/protobuf only"},

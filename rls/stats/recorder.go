@@ -8,8 +8,9 @@ import (
 
 // Recorder is all the service asks of the statistics: what each decided
 // descriptor adds to its rule's counters, worked out as the reference
-// works it out, and adding it under the rule's name. *Stats is the
-// Recorder of ratelua-rls; a sink (statsd, Prometheus) is added behind
+// works it out, and adding it under the rule's name, and the service's
+// own events. *Stats is the Recorder of ratelua-rls; the exported
+// statistics (statsd, dogstatsd, Prometheus: Stats.Export) are behind
 // Stats, not in the service.
 type Recorder interface {
 	// ReferenceCounts are the statistics of n hits of a reference rule
@@ -23,6 +24,11 @@ type Recorder interface {
 	// Add adds c to the statistics name of the rule group (the rule's
 	// key, whose names Add bounds), name not yet sanitized.
 	Add(ctx context.Context, group, name string, c Counts)
+	// Count counts one of the service's events (a request refused, a
+	// backend error, a request shadow mode let through).
+	Count(e Event)
+	// DomainNotFound counts a descriptor of a domain no configuration has.
+	DomainNotFound(domain string)
 }
 
 // Stats is a Recorder.

@@ -9,12 +9,15 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/ratelua/ratelua/rls/statsink"
 )
 
 // RuleStats are the counters of one rule.
 type RuleStats struct {
-	c   [numStats]atomic.Uint64
-	opt metric.AddOption // the rule's attribute, for the instruments
+	c    [numStats]atomic.Uint64
+	opt  metric.AddOption            // the rule's attribute, for the instruments
+	sink [numStats]*statsink.Counter // exported (Export), nil without
 }
 
 // Stats counts the decisions of a Service per rule, as the reference's
@@ -25,6 +28,7 @@ type Stats struct {
 	rules       sync.Map // statistics name -> *RuleStats
 	raw         sync.Map // name before sanitizing -> *RuleStats
 	instruments [numStats]metric.Int64Counter
+	export      *exported // set by Export, before the first count
 
 	// The names of each rule (detailed_metric and value_to_metric make
 	// one per value), at most maxNames; the rest count under the rule's
@@ -59,7 +63,7 @@ func (s *Stats) Rule(name string) *RuleStats {
 	if v, ok := s.rules.Load(name); ok {
 		return v.(*RuleStats)
 	}
-	r := &RuleStats{opt: metric.WithAttributeSet(attribute.NewSet(RuleAttribute.String(name)))}
+	r := &RuleStats{opt: metric.WithAttributeSet(attribute.NewSet(RuleAttribute.String(name))), sink: s.export.ruleCounters(name)}
 	v, _ := s.rules.LoadOrStore(name, r)
 	return v.(*RuleStats)
 }
@@ -106,6 +110,7 @@ func (s *Stats) Add(ctx context.Context, group, name string, c Counts) {
 			continue
 		}
 		r.c[i].Add(v)
+		r.sink[i].Add(v)
 		if s.instruments[i] != nil {
 			s.instruments[i].Add(ctx, int64(min(v, math.MaxInt64)), r.opt)
 		}

@@ -52,10 +52,6 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	log := slog.New(handler)
 	for _, u := range s.Unused {
-		if u.Value == "" {
-			log.Warn("setting not followed: the reference's default is not built", "name", u.Name, "why", u.Why)
-			continue
-		}
 		log.Warn("setting not used", "name", u.Name, "value", u.Value, "why", u.Why)
 	}
 	client, err := server.NewClient(s)

@@ -1,4 +1,4 @@
-package ratelua
+package fallback
 
 import (
 	"hash/maphash"
@@ -16,6 +16,9 @@ import (
 // server has not heard of yet.
 
 const (
+	// maxScriptInt bounds the events recorded per key: the scripts'
+	// largest count, 2^52.
+	maxScriptInt = 1 << 52
 	// maxFallbackShards bounds the shards; a shard holds at least
 	// fallbackShardKeys keys, so that a small bound stays one LRU.
 	maxFallbackShards = 64
@@ -67,14 +70,14 @@ func newShards(keys int) []keyShard {
 }
 
 // shard is the shard of eventKey.
-func (f *fallback) shard(eventKey string) *keyShard {
+func (f *Fallback) shard(eventKey string) *keyShard {
 	return &f.shards[maphash.String(f.seed, eventKey)%uint64(len(f.shards))]
 }
 
-// decide applies one call to the model of eventKey and returns its reply
+// Decide applies one call to the model of eventKey and returns its reply
 // as the script's five integers. A key without a model starts from what
 // the sketch remembers of it, if anything.
-func (f *fallback) decide(eventKey string, c model.Call) [5]int64 {
+func (f *Fallback) Decide(eventKey string, c model.Call) [5]int64 {
 	s := f.shard(eventKey)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -98,9 +101,9 @@ func (f *fallback) decide(eventKey string, c model.Call) [5]int64 {
 	return [5]int64{r.Allowed, r.Remaining, r.RetryAfter, r.ResetAfter, r.LimitIndex}
 }
 
-// forget drops the state of eventKey (it was reset): a key the sketch
+// Forget drops the state of eventKey (it was reset): a key the sketch
 // remembers keeps a fresh model, so that it starts afresh.
-func (f *fallback) forget(eventKey string) {
+func (f *Fallback) Forget(eventKey string) {
 	s := f.shard(eventKey)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -112,22 +115,22 @@ func (f *fallback) forget(eventKey string) {
 	}
 }
 
-// recordedEvents is what the fallback recorded for one event key.
-type recordedEvents struct {
-	key string
-	n   int64
+// Recorded is what the fallback recorded for one event key.
+type Recorded struct {
+	Key string
+	N   int64
 }
 
-// takeRecorded returns the events recorded since the last call, per key,
+// TakeRecorded returns the events recorded since the last call, per key,
 // and forgets them.
-func (f *fallback) takeRecorded() []recordedEvents {
-	var out []recordedEvents
+func (f *Fallback) TakeRecorded() []Recorded {
+	var out []Recorded
 	for i := range f.shards {
 		s := &f.shards[i]
 		s.mu.Lock()
 		if len(s.recorded) > 0 {
 			for k, n := range s.recorded {
-				out = append(out, recordedEvents{k, n})
+				out = append(out, Recorded{k, n})
 			}
 			s.recorded = map[string]int64{}
 		}
@@ -136,8 +139,8 @@ func (f *fallback) takeRecorded() []recordedEvents {
 	return out
 }
 
-// len is how many event keys have a model.
-func (f *fallback) len() int {
+// Len is how many event keys have a model.
+func (f *Fallback) Len() int {
 	n := 0
 	for i := range f.shards {
 		s := &f.shards[i]
