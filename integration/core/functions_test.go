@@ -12,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/internal/model"
 	"github.com/ratelua/ratelua/internal/modeltest"
 	"github.com/ratelua/ratelua/testbench"
 )
@@ -63,9 +64,12 @@ func TestFunctionsAgreeWithScripts(t *testing.T) {
 func agreeOnServer(t *testing.T, ctx context.Context, client rueidis.Client, s ratelua.Script, calls int) {
 	r := rand.New(rand.NewPCG(uint64(s.Version), uint64(len(s.Name))))
 	done, compared, sameMillisecond := 0, 0, 0
+	settled := 0 // settles applied (v7)
 	for seq := 0; done < calls; seq++ {
 		unit := []string{"s", "ms", "us"}[seq%3]
 		m, limits, longest := modeltest.Generators[s.Name](r, unit, 1+seq%4)
+		// The version's rules: v7's calls reserve and settle too.
+		m = modeltest.ForVersion(m, s.Version)
 		tag := modeltest.RandomKey(r)
 		viaScript, viaFunction := "agree:{"+tag+"}:evalsha", "agree:{"+tag+"}:fcall"
 		if err := client.Do(ctx, client.B().Del().Key(viaScript, viaFunction).Build()).Error(); err != nil {
@@ -83,8 +87,8 @@ func agreeOnServer(t *testing.T, ctx context.Context, client rueidis.Client, s r
 				// A bad argument: both must answer alike, and a refusal
 				// writes nothing.
 				args[r.IntN(len(args))] = []string{"-0", "x", "01", "+1", "1.5"}[r.IntN(5)]
-			} else {
-				m.Do(c)
+			} else if want := m.Do(c).Ints(); c.Op == model.OpSettle && want[4] >= 1 {
+				settled++
 			}
 			history = append(history, strings.Join(append(args[:4:4], args[4+len(limits):]...), " "))
 			a, b, clock, err := bothInOneTransaction(ctx, client, s, viaScript, viaFunction, args)
@@ -145,6 +149,9 @@ func agreeOnServer(t *testing.T, ctx context.Context, client rueidis.Client, s r
 	t.Logf("%s: %d calls, %d expiry times compared, %d of them with both calls in one millisecond (exact equality)", s, done, compared, sameMillisecond)
 	if sameMillisecond == 0 {
 		t.Errorf("%s: no pair of calls ran in one millisecond: the expiry times were never compared exactly", s)
+	}
+	if s.Version >= 7 && model.Reservable[s.Name] && settled == 0 {
+		t.Errorf("%s: no settle applied in %d calls: reserve and settle were not compared", s, done)
 	}
 }
 

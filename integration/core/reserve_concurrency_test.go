@@ -23,10 +23,12 @@ const reservePairs = 64
 type reserveRig struct {
 	t      *testing.T
 	client ratelua.Client
+	raw    rueidis.Client // to read the state
+	script string
 	sha    string
 	key    string
-	limits []string // refill 1 token per 1 ms: reset_after in ms is the tokens missing
-	caps   []int64
+	limits []string // token_bucket: refill 1 token per 1 ms (reset_after in ms is the tokens missing); zset_log: windows of 10^8 ms
+	caps   []int64  // capacities or maxima
 }
 
 const reserveNow = "1600000000000" // ms, a fixed past time
@@ -59,25 +61,29 @@ func TestReserveSettleConcurrent(t *testing.T) {
 		if _, err := ratelua.NewRegistry().Load(ctx, rc); err != nil {
 			t.Fatal(err)
 		}
-		script, err := ratelua.NewRegistry().Latest(ratelua.TokenBucket)
-		if err != nil {
-			t.Fatal(err)
-		}
 		for _, shape := range []struct {
-			name   string
-			limits []string
-			caps   []int64
+			script, name string
+			limits       []string
+			caps         []int64
 		}{
-			{"one limit", []string{"500", "1", "1"}, []int64{500}},
-			{"two limits", []string{"500", "1", "1", "800", "1", "1"}, []int64{500, 800}},
+			// token_bucket: refill 1 token per ms.
+			{ratelua.TokenBucket, "one limit", []string{"500", "1", "1"}, []int64{500}},
+			{ratelua.TokenBucket, "two limits", []string{"500", "1", "1", "800", "1", "1"}, []int64{500, 800}},
+			// zset_log: windows of 10^8 ms (nothing leaves them).
+			{ratelua.ZSetLog, "one limit", []string{"500", "100000000"}, []int64{500}},
+			{ratelua.ZSetLog, "two limits", []string{"500", "100000000", "800", "100000000"}, []int64{500, 800}},
 		} {
-			t.Run(shape.name, func(t *testing.T) {
+			script, err := ratelua.NewRegistry().Latest(shape.script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Run(shape.script+"/"+shape.name, func(t *testing.T) {
 				rig := func(phase string) *reserveRig {
-					key := fmt.Sprintf("reserve:{%s-%s-%s}:token_bucket", s.Kind, shape.name, phase)
+					key := fmt.Sprintf("reserve:{%s-%s-%s-%s}:%s", s.Kind, shape.script, shape.name, phase, shape.script)
 					if err := client.Do(ctx, client.B().Del().Key(key).Build()).Error(); err != nil {
 						t.Fatal(err)
 					}
-					return &reserveRig{t: t, client: rc, sha: script.SHA1, key: key, limits: shape.limits, caps: shape.caps}
+					return &reserveRig{t: t, client: rc, raw: client, script: shape.script, sha: script.SHA1, key: key, limits: shape.limits, caps: shape.caps}
 				}
 				unsettled(t, ctx, rig("unsettled"))
 				refunds(t, ctx, rig("refunds"))
@@ -121,7 +127,11 @@ func unsettled(t *testing.T, ctx context.Context, r *reserveRig) {
 	}
 	left := r.caps[0] - admitted
 	peek := r.peek(ctx)
-	if admitted > r.caps[0] || peek[1] != left || peek[3] != admitted {
+	reset := admitted // token_bucket: the tokens missing, 1 per ms
+	if r.script == ratelua.ZSetLog {
+		reset = 100_000_000 // the window
+	}
+	if admitted > r.caps[0] || peek[1] != left || peek[3] != reset {
 		t.Fatalf("unsettled: %d admitted of capacity %d, peek %v, want %d left", admitted, r.caps[0], peek, left)
 	}
 	if denied == 0 {
@@ -194,6 +204,23 @@ func overruns(t *testing.T, ctx context.Context, r *reserveRig) {
 		}
 	})
 	actuals := sum(estimates) + sum(overruns)
+	if r.script == ratelua.ZSetLog {
+		// The log holds exactly the actual costs, in debt past max: a peek
+		// and a reserve wait until they leave the window (all at now).
+		n, err := r.raw.Do(ctx, r.raw.B().Zcount().Key(r.key).Min("0").Max("+inf").Build()).AsInt64()
+		if err != nil || n != actuals {
+			t.Fatalf("overruns: the log holds %d events (%v), want the %d estimates and %d overruns", n, err, sum(estimates), sum(overruns))
+		}
+		if actuals <= r.caps[0] {
+			t.Fatalf("overruns: the test must end past max: %d events", actuals)
+		}
+		want := []int64{0, 0, 100_000_000, 100_000_000, 1}
+		if peek := r.peek(ctx); fmt.Sprint(peek) != fmt.Sprint(want) {
+			t.Fatalf("overruns: peek %v, want %v", peek, want)
+		}
+		r.later(ctx, 100_000_000)
+		return
+	}
 	// Every bucket is down by the actual costs: the emptiest, the first,
 	// is at capacity - actuals < 0, in debt; full again after
 	// actuals ms (1 token per ms), and one more token after
@@ -207,15 +234,20 @@ func overruns(t *testing.T, ctx context.Context, r *reserveRig) {
 	if fmt.Sprint(peek) != fmt.Sprint(want) {
 		t.Fatalf("overruns: peek %v, want %v (estimates %d, overruns %d: debt %d)", peek, want, sum(estimates), sum(overruns), -level)
 	}
-	// A reserve of 1 now waits for the debt; at now + that wait it passes.
-	if reply := r.call(ctx, 1, "reserve:9000:600000"); reply[0] != 0 || reply[2] != 1-level {
-		t.Fatalf("overruns: a reserve in debt answered %v, want denied for %d ms", reply, 1-level)
+	r.later(ctx, 1-level)
+}
+
+// later checks that a reserve of 1 at now is denied for wait, and admitted
+// at now + wait (a caller clock: nothing is timed).
+func (r *reserveRig) later(ctx context.Context, wait int64) {
+	if reply := r.call(ctx, 1, "reserve:9000:600000"); reply[0] != 0 || reply[2] != wait {
+		r.t.Fatalf("overruns: a reserve in debt answered %v, want denied for %d ms", reply, wait)
 	}
 	at, _ := strconv.ParseInt(reserveNow, 10, 64)
 	reply := make([]int64, 5)
-	args := append([]string{"1", "ms", strconv.FormatInt(at+1-level, 10), "reserve:9000:600000"}, r.limits...)
+	args := append([]string{"1", "ms", strconv.FormatInt(at+wait, 10), "reserve:9000:600000"}, r.limits...)
 	if err := r.client.Run(ctx, ratelua.Call{Command: "EVALSHA", Script: r.sha, Key: r.key, Args: args}, reply); err != nil || reply[0] != 1 {
-		t.Fatalf("overruns: a reserve once the debt is paid off answered %v %v, want admitted", reply, err)
+		r.t.Fatalf("overruns: a reserve once the debt is paid off answered %v %v, want admitted", reply, err)
 	}
 }
 

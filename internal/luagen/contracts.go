@@ -313,7 +313,7 @@ var contracts = map[string]Entry{
 	},
 	"zset_log.v7": {
 		Keys: keys,
-		Argv: append(staleV6Argv(), []string{
+		Argv: append(reservationArgv(staleV6Argv()), []string{
 			"ARGV[5..] 1 to 16 limits, each the integers: max, window",
 			"max: events allowed in any window, 1..10^4 (v5: 10^6); a call adds or drops at most max + 1 members, so its work is bounded (about 10,000 members at most: a few milliseconds)",
 			"window: in the unit, 1..2^52; at time now the events at times t > now - window count",
@@ -323,11 +323,11 @@ var contracts = map[string]Entry{
 			"max",
 			"window",
 		},
-		Reply:        reply,
+		Reply:        reservationReply(),
 		Fresh:        "no event is inside any limit's window",
-		State:        "a sorted set, one member per event scored by its time, named '<time>:<index>:<base>' (index numbers the key's events from 1, written as a length letter a-p then digits; base is the index of the oldest member kept when the event was added); only the newest max+1 events (largest max) inside the widest window are kept; the unit must not change for a key, the limits may",
+		State:        "a sorted set, one member per event scored by its time, named '<time>:<index>:<base>' (index numbers the key's events from 1, written as a length letter a-p then digits; base is the index of the oldest member kept when the event was added); only the newest max+1 events (largest max) inside the widest window are kept; the unit must not change for a key, the limits may. v7: a key holding reservations holds below its events (scores < 0) member '@' scored <last write> - 2^53 and per reservation 'r<id>:<expiry>:<estimate>:<time>:<first index>' (open) or 's<id>:<expiry>' (settled), scored -id (settled and expired ones are dropped when a reserve of a new id finds 1000, which it refuses if they are all open); every event it records is named '<time>:<index>:<base>:<tag>' (tag: the reservation's id, or 0), so v6, which reads the newest member only, refuses the key rather than misreads it; it keeps largest max + 1 events more in the widest window (a refund never brings back room a dropped event had taken), and its TTL never shortens (PEXPIRE GT). A key that never held a reservation keeps the layout above, shared with v5 and v6",
 		StateVersion: 3,
-		Cost:         "ZRANGE of the newest event, per limit at most one count of its window (none for a window the newest event is not in, or when the set holds one event): ZCOUNT of the events at or before the window's start, an integer, except for one limit whose set is large enough for a denial, which reads the oldest event in the window (ZRANGE BYSCORE LIMIT 0 1) as v5 does; ZADD, PEXPIRE per recorded decision, an occasional ZREMRANGEBYRANK, at most one ZRANGE per denied reply (none when its event is the newest, one of the call's, or, with one limit, the oldest in the window when it was read); + TIME with the server clock; no function is built on a call",
+		Cost:         "ZRANGE of the newest event, per limit at most one count of its window (none for a window the newest event is not in, or when the set holds one event): ZCOUNT of the events at or before the window's start, an integer, except for one limit whose set is large enough for a denial, which reads the oldest event in the window (ZRANGE BYSCORE LIMIT 0 1) as v5 does; ZADD, PEXPIRE per recorded decision, an occasional ZREMRANGEBYRANK, at most one ZRANGE per denied reply (none when its event is the newest, one of the call's, or, with one limit, the oldest in the window when it was read); + TIME with the server clock; no function is built on a call. A reserve or a settle, or any call on a key holding reservations, takes the general code: ZRANGE of the newest, ZSCORE of '@', ZCOUNT of the records, ZCARD, the reservation's record by ZRANGE BYSCORE, per limit a ZCOUNT; a settle applied ZRANGE of its time's events and ZREM of those removed (then ZRANGE of the newest, and a ZREM and ZADD to tag it when untagged), ZREM and ZADD of its record; a write ZADD GT of '@' and PEXPIRE (GT on a key holding reservations); a reserve of a new id on a key holding 1000 records ZRANGE of the records and ZREM",
 	},
 }
 
@@ -367,8 +367,8 @@ func reservationArgv(argv []string) []string {
 	argv[0] += "; with a reservation's mode, the estimate of a reserve (1..2^52) or the actual cost of a settle (0..2^52)"
 	argv[3] = "ARGV[4] mode: '0' a denied call records nothing (with several limits, all record or none does); '1' every call records its events, allowed or not; " +
 		"'reserve:<id>:<lifetime>' decides ARGV[1] (the estimate) as mode '0' and, admitted, holds reservation <id> until now + <lifetime> (a reserve of an id held records nothing and replies as admitted); " +
-		"'settle:<id>' refunds estimate - ARGV[1] (capped: never more room than a full limit) or charges ARGV[1] - estimate (never denied: the limits go into debt, bounded) for every limit at once, then forgets <id>; a cancel is a settle with ARGV[1] 0. " +
-		"<id> and <lifetime> are canonical integers in [1, 2^52]: the id the caller chose, unique among the key's open reservations, and the time (in the unit) a settle may come; a settle must send the unit and limits of its reserve, else an error; at most 1000 reservations per key (a reserve of a new id past that is an error)"
+		"'settle:<id>' refunds estimate - ARGV[1] (capped: never more room than a full limit; zset_log: the reservation's own events beyond ARGV[1] removed) or charges ARGV[1] - estimate (never denied: the limits go into debt, bounded; zset_log: events at now) for every limit at once, then forgets <id> (zset_log: remembers it as settled); a cancel is a settle with ARGV[1] 0. " +
+		"<id> and <lifetime> are canonical integers in [1, 2^52]: the id the caller chose, unique among the key's open reservations, and the time (in the unit) a settle may come; token_bucket: a settle must send the unit and limits of its reserve, else an error; at most 1000 reservations per key (a reserve of a new id past that is an error)"
 	return argv
 }
 

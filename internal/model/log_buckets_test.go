@@ -79,7 +79,7 @@ func TestLogBucketsBetweenExactLogs(t *testing.T) {
 			longest = max(longest, l.Window)
 		}
 		// The exact logs of what LogBuckets recorded.
-		var recorded []event
+		var recorded []logEvent
 		var last int64
 		exists := false
 		now, server := int64(1_000_000), int64(1_000_000)
@@ -117,7 +117,7 @@ func TestLogBucketsBetweenExactLogs(t *testing.T) {
 				if exists {
 					stamp = max(stamp, last)
 				}
-				recorded, exists, last = append(recorded, event{stamp, c.Count}), true, stamp
+				recorded, exists, last = append(recorded, logEvent{stamp, c.Count, 0}), true, stamp
 			}
 			for i, ring := range buckets.rings {
 				if len(ring) > logBucketsPerWindow+2 {

@@ -25,6 +25,7 @@ const MaxReservations = 1000
 type reservation struct {
 	expiry, estimate int64
 	at               int64 // the time it was recorded at (zset_log)
+	settled          bool  // settled, remembered as such (zset_log)
 }
 
 // reservations are the reservations a state holds, by id.
@@ -34,7 +35,7 @@ type reservations map[int64]reservation
 // now).
 func (rs reservations) live(id, now int64) (reservation, bool) {
 	r, ok := rs[id]
-	return r, ok && r.expiry > now
+	return r, ok && !r.settled && r.expiry > now
 }
 
 // ids returns the ids held, in increasing order.
@@ -47,15 +48,16 @@ func (rs reservations) ids() []int64 {
 	return out
 }
 
-// room reports whether a new reservation at now fits (pruning the expired
-// ones when the state is full), as the scripts decide: a reserve of an id
-// the state holds (expired) replaces it and always fits.
+// room reports whether a new reservation at now fits (dropping the
+// expired and settled ones when the state is full), as the scripts decide:
+// a reserve of an id the state holds (expired or settled) replaces it and
+// always fits.
 func (rs reservations) room(id, now int64) bool {
 	if _, ok := rs[id]; ok || len(rs) < MaxReservations {
 		return true
 	}
 	for k, r := range rs {
-		if r.expiry <= now {
+		if r.expiry <= now || r.settled {
 			delete(rs, k)
 		}
 	}

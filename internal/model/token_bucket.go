@@ -170,8 +170,12 @@ func (m *TokenBucket) Do(c Call) Reply {
 		}
 		ttl := ttlMillis(c.Unit, resetAfter)
 		if len(m.reserved) == 0 {
-			// The last reservation: the state is v6's again.
+			// The last reservation: the state is v6's again, or none when
+			// every bucket is full (fresh).
 			m.hashed, m.ttl = false, ttl
+			if resetAfter == 0 {
+				m.forget()
+			}
 		} else {
 			m.ttl = max(m.ttl, ttl)
 		}

@@ -367,6 +367,7 @@ func ForVersion(m model.Model, version int) model.Model {
 		m.KeepsStale = version < 6
 	case *model.ZSetLog:
 		m.KeepsStale = version < 6
+		m.Reserves = version >= 7
 	}
 	if c, ok := m.(*model.Concurrency); ok {
 		c.V6 = version >= 6

@@ -352,3 +352,16 @@ if #KEYS == 1 and COUNT ~= nil and NOW ~= nil and (ARGV[2] == 'ms' or ARGV[2] ==
   end
 end
 -- #end
+
+-- no_reservation returns the error reply of a reserve or a settle (ARGV[4]
+-- 'reserve:...' or 'settle:...') to a script that does not take them,
+-- NAME, when the arguments before the mode are right (COUNT and NOW,
+-- ARGV[1] and ARGV[3] read, are not nil); WHY says why. Else it does
+-- nothing.
+-- #define no_reservation(NAME, WHY, COUNT, NOW)
+if #KEYS == 1 and COUNT ~= nil and NOW ~= nil and (ARGV[2] == 'ms' or ARGV[2] == 's' or ARGV[2] == 'us')
+  and type(ARGV[4]) == 'string' and (string.find(ARGV[4], '^reserve:') or string.find(ARGV[4], '^settle:')) then
+  return redis.error_reply("ERR ratelua: ARGV[4] mode must be '0' or '1': " .. NAME
+    .. ' v7 does not take reserve or settle (' .. WHY .. '); token_bucket and zset_log do')
+end
+-- #end

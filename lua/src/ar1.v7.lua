@@ -293,6 +293,7 @@ end
 if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
   or (mode ~= '0' and mode ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
   -- #expand rare(helpers)
+  -- #expand no_reservation('ar1', 'its state keeps one decayed count per limit and no record of the events in it', count, now)
   return helpers.refuse(KEYS, ARGV, 3)
 end
 local key = KEYS[1]

@@ -176,6 +176,7 @@ local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
 if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
   or (mode ~= '0' and mode ~= '1') or n < 3 or n % 3 ~= 0 or n > 3 * MAX_LIMITS then
   -- #expand rare(helpers)
+  -- #expand no_reservation('sliding_window', 'not yet: a refund to the bucket it was recorded in is to come', count, now)
   return helpers.refuse(KEYS, ARGV, 3)
 end
 n = n / 3

@@ -188,17 +188,20 @@ end
 -- hash_write writes state text X with TTL (ms, text) to a key that is or
 -- becomes a hash (v7): HASHED, STATE and HELD as held read them; SETTLED
 -- true for a settle (its reservation forgotten: the last one turns the key
--- back into v6's string, SET), else a recorded call (a reserve adds its
+-- back into v6's string, SET, or deletes it when FULL, every bucket full:
+-- a fresh key), else a recorded call (a reserve adds its
 -- reservation's field '<expiry> <estimate> <LIMITS>'). On a hash the TTL
 -- never shortens (PEXPIRE GT), so it covers every reservation's lifetime.
 -- A reserve of a new id on a hash holding MAX_RESERVATIONS reservations
 -- drops the expired ones first, and is refused if none is (nothing
 -- written).
--- #define hash_write(HASHED, STATE, HELD, X, TTL, LIMITS, SETTLED)
+-- #define hash_write(HASHED, STATE, HELD, X, TTL, LIMITS, SETTLED, FULL)
 if SETTLED then
   if redis.call('HLEN', key) <= 2 then
     redis.call('DEL', key)
-    redis.call('SET', key, X, 'PX', TTL)
+    if not (FULL) then
+      redis.call('SET', key, X, 'PX', TTL)
+    end
   else
     redis.call('HDEL', key, format('r%d', id))
     redis.call('HSET', key, 's', X)
@@ -455,7 +458,7 @@ if n == 1 and count >= 0 then
       if not (hashed or op) then
         redis.call('SET', key, x, 'PX', ttl)
       else
-        -- #expand hash_write(hashed, state, held, x, ttl, limits, write == 'settle')
+        -- #expand hash_write(hashed, state, held, x, ttl, limits, write == 'settle', reset_after == 0)
       end
     end
     if allowed then
@@ -680,7 +683,7 @@ if write then
   if not (hashed or op) then
     redis.call('SET', key, x, 'PX', ttl)
   else
-    -- #expand hash_write(hashed, state, held, x, ttl, limits, write == 'settle')
+    -- #expand hash_write(hashed, state, held, x, ttl, limits, write == 'settle', reset_after == 0)
   end
 end
 if allowed then

@@ -68,6 +68,39 @@
 -- reads and writes v6's state.
 -- #include _prelude.v7.lua
 
+-- MAX_RESERVATIONS bounds the reservations one key holds (open, or
+-- expired or settled and not yet dropped): a reserve of a new id on a key
+-- holding that many open ones is refused, so a key cannot grow without
+-- bound nor a call take unbounded work.
+local MAX_RESERVATIONS = 1000
+
+-- prune drops the expired and settled reservations of a key holding
+-- MAX_RESERVATIONS records (the caller's reserve of a new id then fits),
+-- less RECORDS (the members below the events) by those dropped, or
+-- returns the error reply when that many are open, before anything is
+-- written.
+-- #define prune(RECORDS)
+do
+  local gone, open = {}, 0
+  for _, m in ipairs(redis.call('ZRANGE', key, '-inf', '(0', 'BYSCORE')) do
+    local kind, expiry = string.match(m, '^([rs])%d+:(%d+)')
+    if kind == 'r' and expiry + 0 > now then
+      open = open + 1
+    elseif kind then
+      gone[#gone + 1] = m
+    end
+  end
+  if open >= MAX_RESERVATIONS then
+    return redis.error_reply('ERR ratelua: KEYS[1] holds ' .. MAX_RESERVATIONS .. ' open reservations, the most'
+      .. ' a key holds: settle or cancel one, or wait for its lifetime to pass, before ARGV[4] reserves another')
+  end
+  if #gone > 0 then
+    redis.call('ZREM', key, unpack(gone))
+  end
+  RECORDS = RECORDS - #gone
+end
+-- #end
+
 -- #call: what follows runs on every call (in ratelua_v7, the function body)
 local tonumber, format, match, find = tonumber, string.format, string.match, string.find
 local count, now = 1, false
@@ -89,13 +122,33 @@ if ARGV[3] ~= '' then
     end
   end
 end
+-- A reservation's mode (v7): parsed only when the mode is not '0' or '1'.
+-- A reserve decides as mode '0'; least is the smallest ARGV[1] it takes.
+local mode, op, id, lifetime, least = ARGV[4], nil, 0, 0, 0
+if mode ~= '0' and mode ~= '1' then
+  -- #expand reservation(op, id, lifetime, mode)
+  if op then
+    mode = '0'
+    if op == 'reserve' then
+      least = 1
+    end
+  end
+end
 local n = (#ARGV - 4) / 2
 if count == nil or now == nil or #KEYS ~= 1 or (ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us')
-  or (ARGV[4] ~= '0' and ARGV[4] ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0)) then
+  or (mode ~= '0' and mode ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0))
+  or (op and count < least) then
   -- #expand rare(helpers)
-  return helpers.refuse(KEYS, ARGV, 2)
+  -- #expand reservation_refuse(helpers, op, count, now)
+  local args = ARGV
+  if op then
+    -- The mode is right: refuse names the wrong argument after it.
+    args = { unpack(ARGV) }
+    args[4] = '0'
+  end
+  return helpers.refuse(KEYS, args, 2)
 end
-local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
+local unit, key = ARGV[2], KEYS[1]
 
 -- One limit, the common case, with locals only: the limit is checked
 -- inline (its '%d' text must be ARGV's), and the window is counted from
@@ -104,13 +157,13 @@ local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
 -- -inf, an integer, which stops at the first event inside the window): the
 -- count is the size minus those. Bad limits and resets go on to the
 -- general code, which refuses or resets.
-if n == 1 and count >= 0 then
+local server = not now
+if n == 1 and count >= 0 and not op then
   local max, window = 0, 0
   if find(ARGV[5], '^[1-9]%d*$') and find(ARGV[6], '^[1-9]%d*$') then
     max, window = ARGV[5] + 0, ARGV[6] + 0
   end
   if max >= 1 and max <= 10000 and window >= 1 and window <= MAX_TIME then
-    local server = not now
     if server then
       -- #expand server_now(now, unit)
     end
@@ -119,195 +172,204 @@ if n == 1 and count >= 0 then
     local top = redis.pcall('ZRANGE', key, '-1', '-1')
     -- #expand wrong_type(top, 'zset_log')
     top = top[1]
+    local time, index
     if top then
-      local time, index
       time, index, first_index = match(top, '^(%d+):%l(%d+):(%d+)$')
-      if time == nil then
-        return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
-      end
-      -- (text + 0 is the number of a digit string without a call)
-      last, newest = time + 0, index + 0
-      size = newest - first_index + 1
-      if last > now + window then
-        local gone
-        -- #expand stale(gone, last, now, window, server, unit)
-        if gone then
-          redis.call('DEL', key)
-          last, newest, size, first_index, top = nil, 0, 0, nil, nil
-        end
-      end
     end
-    local stamp = now
-    if last and last > now then
-      stamp = last
-    end
-    local asked = count
-    if asked < 1 then
-      asked = 1
-    end
-    -- c: the events in the window. When the set is too small for a denial,
-    -- ZCOUNT counts the events out of the window (an integer); else the
-    -- oldest event in the window is read (first, its name): indexes are
-    -- consecutive, so c is the newest index minus its index plus 1, and it
-    -- is the retry event of a denied call at saturation (mode 0,
-    -- eventCount 1).
-    local c, first = 0, nil
-    if size > 0 and last > stamp - window then
-      c = size
-      if size + asked <= max then
-        if size > 1 then
-          c = size - redis.call('ZCOUNT', key, '-inf', format('%d', stamp - window))
-        end
-      elseif size > 1 then
-        first = redis.call('ZRANGE', key, format('(%d', stamp - window), '+inf', 'BYSCORE', 'LIMIT', '0', '1')[1]
-        local index = match(first, '^%d+:%l(%d+):')
-        if index == nil then
-          return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
-        end
-        c = newest - index + 1
-      else
-        first = top
-      end
-    end
-    local allowed = c + asked <= max
-    local record = count > 0 and (allowed or mode == '1')
-    local added = 0
-    local previous = last -- the newest event's time before this call
-    if record then
-      -- More than max + 1 events at once are recorded as max + 1: no reply
-      -- can tell them apart.
-      added = count
-      if added > max + 1 then
-        added = max + 1
-      end
-      local keep = max + 1 - added
-      if c < keep then
-        keep = c
-      end
-      local removable = size - keep
-      if removable > 0 and removable >= keep then
-        redis.call('ZREMRANGEBYRANK', key, '0', format('%d', removable - 1))
-        size = keep
-      end
-      local base = newest - size + 1
-      if first_index == nil or base ~= first_index + 0 then
-        first_index = format('%d', base)
-      end
-      local score = ARGV[3]
-      if stamp ~= now or score == '' then
-        score = format('%d', stamp)
-      end
-      -- Member names: the index after a letter for its number of digits
-      -- (a: 1 digit, b: 2, ...), then the base.
-      local index = newest + 1
-      if added == 1 then
-        local letter
-        if index < 10 then
-          letter = 'a'
-        elseif index < 100 then
-          letter = 'b'
-        elseif index < 1000 then
-          letter = 'c'
-        elseif index < 10000 then
-          letter = 'd'
-        else
-          local digits, ten = 5, 100000
-          while index >= ten do
-            digits, ten = digits + 1, ten * 10
+    -- v7: a tagged event or a reservation's record on top (a key holding
+    -- reservations, or another sorted set): the general code decides.
+    if top == nil or time then
+      if top then
+        -- (text + 0 is the number of a digit string without a call)
+        last, newest = time + 0, index + 0
+        size = newest - first_index + 1
+        if last > now + window then
+          local gone
+          -- #expand stale(gone, last, now, window, server, unit)
+          if gone then
+            redis.call('DEL', key)
+            last, newest, size, first_index, top = nil, 0, 0, nil, nil
           end
-          letter = string.char(96 + digits)
         end
-        redis.call('ZADD', key, score, format('%s:%s%d:%s', score, letter, index, first_index))
-      else
-        local letter, ten = 97, 10
-        while index >= ten do
-          letter, ten = letter + 1, ten * 10
+      end
+      local stamp = now
+      if last and last > now then
+        stamp = last
+      end
+      local asked = count
+      if asked < 1 then
+        asked = 1
+      end
+      -- c: the events in the window. When the set is too small for a denial,
+      -- ZCOUNT counts the events out of the window (an integer); else the
+      -- oldest event in the window is read (first, its name): indexes are
+      -- consecutive, so c is the newest index minus its index plus 1, and it
+      -- is the retry event of a denied call at saturation (mode 0,
+      -- eventCount 1).
+      local c, first = 0, nil
+      if size > 0 and last > stamp - window then
+        c = size
+        if size + asked <= max then
+          if size > 1 then
+            c = size - redis.call('ZCOUNT', key, '-inf', format('%d', stamp - window))
+          end
+        elseif size > 1 then
+          first = redis.call('ZRANGE', key, format('(%d', stamp - window), '+inf', 'BYSCORE', 'LIMIT', '0', '1')[1]
+          local index = match(first, '^%d+:%l(%d+):')
+          if index == nil then
+            return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+          end
+          c = newest - index + 1
+        else
+          first = top
         end
-        local batch = {}
-        local b = 0
-        for j = index, newest + added do
-          if j >= ten then
+      end
+      local allowed = c + asked <= max
+      local record = count > 0 and (allowed or mode == '1')
+      local added = 0
+      local previous = last -- the newest event's time before this call
+      if record then
+        -- More than max + 1 events at once are recorded as max + 1: no reply
+        -- can tell them apart.
+        added = count
+        if added > max + 1 then
+          added = max + 1
+        end
+        local keep = max + 1 - added
+        if c < keep then
+          keep = c
+        end
+        local removable = size - keep
+        if removable > 0 and removable >= keep then
+          redis.call('ZREMRANGEBYRANK', key, '0', format('%d', removable - 1))
+          size = keep
+        end
+        local base = newest - size + 1
+        if first_index == nil or base ~= first_index + 0 then
+          first_index = format('%d', base)
+        end
+        local score = ARGV[3]
+        if stamp ~= now or score == '' then
+          score = format('%d', stamp)
+        end
+        -- Member names: the index after a letter for its number of digits
+        -- (a: 1 digit, b: 2, ...), then the base.
+        local index = newest + 1
+        if added == 1 then
+          local letter
+          if index < 10 then
+            letter = 'a'
+          elseif index < 100 then
+            letter = 'b'
+          elseif index < 1000 then
+            letter = 'c'
+          elseif index < 10000 then
+            letter = 'd'
+          else
+            local digits, ten = 5, 100000
+            while index >= ten do
+              digits, ten = digits + 1, ten * 10
+            end
+            letter = string.char(96 + digits)
+          end
+          redis.call('ZADD', key, score, format('%s:%s%d:%s', score, letter, index, first_index))
+        else
+          local letter, ten = 97, 10
+          while index >= ten do
             letter, ten = letter + 1, ten * 10
           end
-          batch[b + 1], batch[b + 2] = score, format('%s:%c%d:%d', score, letter, j, base)
-          b = b + 2
-          if b == 2000 or j == newest + added then
-            redis.call('ZADD', key, unpack(batch, 1, b))
-            b = 0
+          local batch = {}
+          local b = 0
+          for j = index, newest + added do
+            if j >= ten then
+              letter, ten = letter + 1, ten * 10
+            end
+            batch[b + 1], batch[b + 2] = score, format('%s:%c%d:%d', score, letter, j, base)
+            b = b + 2
+            if b == 2000 or j == newest + added then
+              redis.call('ZADD', key, unpack(batch, 1, b))
+              b = 0
+            end
           end
         end
+        newest, last = newest + added, stamp
+        c = c + added
       end
-      newest, last = newest + added, stamp
-      c = c + added
-    end
-    local left = max - c
-    if left < 0 then
-      left = 0
-    end
-    local reset_after = 0
-    if c > 0 then
-      reset_after = last + window - now
-      if reset_after > MAX_TIME then
-        reset_after = MAX_TIME
-      elseif reset_after < 0 then
-        reset_after = 0
+      local left = max - c
+      if left < 0 then
+        left = 0
       end
-    end
-    if record then
-      -- In unit ms the TTL is the text of ARGV[6] when it is the window
-      -- (reset_after >= 1 here).
-      local ttl = ARGV[6]
-      if unit ~= 'ms' or reset_after ~= window then
-        -- #expand ttl_ms(ttl, unit, reset_after)
+      local reset_after = 0
+      if c > 0 then
+        reset_after = last + window - now
+        if reset_after > MAX_TIME then
+          reset_after = MAX_TIME
+        elseif reset_after < 0 then
+          reset_after = 0
+        end
       end
-      redis.call('PEXPIRE', key, ttl)
+      if record then
+        -- In unit ms the TTL is the text of ARGV[6] when it is the window
+        -- (reset_after >= 1 here).
+        local ttl = ARGV[6]
+        if unit ~= 'ms' or reset_after ~= window then
+          -- #expand ttl_ms(ttl, unit, reset_after)
+        end
+        redis.call('PEXPIRE', key, ttl)
+      end
+      if allowed then
+        return { 1, left, 0, reset_after, 1 }
+      end
+      if asked > max then
+        return { 0, left, -1, reset_after, 1 }
+      end
+      -- Wait until the (max - asked + 1)-th newest event leaves the window:
+      -- one of this call's, the newest before it, the oldest in the window
+      -- if it was read, or another one (read by rank).
+      local rank = max - asked
+      local time
+      if rank < added then
+        time = stamp
+      elseif rank == added then
+        time = previous
+      elseif rank == c - 1 and first then
+        time = match(first, '^%d+') + 0
+      else
+        local r = format('%d', rank)
+        time = match(redis.call('ZRANGE', key, r, r, 'REV')[1], '^%d+') + 0
+      end
+      local retry = time + window - now
+      if retry > MAX_TIME then
+        retry = MAX_TIME
+      elseif retry < 0 then
+        retry = 0
+      end
+      return { 0, left, retry, reset_after, 1 }
     end
-    if allowed then
-      return { 1, left, 0, reset_after, 1 }
-    end
-    if asked > max then
-      return { 0, left, -1, reset_after, 1 }
-    end
-    -- Wait until the (max - asked + 1)-th newest event leaves the window:
-    -- one of this call's, the newest before it, the oldest in the window
-    -- if it was read, or another one (read by rank).
-    local rank = max - asked
-    local time
-    if rank < added then
-      time = stamp
-    elseif rank == added then
-      time = previous
-    elseif rank == c - 1 and first then
-      time = match(first, '^%d+') + 0
-    else
-      local r = format('%d', rank)
-      time = match(redis.call('ZRANGE', key, r, r, 'REV')[1], '^%d+') + 0
-    end
-    local retry = time + window - now
-    if retry > MAX_TIME then
-      retry = MAX_TIME
-    elseif retry < 0 then
-      retry = 0
-    end
-    return { 0, left, retry, reset_after, 1 }
   end
 end
 
--- The general code: several limits, a reset, or a bad limit to refuse.
+-- The general code: several limits, a reset, or a bad limit to refuse;
+-- and (v7) a reserve or a settle, or a key holding reservations.
 
--- member reads a member's time, index and base; nil if it is not a
--- zset_log event (v4 names its members as v3 does).
+-- member reads a member's time, index and base, and whether it is tagged
+-- (v7: '<time>:<index>:<base>:<tag>'); nil if it is not a zset_log event
+-- (v4 names its members as v3 does).
 local function member(name)
   local time, index, base = string.match(name, '^(%d+):%l(%d+):(%d+)$')
   if time == nil then
-    return nil
+    time, index, base = string.match(name, '^(%d+):%l(%d+):(%d+):%d+$')
+    if time == nil then
+      return nil
+    end
+    return tonumber(time), tonumber(index), tonumber(base), true
   end
-  return tonumber(time), tonumber(index), tonumber(base)
+  return tonumber(time), tonumber(index), tonumber(base), false
 end
 
 -- name is the member of event `index` at time `score` (text), whose base
--- is `base`.
-local function name(score, index, base)
+-- is `base`, tagged with `tag` (v7: a reservation's id, or 0) unless nil.
+local function name(score, index, base, tag)
   local letter = 'a'
   if index >= 10 then
     local digits, ten = 2, 100
@@ -315,6 +377,9 @@ local function name(score, index, base)
       digits, ten = digits + 1, ten * 10
     end
     letter = string.char(96 + digits)
+  end
+  if tag then
+    return string.format('%s:%s%d:%d:%d', score, letter, index, base, tag)
   end
   return string.format('%s:%s%d:%d', score, letter, index, base)
 end
@@ -349,31 +414,56 @@ if bad or count < 0 then
   end
   return helpers.fresh(KEYS, ARGV, 2)
 end
-local server = not now
 if server then
   -- #expand server_now(now, unit)
 end
 
--- The newest event: the last write's time, and the indexes in the set.
-local last, newest, base = nil, 0, 1
+-- The newest event: its time (newest_time), and the indexes in the set.
+-- v7: a key holding reservations (slow) holds, below every event (scores
+-- < 0), member '@' scored <last write> - 2^53, and per reservation id
+-- 'r<id>:<expiry>:<estimate>:<time recorded>:<first index>' (open) or
+-- 's<id>:<expiry>'
+-- (settled), scored -id; its events are tagged (a reservation's with its
+-- id, others 0), so that v6, which reads the newest member only, refuses
+-- it. last: the last write's time.
+local last, newest, base, slow = nil, 0, 1, false
 local top = redis.pcall('ZRANGE', key, '-1', '-1')
 -- #expand wrong_type(top, 'zset_log')
 top = top[1]
 if top then
-  last, newest, base = member(top)
+  last, newest, base, slow = member(top)
   if last == nil then
-    return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+    if not find(top, '^[rs@]') then
+      return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+    end
+    -- Records only: no event.
+    newest, base, slow = 0, 1, true
   end
-  if last > now + widest then
-    local gone
-    -- #expand stale(gone, last, now, widest, server, unit)
-    if gone then
-      redis.call('DEL', key)
-      last, newest, base = nil, 0, 1
+end
+local newest_time = last
+if slow then
+  local written = redis.call('ZSCORE', key, '@')
+  if written then
+    written = tonumber(written) + 9007199254740992
+    if last == nil or written > last then
+      last = written
     end
   end
 end
-local size = newest - base + 1
+if last and last > now + widest then
+  local gone
+  -- #expand stale(gone, last, now, widest, server, unit)
+  if gone then
+    redis.call('DEL', key)
+    last, newest_time, newest, base, slow, top = nil, nil, 0, 1, false, nil
+  end
+end
+-- size: the events in the set; records: the members below them.
+local size, records, lo = newest - base + 1, 0, '-inf'
+if slow then
+  records = redis.call('ZCOUNT', key, '-inf', '(0')
+  size, lo = redis.call('ZCARD', key) - records, '0'
+end
 local stamp = now
 if last and last > now then
   stamp = last
@@ -391,11 +481,11 @@ local allowed = true
 for i = 1, n do
   local max, window = tonumber(ARGV[2 * i + 3]), tonumber(ARGV[2 * i + 4])
   local c = 0
-  if size > 0 and last > stamp - window then
+  if size > 0 and newest_time > stamp - window then
     if size == 1 then
       c = 1
     else
-      c = size - redis.call('ZCOUNT', key, '-inf', format('%d', stamp - window))
+      c = size - redis.call('ZCOUNT', key, lo, format('%d', stamp - window))
     end
   end
   counts[i] = c
@@ -405,41 +495,143 @@ for i = 1, n do
 end
 local record = count > 0 and (allowed or mode == '1')
 local added = 0
-local previous = last -- the newest event's time before this call
+local previous = newest_time -- the newest event's time before this call's
+
+-- v7: the reservation id's record (held: its member), live until its
+-- expiry unless settled.
+local held, estimate, held_at, held_expiry, held_first = nil, nil, nil, nil, nil
+if op and records > 0 then
+  local score = format('%d', -id)
+  for _, m in ipairs(redis.call('ZRANGE', key, score, score, 'BYSCORE')) do
+    local kind, rid, expiry, rest = string.match(m, '^([rs])(%d+):(%d+)(.*)$')
+    if kind and rid + 0 == id then
+      held, held_expiry = m, expiry
+      if kind == 'r' and expiry + 0 > now then
+        local e, t, first = string.match(rest, '^:(%d+):(%d+):(%d+)$')
+        estimate, held_at, held_first = e + 0, t, first + 0
+      end
+    end
+  end
+end
+local tag, write = nil, record
+if op or slow then
+  tag = 0
+end
+if op == 'reserve' then
+  if estimate then
+    -- Held already (a reserve retried): nothing recorded, the reply of an
+    -- admission, read as a peek.
+    record, count, asked, allowed, write = false, 0, 1, true, false
+  elseif record then
+    tag = id
+    if held == nil and records > MAX_RESERVATIONS then
+      -- #expand prune(records)
+    end
+  end
+elseif op == 'settle' then
+  record, write = false, 'none'
+  if estimate then
+    -- Keep actual of the reservation's events still held (the newest
+    -- beyond it removed), record an overrun at stamp (never denied), and
+    -- remember the id as settled. Its events: at its time, tagged with its
+    -- id, from its first index on (an id settled and reserved again at
+    -- the same time has older events, with lower indexes).
+    local mine, keep = {}, count
+    local suffix = ':' .. format('%d', id)
+    for _, m in ipairs(redis.call('ZRANGE', key, held_at, held_at, 'BYSCORE')) do
+      local index = match(m, '^%d+:%l(%d+):%d+:')
+      if index and index + 0 >= held_first and string.sub(m, -#suffix) == suffix then
+        mine[#mine + 1] = m
+      end
+    end
+    if keep < #mine then
+      local gone = {}
+      for j = keep + 1, #mine do
+        gone[#gone + 1] = mine[j]
+      end
+      redis.call('ZREM', key, unpack(gone))
+      size = size - #gone
+      for i = 1, n do
+        if held_at + 0 > stamp - tonumber(ARGV[2 * i + 4]) then
+          counts[i] = counts[i] - #gone
+        end
+      end
+      -- The newest event now.
+      newest, newest_time = 0, nil
+      local now_top = redis.call('ZRANGE', key, '-1', '-1')[1]
+      if now_top then
+        local t, index, _, tagged = member(now_top)
+        if t then
+          newest, newest_time = index, t
+          if not tagged then
+            -- An event recorded before the key held reservations is the
+            -- newest again: tagged, so that v6 (and v7's one-limit path,
+            -- which reads the newest member only) never takes the key
+            -- for one without reservations.
+            redis.call('ZREM', key, now_top)
+            redis.call('ZADD', key, format('%d', t), now_top .. ':0')
+          end
+        end
+      end
+      previous = newest_time
+    end
+    if count > estimate then
+      record = true
+    end
+    count = count - estimate
+    write = 'settle'
+  end
+end
+
 if record then
   -- More than largest + 1 events at once are recorded as largest + 1: no
-  -- reply can tell them apart.
+  -- reply can tell them apart. A key holding reservations keeps largest
+  -- + 1 events more in the widest window (never fewer than the open
+  -- reservations' events there, which were admitted: at most largest),
+  -- so that a refund never brings back an event the state dropped.
   added = count
   if added > largest + 1 then
     added = largest + 1
   end
   local keep = largest + 1 - added
+  if tag then
+    keep = keep + largest + 1
+  end
   if counts[wide] < keep then
     keep = counts[wide]
   end
   local removable = size - keep
   if removable > 0 and removable >= keep then
-    redis.call('ZREMRANGEBYRANK', key, '0', format('%d', removable - 1))
+    redis.call('ZREMRANGEBYRANK', key, format('%d', records), format('%d', records + removable - 1))
     size = keep
   end
   base = newest - size + 1
   local score = format('%d', stamp)
   if added == 1 then
-    redis.call('ZADD', key, score, name(score, newest + 1, base))
+    redis.call('ZADD', key, score, name(score, newest + 1, base, tag))
   else
     local batch = {}
     for first = 1, added, 1000 do
       local b = 0
       for j = first, math.min(first + 999, added) do
-        batch[b + 1], batch[b + 2] = score, name(score, newest + j, base)
+        batch[b + 1], batch[b + 2] = score, name(score, newest + j, base, tag)
         b = b + 2
       end
       redis.call('ZADD', key, unpack(batch, 1, b))
     end
   end
-  newest, size, last = newest + added, size + added, stamp
+  newest, size, newest_time = newest + added, size + added, stamp
   for i = 1, n do
     counts[i] = counts[i] + added
+  end
+end
+if write == 'settle' then
+  -- The reply is a peek's after the settle.
+  count, asked, allowed = 0, 1, true
+  for i = 1, n do
+    if counts[i] + 1 > tonumber(ARGV[2 * i + 3]) then
+      allowed = false
+    end
   end
 end
 
@@ -461,7 +653,7 @@ for i = 1, n do
     end
   end
   if c > 0 then
-    local reset = math.max(0, math.min(MAX_TIME, last + window - now))
+    local reset = math.max(0, math.min(MAX_TIME, newest_time + window - now))
     if reset > reset_after then
       reset_after = reset
     end
@@ -476,7 +668,7 @@ for i = 1, n do
       local time
       if rank < added then
         time = stamp
-      elseif rank == added then
+      elseif rank == added and previous then
         time = previous
       elseif rank == fetched then
         time = fetched_time
@@ -492,10 +684,40 @@ for i = 1, n do
     end
   end
 end
-if record then
-  local ttl
-  -- #expand ttl_ms(ttl, unit, reset_after)
-  redis.call('PEXPIRE', key, ttl)
+if write == 'none' then
+  return { 0, remaining, -1, reset_after, 0 }
+end
+if write then
+  local ttl = reset_after
+  if op == 'reserve' and lifetime > ttl then
+    ttl = lifetime
+  end
+  -- #expand ttl_ms(ttl, unit, ttl)
+  if tag then
+    -- A key holding reservations: its last write '@', the reservation's
+    -- record, and a TTL that never shortens (PEXPIRE GT; a key that held
+    -- none before takes its TTL as it is).
+    local at = format('%d', stamp - 9007199254740992)
+    if op == 'reserve' then
+      if held then
+        redis.call('ZREM', key, held)
+      end
+      redis.call('ZADD', key, 'GT', at, '@', format('%d', -id),
+        format('r%d:%d:%d:%d:%d', id, now + lifetime, tonumber(ARGV[1]), stamp, newest - added + 1))
+    elseif op == 'settle' then
+      redis.call('ZREM', key, held)
+      redis.call('ZADD', key, 'GT', at, '@', format('%d', -id), format('s%d:%s', id, held_expiry))
+    else
+      redis.call('ZADD', key, 'GT', at, '@')
+    end
+    if slow then
+      redis.call('PEXPIRE', key, ttl, 'GT')
+    else
+      redis.call('PEXPIRE', key, ttl)
+    end
+  else
+    redis.call('PEXPIRE', key, ttl)
+  end
 end
 if allowed then
   return { 1, remaining, 0, reset_after, index }

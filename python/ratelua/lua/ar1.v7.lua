@@ -212,6 +212,11 @@ if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and
     end
     return { 1, remaining, 0, 0, 0 }
   end
+  if #KEYS == 1 and count ~= nil and now ~= nil and (ARGV[2] == 'ms' or ARGV[2] == 's' or ARGV[2] == 'us')
+    and type(ARGV[4]) == 'string' and (string.find(ARGV[4], '^reserve:') or string.find(ARGV[4], '^settle:')) then
+    return redis.error_reply("ERR ratelua: ARGV[4] mode must be '0' or '1': " .. 'ar1'
+      .. ' v7 does not take reserve or settle (' .. 'its state keeps one decayed count per limit and no record of the events in it' .. '); token_bucket and zset_log do')
+  end
   return helpers.refuse(KEYS, ARGV, 3)
 end
 local key = KEYS[1]

@@ -504,7 +504,9 @@ if n == 1 and count >= 0 then
         if write == 'settle' then
           if redis.call('HLEN', key) <= 2 then
             redis.call('DEL', key)
-            redis.call('SET', key, x, 'PX', ttl)
+            if not (reset_after == 0) then
+              redis.call('SET', key, x, 'PX', ttl)
+            end
           else
             redis.call('HDEL', key, format('r%d', id))
             redis.call('HSET', key, 's', x)
@@ -927,7 +929,9 @@ if write then
     if write == 'settle' then
       if redis.call('HLEN', key) <= 2 then
         redis.call('DEL', key)
-        redis.call('SET', key, x, 'PX', ttl)
+        if not (reset_after == 0) then
+          redis.call('SET', key, x, 'PX', ttl)
+        end
       else
         redis.call('HDEL', key, format('r%d', id))
         redis.call('HSET', key, 's', x)

@@ -1,0 +1,127 @@
+package ratelua
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ratelua/ratelua/internal/model"
+	"github.com/ratelua/ratelua/luatest"
+)
+
+// TestZSetLogSettleAgainstModel runs sequences that a reserve and settle
+// of zset_log v7 must get right, against the model at every call: a
+// refund after a flood of mode-1 events (the state drops events past its
+// bound: a refund must not bring their room back), an id settled and
+// reserved again at one time (a settle takes its own events only), a
+// settle retried, expired, and a settle of the newest events under an
+// older event (the key must stay one holding reservations).
+func TestZSetLogSettleAgainstModel(t *testing.T) {
+	src := source(t, ZSetLog)
+	type step struct {
+		count int64
+		now   int64
+		mode  string // "0", "1", "reserve:<id>:<lifetime>" or "settle:<id>"
+	}
+	for _, c := range []struct {
+		name   string
+		limits []model.ZSetLogLimit
+		steps  []step
+	}{
+		{"a refund after a flood", []model.ZSetLogLimit{{Max: 10, Window: 100}, {Max: 3, Window: 1}}, []step{
+			{8, 0, "1"}, {2, 50, "reserve:1:1000"}, {9, 60, "1"}, {0, 60, "settle:1"}, {0, 60, "0"}, {1, 61, "0"},
+		}},
+		{"an id settled and reserved again at one time", []model.ZSetLogLimit{{Max: 12, Window: 40}}, []step{
+			{2, 10, "reserve:2:100"}, {4, 10, "settle:2"}, {2, 10, "reserve:2:100"}, {1, 10, "settle:2"}, {0, 10, "0"},
+			{1, 10, "settle:2"}, {1, 49, "0"}, {1, 50, "0"},
+		}},
+		{"retried and expired", []model.ZSetLogLimit{{Max: 5, Window: 10}}, []step{
+			{3, 100, "reserve:7:20"}, {1, 101, "settle:7"}, {1, 101, "settle:7"}, {1, 101, "settle:7"},
+			{2, 102, "reserve:8:5"}, {0, 107, "settle:8"}, {0, 107, "0"}, {1, 111, "0"},
+		}},
+		{"the newest settled over an older event", []model.ZSetLogLimit{{Max: 5, Window: 10}}, []step{
+			{1, 100, "0"}, {2, 101, "reserve:3:50"}, {1, 101, "reserve:4:50"}, {0, 102, "settle:4"}, {0, 102, "settle:3"},
+			{1, 103, "0"}, {4, 103, "0"}, {1, 104, "reserve:5:50"}, {5, 104, "settle:5"}, {0, 104, "0"},
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := frozenEngine()
+			m := &model.ZSetLog{Limits: c.limits, Reserves: true}
+			var limits []string
+			for _, l := range c.limits {
+				limits = append(limits, fmt.Sprint(l.Max), fmt.Sprint(l.Window))
+			}
+			for i, s := range c.steps {
+				call := model.Call{Count: s.count, Now: s.now, Unit: "s", Server: 1_700_000_000}
+				if op, id, lifetime, ok := model.ParseReservation(s.mode); ok {
+					call.Op, call.ID, call.Lifetime = op, id, lifetime
+				} else {
+					call.Mode = int(s.mode[0] - '0')
+				}
+				want := m.Do(call).Ints()
+				got, _, err := run(t, e, src, append([]string{fmt.Sprint(s.count), "s", fmt.Sprint(s.now), s.mode}, limits...))
+				if err != nil || !equalInts(got, want) {
+					t.Fatalf("step %d %+v: %v %v, model %v\nstate %v", i, s, got, err, want, e.Dump(testKey))
+				}
+				if pttl := e.PTTL(testKey); m.Exists() && pttl != m.TTLMillis() {
+					t.Fatalf("step %d %+v: PTTL %d, model %d", i, s, pttl, m.TTLMillis())
+				}
+			}
+		})
+	}
+}
+
+// TestZSetLogReservationsAndV6: a key holding reservations is refused by
+// v6 (whose one read, the newest member, is tagged), unchanged; one that
+// never held any is v6's; and a key holds at most model.MaxReservations
+// open reservations.
+func TestZSetLogReservationsAndV6(t *testing.T) {
+	v6, v7 := scriptVersion(t, ZSetLog, 6).Source, source(t, ZSetLog)
+	e := frozenEngine()
+	limits := []string{"10000", "1000000"}
+	call := func(src string, args ...string) []int64 {
+		t.Helper()
+		got, _, err := run(t, e, src, append(args, limits...))
+		if err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		return got
+	}
+	call(v6, "2", "s", "1000", "0")
+	call(v7, "1", "s", "1000", "0")
+	call(v6, "1", "s", "1000", "0") // v6 and v7 share a key without reservations
+	if got := call(v7, "3", "s", "1001", "reserve:9:120"); got[0] != 1 || got[1] != 10000-7 {
+		t.Fatalf("reserve: %v", got)
+	}
+	for _, args := range [][]string{{"1", "s", "1002", "0"}, {"0", "s", "1002", "0"}} {
+		refusedUnchanged(t, e, v6, append(args, limits...), "holds a member that is not a zset_log event")
+	}
+	if got := call(v7, "0", "s", "1002", "settle:9"); !equalInts(got, ints64(1, 10000-4, 0, 1000000-2, 1)) {
+		t.Fatalf("cancel: %v", got)
+	}
+	refusedUnchanged(t, e, v6, append([]string{"1", "s", "1002", "0"}, limits...), "holds a member that is not a zset_log event")
+	// The cap: 1000 open reservations (9 is settled: its record stays
+	// until the cap drops it).
+	for i := 1; i < model.MaxReservations; i++ {
+		if got := call(v7, "1", "s", "1003", fmt.Sprintf("reserve:%d:%d", 100+i, 100+i%2*1000)); got[0] != 1 {
+			t.Fatalf("reserve %d: %v", i, got)
+		}
+	}
+	if got := call(v7, "1", "s", "1003", "reserve:99:60"); got[0] != 1 {
+		t.Fatalf("the 1000th reserve (9 settled dropped): %v", got)
+	}
+	refusedUnchanged(t, e, v7, append([]string{"1", "s", "1003", "reserve:98:60"}, limits...), "1000 open reservations")
+	// At 1103 the even ones (lifetime 100) have expired: dropped, it fits.
+	if got := call(v7, "1", "s", "1103", "reserve:98:60"); got[0] != 1 {
+		t.Fatalf("a reserve once half expired: %v", got)
+	}
+	records := 0
+	for _, m := range e.Dump(testKey).([]luatest.ZMember) {
+		if strings.HasPrefix(m.Member, "r") || strings.HasPrefix(m.Member, "s") {
+			records++
+		}
+	}
+	if want := model.MaxReservations/2 + 1; records != want { // the odd ones and 98
+		t.Fatalf("%d records after the expired were dropped, want %d", records, want)
+	}
+}
