@@ -525,7 +525,16 @@ func newStoppedTwin(t *testing.T, kind testbench.Kind, topology string) *stopped
 		d, stop = single(n), n.Stop
 	} else {
 		c := testbench.Start(t, testbench.Options{Kind: kind, Config: harness.ClusterConfig()})
-		d, stop = onCluster(c), c.Close
+		// Stop, not Close: a stopped node keeps its port claimed until the
+		// cluster is closed at the test's end, so no other bench (another
+		// package's cluster, started meanwhile) can answer on its address.
+		d, stop = onCluster(c), func() error {
+			var errs []error
+			for _, n := range c.Nodes {
+				errs = append(errs, n.Stop())
+			}
+			return errors.Join(errs...)
+		}
 	}
 	for _, a := range adapters {
 		client := a.connect(t, d, connection{noRetry: true})
