@@ -37,6 +37,18 @@ const (
 	KindFallbackEnter = "fallback_enter"
 	KindFallbackLeave = "fallback_leave"
 	KindLost          = "lease_lost"
+	KindReserve       = "reserve"
+	KindSettle        = "settle"
+	KindCancel        = "cancel"
+)
+
+// The operations of a decision other than a plain call (Decision.Op): a
+// reservation's reserve, settle and cancel (issue 31). Each is observed
+// under the Kind of the same name.
+const (
+	OpReserve = KindReserve
+	OpSettle  = KindSettle
+	OpCancel  = KindCancel
 )
 
 // Decision is one call on its way through the chain.
@@ -52,6 +64,18 @@ type Decision struct {
 	Cause  error  // for Observe when Err is nil: the failure the fallback answered
 	Kind   string // "" for KindOf(Result, Err)
 	Local  bool   // decided in the process, without a round trip
+
+	// Op is "" for a plain call, else OpReserve (N is the estimate),
+	// OpSettle or OpCancel (N is the actual cost, 0 for a cancel) of
+	// reservation ID. Mode is then the script's ARGV[4] for it ("" for a
+	// plain call: the limiter's), Lifetime the reservation's lifetime in
+	// the unit, and Estimate a settle's estimate (the fallback's record
+	// of the events it admitted moves by N - Estimate).
+	Op       string
+	ID       int64
+	Lifetime int64
+	Estimate int64
+	Mode     string
 
 	deny     denyState
 	fallback fallbackState
@@ -142,7 +166,13 @@ func (c *Chain) Finish(ctx context.Context, d *Decision) (wire.Result, error) {
 		if cause == nil {
 			cause = d.Cause
 		}
-		c.Observe.Hook(ctx, Event{Kind: kind, N: d.N, Result: d.Result, Err: cause, Latency: time.Since(d.Start), Local: d.Local})
+		observed := kind
+		if d.Op != "" {
+			// A reservation's step is observed as such; its Result, Err
+			// and Local say how it went.
+			observed = d.Op
+		}
+		c.Observe.Hook(ctx, Event{Kind: observed, N: d.N, Result: d.Result, Err: cause, Latency: time.Since(d.Start), Local: d.Local})
 	}
 	d.Kind = kind
 	return d.Result, d.Err
@@ -152,7 +182,7 @@ func (c *Chain) Finish(ctx context.Context, d *Decision) (wire.Result, error) {
 // already read (the wire sends it as is).
 func (c *Chain) Decide(ctx context.Context, d *Decision, now string) (wire.Result, error) {
 	if !c.Local(ctx, d) {
-		r, err, unanswered := c.Wire.Send(ctx, d.Key, d.N, now)
+		r, err, unanswered := c.Wire.Send(ctx, d.Key, d.N, d.Mode, now)
 		c.Settle(ctx, d, r, err, unanswered)
 	}
 	return c.Finish(ctx, d)
@@ -162,7 +192,13 @@ func (c *Chain) Decide(ctx context.Context, d *Decision, now string) (wire.Resul
 // argument refused in Go, a caller that gave up) with the answer r, err,
 // through DryRun and Observe.
 func (c *Chain) Refused(ctx context.Context, n int64, r wire.Result, err error) Decision {
-	d := Decision{N: n, Result: r, Err: err, Local: true}
+	return c.RefusedOp(ctx, "", n, r, err)
+}
+
+// RefusedOp is Refused for a reservation's step op ("" for a plain
+// call).
+func (c *Chain) RefusedOp(ctx context.Context, op string, n int64, r wire.Result, err error) Decision {
+	d := Decision{N: n, Result: r, Err: err, Local: true, Op: op}
 	if c.Observe.Hook != nil {
 		d.Start = time.Now()
 	}
