@@ -52,7 +52,7 @@ func reserving(t *testing.T, l *ratelua.Limiter, estimate int64, more ...ratehtt
 // TestReserveSettlesReportedCost: a request reserves its estimate (the
 // headers say what is left after it), and the cost its handler reports
 // is settled when it returns; a handler that reports nothing keeps the
-// estimate spent; an estimate past the quota is denied holding nothing.
+// estimate spent, one that reports 0 gives it back; an estimate past the quota is denied holding nothing.
 func TestReserveSettlesReportedCost(t *testing.T) {
 	l := tokens(t, "settles")
 	mw := reserving(t, l, 30)
@@ -75,6 +75,11 @@ func TestReserveSettlesReportedCost(t *testing.T) {
 	silent.ServeHTTP(httptest.NewRecorder(), get())
 	if n := left(t, l); n != 58 {
 		t.Fatalf("%d left after a handler that reported nothing, want 58 (the estimate spent)", n)
+	}
+	zero := mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ratehttp.Settle(r.Context(), 0) }))
+	zero.ServeHTTP(httptest.NewRecorder(), get())
+	if n := left(t, l); n != 58 {
+		t.Fatalf("%d left after a handler that reported 0, want 58 (the estimate given back)", n)
 	}
 	if ratehttp.Settle(context.Background(), 1) {
 		t.Fatal("Settle reported a reservation on a context without one")
