@@ -236,14 +236,16 @@ func buildLimit(i int, l Limit) (limit, error) {
 		return buildInFlight(i, l)
 	case l.Limiter == nil:
 		return limit{}, fmt.Errorf("%w: limit %d has no Limiter", ErrInvalidConfig, i)
-	case l.Reserve != nil && l.Cost != nil:
-		return limit{}, fmt.Errorf("%w: limit %d has a Cost and a Reserve: one per Limit", ErrInvalidConfig, i)
-	case l.Reserve != nil && !l.Limiter.Script().Reserves():
-		return limit{}, fmt.Errorf("%w: limit %d has a Reserve, but its limiter's script %s takes no reservations (token_bucket does from v7)", ErrInvalidConfig, i, l.Limiter.Script())
 	}
 	count := l.Limiter.Limits()
 	if count == 0 {
 		return limit{}, fmt.Errorf("%w: limit %d: its Limiter was not made by a ratelua constructor (NewSlidingWindow, NewTokenBucket...)", ErrInvalidConfig, i)
+	}
+	switch {
+	case l.Reserve != nil && l.Cost != nil:
+		return limit{}, fmt.Errorf("%w: limit %d has a Cost and a Reserve: one per Limit", ErrInvalidConfig, i)
+	case l.Reserve != nil && !l.Limiter.Script().Reserves():
+		return limit{}, fmt.Errorf("%w: limit %d has a Reserve, but its limiter's script %s takes no reservations (token_bucket does from v7)", ErrInvalidConfig, i, l.Limiter.Script())
 	}
 	names := l.Names
 	switch {
