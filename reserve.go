@@ -18,36 +18,6 @@ import (
 // Options.ReservationLifetime is 0.
 const DefaultReservationLifetime = 5 * time.Minute
 
-// Reserve, then settle: a cost known only after the work (LLM tokens, bytes
-// sent, compute time). Reserve takes an estimate before the work, decided
-// exactly as AllowN(estimate) and held under a reservation id the Go API
-// draws at random; Settle gives back what the work did not use, or
-// charges the overrun (never denied: the limits go into debt), atomically
-// for every limit of the key, once. The wire contract is lua/README.md's
-// "Reserve, then settle".
-//
-// Each step goes the limiter's decision path (internal/decide) as a user
-// expects of it:
-//
-//   - The deny cache answers a reserve as it answers AllowN(estimate), and
-//     caches its denial the same way; a settle or cancel is never answered
-//     or cached by it, and drops the key's cached denial (it changed the
-//     state).
-//   - The fallback: a reserve that the server does not answer is decided
-//     by the fallback as AllowN is, and its reservation is held there: its
-//     Settle settles the fallback's state, in the process, even once the
-//     server answers again. A reservation the server holds is settled on
-//     the server only: during an outage its Settle returns the error
-//     (ErrUnavailable), and the caller may retry it.
-//   - DryRun: a reserve is sent and decided as enforcement would, and
-//     admitted; Result.DryRunDenied says it would have been denied, and
-//     then nothing is held. A settle of a reservation the server holds is
-//     sent and answered as the wire says.
-//   - FailOpen admits a reserve the server did not answer, with the error;
-//     the server may hold it all the same, so its Settle is sent, and one
-//     that finds nothing is not an error.
-//   - Observe sees each step, as KindReserve, KindSettle or KindCancel.
-
 // Reservation is the estimate a Reserve took for one event key, to be
 // settled with the actual cost (Settle) or given back whole (Cancel) once
 // the work is done. A reservation never settled stays spent: its units
@@ -89,6 +59,28 @@ const (
 // sent. A reserve whose outcome is unknown (no answer, or the caller's
 // context ended while it ran) and that is not admitted is cancelled by
 // its id in the background.
+//
+// Each step goes the limiter's decision path (internal/decide) as a user
+// expects of it:
+//
+//   - The deny cache answers a reserve as it answers AllowN(estimate), and
+//     caches its denial the same way; a settle or cancel is never answered
+//     or cached by it, and drops the key's cached denial (it changed the
+//     state).
+//   - The fallback: a reserve that the server does not answer is decided
+//     by the fallback as AllowN is, and its reservation is held there: its
+//     Settle settles the fallback's state, in the process, even once the
+//     server answers again. A reservation the server holds is settled on
+//     the server only: during an outage its Settle returns the error
+//     (ErrUnavailable), and the caller may retry it.
+//   - DryRun: a reserve is sent and decided as enforcement would, and
+//     admitted; Result.DryRunDenied says it would have been denied, and
+//     then nothing is held. A settle of a reservation the server holds is
+//     sent and answered as the wire says.
+//   - FailOpen admits a reserve the server did not answer, with the error;
+//     the server may hold it all the same, so its Settle is sent, and one
+//     that finds nothing is not an error.
+//   - Observe sees each step, as KindReserve, KindSettle or KindCancel.
 func (l *Limiter) Reserve(ctx context.Context, eventKey string, estimate int64) (*Reservation, error) {
 	res := &Reservation{l: l, key: eventKey, estimate: estimate, pending: -1}
 	refuse := func(err error) (*Reservation, error) {
