@@ -70,7 +70,9 @@ const (
 //   - The fallback: a reserve that the server does not answer is decided
 //     by the fallback as AllowN is, and its reservation is held there: its
 //     Settle settles the fallback's state, in the process, even once the
-//     server answers again. A reservation the server holds is settled on
+//     server answers again (the difference reaches the server with the
+//     events the fallback recorded, if they were not sent yet). A
+//     reservation the server holds is settled on
 //     the server only: during an outage its Settle returns the error
 //     (ErrUnavailable), and the caller may retry it.
 //   - DryRun: a reserve is sent and decided as enforcement would, and
