@@ -72,9 +72,9 @@ const (
 //     Settle settles the fallback's state, in the process, even once the
 //     server answers again (the difference reaches the server with the
 //     events the fallback recorded, if they were not sent yet). A
-//     reservation the server holds is settled on
-//     the server only: during an outage its Settle returns the error
-//     (ErrUnavailable), and the caller may retry it.
+//     reservation the server holds is settled on the server only: during
+//     an outage its Settle returns the error (ErrUnavailable), and the
+//     caller may retry it.
 //   - DryRun: a reserve is sent and decided as enforcement would, and
 //     admitted; Result.DryRunDenied says it would have been denied, and
 //     then nothing is held. A settle of a reservation the server holds is
