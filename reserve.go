@@ -113,11 +113,11 @@ func (l *Limiter) Reserve(ctx context.Context, eventKey string, estimate int64) 
 		}
 	}
 	res.id = newReservationID()
-	d.Op, d.ID, d.Lifetime = decide.OpReserve, res.id, l.lifetime
-	d.Mode = "reserve:" + strconv.FormatInt(res.id, 10) + ":" + strconv.FormatInt(l.lifetime, 10)
+	d.Res = &decide.Reservation{Op: decide.OpReserve, ID: res.id, Lifetime: l.lifetime,
+		Mode: "reserve:" + strconv.FormatInt(res.id, 10) + ":" + strconv.FormatInt(l.lifetime, 10)}
 	sent := false
 	if !l.chain.Local(ctx, &d) {
-		r, err, unanswered := l.chain.Wire.Send(ctx, d.Key, d.N, d.Mode, now)
+		r, err, unanswered := l.chain.Wire.Send(ctx, d.Key, d.N, d.Res.Mode, now)
 		sent = true
 		l.chain.Settle(ctx, &d, r, err, unanswered)
 	}
@@ -236,7 +236,7 @@ func (r *Reservation) settle(ctx context.Context, actual int64, op string) (Resu
 		d := l.chain.RefusedOp(ctx, op, actual, wire.Result{Limit: -1}, err)
 		return Result(d.Result), d.Err
 	}
-	d := decide.Decision{Key: r.key, N: actual, Op: op, ID: r.id, Estimate: r.estimate, Mode: "settle:" + strconv.FormatInt(r.id, 10)}
+	d := decide.Decision{Key: r.key, N: actual, Res: &decide.Reservation{Op: op, ID: r.id, Estimate: r.estimate, Mode: "settle:" + strconv.FormatInt(r.id, 10)}}
 	if l.chain.Observe.Hook != nil {
 		d.Start = time.Now()
 	}
@@ -261,7 +261,7 @@ func (r *Reservation) settle(ctx context.Context, actual int64, op string) (Resu
 		d.Result, d.Err, d.Local = wire.Result{Limit: -1}, err, true
 		return r.observe(ctx, &d)
 	}
-	res, err := l.ask(ctx, r.key, actual, d.Mode, now)
+	res, err := l.ask(ctx, r.key, actual, d.Res.Mode, now)
 	l.chain.Deny.Changed(r.key)
 	var se *ServerError
 	switch {
@@ -287,7 +287,7 @@ func (r *Reservation) settle(ctx context.Context, actual int64, op string) (Resu
 // settle is never denied) and returns its answer.
 func (r *Reservation) observe(ctx context.Context, d *decide.Decision) (Result, error) {
 	if o := &r.l.chain.Observe; o.Hook != nil {
-		o.Emit(ctx, decide.Event{Kind: d.Op, N: d.N, Result: d.Result, Err: d.Err, Latency: time.Since(d.Start), Local: d.Local})
+		o.Emit(ctx, decide.Event{Kind: d.Res.Op, N: d.N, Result: d.Result, Err: d.Err, Latency: time.Since(d.Start), Local: d.Local})
 	}
 	return Result(d.Result), d.Err
 }

@@ -148,8 +148,8 @@ func (s *Fallback) after(ctx context.Context, d *Decision, unanswered bool, o *O
 // nil when the server was not asked.
 func (s *Fallback) decide(d *Decision, cause error) {
 	call := model.Call{Count: d.N, Now: s.Unit.Now(d.At), Mode: s.Mode, Unit: s.Unit.Name}
-	if d.Op == OpReserve {
-		call.Op, call.ID, call.Lifetime, call.Mode = model.OpReserve, d.ID, d.Lifetime, 0
+	if d.Res != nil && d.Res.Op == OpReserve {
+		call.Op, call.ID, call.Lifetime, call.Mode = model.OpReserve, d.Res.ID, d.Res.Lifetime, 0
 	}
 	ints := s.F.Decide(d.Key, call)
 	d.Result, d.Err, d.Cause, d.Kind = wire.Decode(ints[:], s.Unit), nil, cause, KindFallback
@@ -160,8 +160,8 @@ func (s *Fallback) decide(d *Decision, cause error) {
 // server never heard of it. It returns the model's reply, as the script's
 // to a settle.
 func (s *Fallback) SettleLocal(d *Decision) wire.Result {
-	call := model.Call{Count: d.N, Now: s.Unit.Now(d.At), Unit: s.Unit.Name, Op: model.OpSettle, ID: d.ID}
-	ints := s.F.Settle(d.Key, call, d.Estimate)
+	call := model.Call{Count: d.N, Now: s.Unit.Now(d.At), Unit: s.Unit.Name, Op: model.OpSettle, ID: d.Res.ID}
+	ints := s.F.Settle(d.Key, call, d.Res.Estimate)
 	d.Local = true
 	return wire.Decode(ints[:], s.Unit)
 }
