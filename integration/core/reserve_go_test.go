@@ -150,6 +150,19 @@ func TestReserveSettleOnServers(t *testing.T) {
 		if _, err := l.Reserve(ctx, "k", 0); !errors.Is(err, ratelua.ErrInvalidLimit) || !strings.Contains(err.Error(), "estimate") {
 			t.Fatalf("reserve 0: %v", err)
 		}
+		// On the server's clock (no Options.Clock), a bucket refilled 1
+		// token per 6 minutes: nothing refills between the calls.
+		onServer, err := ratelua.NewTokenBucket(fc, ratelua.Options{Prefix: "res-server-" + t.Name()}, ratelua.Bucket{Capacity: 10, RefillAmount: 10, RefillInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs := reserveOK(t, onServer, "k", 6)
+		if s, err := rs.Settle(ctx, 2); err != nil || s.Remaining != 8 {
+			t.Fatalf("on the server's clock, settle 2 of 6: %+v, %v", s, err)
+		}
+		if _, err := ratelua.NewTokenBucket(fc, ratelua.Options{ReservationLifetime: -time.Second}, ratelua.Bucket{Capacity: 10, RefillAmount: 10, RefillInterval: time.Hour}); !errors.Is(err, ratelua.ErrInvalidLimit) || !strings.Contains(err.Error(), "ReservationLifetime") {
+			t.Fatalf("a negative ReservationLifetime: %v", err)
+		}
 		r5 := reserveOK(t, l, "k", 1)
 		if _, err := r5.Settle(ctx, -1); !errors.Is(err, ratelua.ErrInvalidLimit) || !strings.Contains(err.Error(), "actual") || !r5.Held() {
 			t.Fatalf("settle -1: %v, held %v", err, r5.Held())
