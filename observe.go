@@ -61,7 +61,8 @@ type Event struct {
 	// Prefix is the limiter's key prefix.
 	Prefix string
 	// N is the number of events decided: 1 for Allow, n for AllowN and a
-	// batch request, 0 for Peek.
+	// batch request, 0 for Peek; a reserve's estimate, a settle's actual
+	// cost, 0 for a cancel.
 	N int64
 	// Result is what the caller got; Result.Limit is the deciding limit,
 	// -1 when none decided (and for a load or a switch, whose Result is

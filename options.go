@@ -58,7 +58,7 @@ type Options struct {
 	// DefaultReservationLifetime (5 minutes); it is rounded up to the
 	// limiter's unit of time.
 	ReservationLifetime time.Duration
-	// Observe, if set, sees every decision, script load and fallback
-	// switch, on the caller's goroutine: it must be fast and concurrent-safe.
+	// Observe, if set, sees every decision (a reservation's reserve,
+	// settle and cancel too), script load and fallback switch, on the caller's goroutine: it must be fast and concurrent-safe.
 	Observe func(ctx context.Context, e Event)
 }
