@@ -59,6 +59,7 @@ type Options struct {
 	// limiter's unit of time.
 	ReservationLifetime time.Duration
 	// Observe, if set, sees every decision (a reservation's reserve,
-	// settle and cancel too), script load and fallback switch, on the caller's goroutine: it must be fast and concurrent-safe.
+	// settle and cancel too), script load and fallback switch, on the
+	// caller's goroutine: it must be fast and concurrent-safe.
 	Observe func(ctx context.Context, e Event)
 }
