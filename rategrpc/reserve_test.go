@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	"github.com/ratelua/ratelua"
@@ -123,6 +124,58 @@ func TestReserveSettles(t *testing.T) {
 		}
 		if _, err := rategrpc.New(rategrpc.Options{}, rategrpc.Limit{Limiter: sw, Name: "w", Reserve: func(context.Context, string) int64 { return 1 }}); !errors.Is(err, rategrpc.ErrInvalidConfig) {
 			t.Errorf("a Reserve on sliding_window: %v", err)
+		}
+	})
+}
+
+// TestReserveSettlesOnHangUp: a Watch stream whose client hangs up ends,
+// and the cost reported when its handler returns is settled.
+func TestReserveSettlesOnHangUp(t *testing.T) {
+	eachServer(t, func(t *testing.T, client ratelua.Client) {
+		at := time.Unix(1_700_000_000, 0)
+		tokens, err := ratelua.NewTokenBucket(client, ratelua.Options{Prefix: t.Name(), Clock: func() time.Time { return at }},
+			ratelua.Bucket{Capacity: 100, RefillAmount: 100, RefillInterval: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		left := func() int64 {
+			r, err := tokens.Peek(context.Background(), "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Remaining
+		}
+		in, err := rategrpc.New(rategrpc.Options{}, rategrpc.Limit{Limiter: tokens, Name: "tokens",
+			Key:     func(context.Context, string) (string, bool) { return "k", true },
+			Reserve: func(context.Context, string) int64 { return 40 }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// After rategrpc's interceptor: reports 7 when the handler returns.
+		report := func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+			err := handler(srv, ss)
+			rategrpc.Settle(ss.Context(), 7)
+			return err
+		}
+		hc := healthServer(t, grpc.ChainStreamInterceptor(in.Stream(), report))
+		ctx, cancel := context.WithCancel(context.Background())
+		stream, err := hc.Watch(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := stream.Recv(); err != nil {
+			t.Fatal(err)
+		}
+		if n := left(); n != 60 {
+			t.Fatalf("%d left while the stream is open, want 60", n)
+		}
+		cancel()
+		deadline := time.Now().Add(10 * time.Second)
+		for left() != 93 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d left 10 s after the client hung up, want 93 (the 7 reported settled)", left())
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	})
 }
