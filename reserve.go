@@ -53,10 +53,10 @@ const (
 // (Result.Allowed). The reservation is never nil; settle it with the
 // actual cost (Settle) or give it back (Cancel) within
 // Options.ReservationLifetime; one that was not admitted has nothing to
-// settle, and its Settle and Cancel do nothing. A script that does not take reservations
-// (every script but token_bucket from v7, until theirs take the modes)
-// is refused with an error wrapping ErrNotSupported, and nothing is
-// sent. A reserve whose outcome is unknown (no answer, or the caller's
+// settle, and its Settle and Cancel do nothing. A script that does not
+// take reservations (Script.Reserves: token_bucket from v7, and the
+// others once their scripts take the modes) is refused with an error
+// naming it and wrapping ErrNotSupported, and nothing is sent. A reserve whose outcome is unknown (no answer, or the caller's
 // context ended while it ran) and that is not admitted is cancelled by
 // its id in the background.
 //
@@ -95,7 +95,7 @@ func (l *Limiter) Reserve(ctx context.Context, eventKey string, estimate int64) 
 	case estimate < 1 || estimate > maxScriptInt:
 		return refuse(&LimitError{Index: -1, Field: "estimate", Reason: fmt.Sprintf("must be in [1, 2^52], got %d", estimate)})
 	case !l.script.Reserves():
-		return refuse(fmt.Errorf("%w: %s does not take reservations (the modes reserve and settle of ARGV[4]; token_bucket takes them from v7)", ErrNotSupported, l.name))
+		return refuse(fmt.Errorf("ratelua: %s does not take reservations (its contract names no modes reserve and settle of ARGV[4]; Script.Reserves): %w", l.name, ErrNotSupported))
 	}
 	if err := ctx.Err(); err != nil {
 		return refuse(callerGaveUp(l.name, err))
