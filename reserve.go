@@ -56,9 +56,10 @@ const (
 // settle, and its Settle and Cancel do nothing. A script that does not
 // take reservations (Script.Reserves: token_bucket from v7, and the
 // others once their scripts take the modes) is refused with an error
-// naming it and wrapping ErrNotSupported, and nothing is sent. A reserve whose outcome is unknown (no answer, or the caller's
-// context ended while it ran) and that is not admitted is cancelled by
-// its id in the background.
+// naming it and wrapping ErrNotSupported, and nothing is sent. A
+// reserve whose outcome is unknown (no answer, or the caller's context
+// ended while it ran) and that is not admitted is cancelled by its id in
+// the background.
 //
 // Each step goes the limiter's decision path (internal/decide) as a user
 // expects of it:
