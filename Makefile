@@ -232,6 +232,14 @@ bench:
 .PHONY: example-http
 example-http:
 	$(GO) run ./examples/http $(if $(ADDR),--addr $(ADDR))
+
+## example-llm: the example LLM API of examples/llm (tokens per minute and
+## per day per API key, reserved from max_tokens and settled with the usage
+## a fake model reports) on http://127.0.0.1:8080, its limiter on the
+## embedded engine; ADDR=host:port runs it on a server or cluster
+.PHONY: example-llm
+example-llm:
+	$(GO) run ./examples/llm $(if $(ADDR),--addr $(ADDR))
 ## test-rls: ratelua-rls (rls/, built through rls/go.work): vet, its tests on real redis-server and
 ## valkey-server (the command's graceful stop on SIGTERM, its OTLP metrics),
 ## and the comparison with envoyproxy/ratelimit (rls/reference/: builds the

@@ -32,6 +32,7 @@ type core struct {
 	failOpen  bool
 	functions bool
 	name      string // the script's "name@vN"
+	lifetime  int64  // a reservation's lifetime, in the unit
 	chain     decide.Chain
 }
 
@@ -138,6 +139,20 @@ func newCore(client Client, opts Options, s spec) (core, error) {
 			mode = 1
 		}
 		c.chain.Fallback = decide.Fallback{F: fallback.New(opts.FallbackAfter, opts.FallbackKeys, s.model(opts.Fallback, u)), Unit: u, Mode: mode}
+	}
+	switch lifetime := opts.ReservationLifetime; {
+	case lifetime < 0:
+		return core{}, &LimitError{Index: -1, Field: "ReservationLifetime", Reason: fmt.Sprintf("must be at least 0, got %v", lifetime)}
+	case lifetime == 0:
+		lifetime = DefaultReservationLifetime
+		fallthrough
+	default:
+		// Rounded up to the unit; at most 2^52 units (292 years in us).
+		n := int64(lifetime / u.Size)
+		if lifetime%u.Size != 0 {
+			n++
+		}
+		c.lifetime = min(n, maxScriptInt)
 	}
 	c.chain.DryRun.On = opts.DryRun
 	if hook := opts.Observe; hook != nil {

@@ -59,7 +59,7 @@ func (l *core) call(ctx context.Context, eventKey string, n int64) (Result, erro
 		if err != nil {
 			return l.failed(err)
 		}
-		return l.ask(ctx, eventKey, n, now)
+		return l.ask(ctx, eventKey, n, "", now)
 	}
 	var at time.Time
 	if l.clock != nil {
@@ -91,7 +91,7 @@ func (l *core) reset(ctx context.Context, eventKey, now string, clockErr error) 
 	if clockErr != nil {
 		return l.failed(clockErr)
 	}
-	r, err := l.ask(ctx, eventKey, -1, now)
+	r, err := l.ask(ctx, eventKey, -1, "", now)
 	l.chain.Deny.Changed(eventKey)
 	return r, err
 }

@@ -84,6 +84,27 @@
 // replica took over lost 2 or 3, told to their holders at their next
 // renewal, with never more than 10 running at once (lua/README.md).
 //
+// # Reserve, then settle
+//
+// Limiter.Reserve takes an estimate of a cost known only after the work
+// (LLM tokens, bytes sent, compute time), decided exactly as
+// AllowN(estimate); the Reservation it returns is settled with the actual
+// cost (Reservation.Settle: the rest given back, an overrun charged into
+// debt, never denied) or given back whole (Reservation.Cancel), once,
+// atomically for every limit of the key. The reservation id is drawn at
+// random; a settle whose outcome is unknown is retried with the same id
+// and applies at most once. A reservation can be settled for
+// Options.ReservationLifetime (DefaultReservationLifetime); one never
+// settled stays spent. Only scripts whose contract takes the modes
+// (Script.Reserves: token_bucket from v7) reserve; the others are refused
+// with ErrNotSupported. DenyCache, Fallback, DryRun, FailOpen and Observe
+// apply to each step as Limiter.Reserve says:
+// a denied reserve is cached as a denied AllowN, a settle never is and
+// drops the key's denial; the fallback decides a reserve in an outage and
+// settles it in the process; Observe sees KindReserve, KindSettle and
+// KindCancel. ratehttp and rategrpc reserve per request (Limit.Reserve)
+// and settle what the handler reports (their Settle).
+//
 // # Production
 //
 // Options.Observe sees every decision (an Event of Kind allowed, denied,
@@ -157,7 +178,8 @@
 // Whatever changes the state through this Limiter drops the key's denial:
 // an admission, a call without an answer (it may have been recorded),
 // Reset and ResetMany (before they are sent and once they are answered),
-// the fallback's events recorded after an outage; and a denial that was
+// a reservation's settle or cancel (once it is sent), the fallback's events
+// recorded after an outage; and a denial that was
 // in flight meanwhile is not cached. Limits are part of the state key, so
 // a process with other limits (a new deployment) or another Version never
 // changes the answers: it uses another key. A denial with RetryAfter Never

@@ -43,6 +43,11 @@ var (
 	// renewed in time, a reset dropped it, or a failover forgot it), or
 	// was released before a renewal. Its holder must stop.
 	ErrLeaseLost = errors.New("ratelua: lease lost")
+	// ErrReservationExpired: a Reservation's Settle or Cancel applied
+	// nothing: the server (or the fallback) did not hold it any more (its
+	// lifetime had passed, a reset dropped it, or a failover forgot it).
+	// Its estimate stays spent.
+	ErrReservationExpired = errors.New("ratelua: reservation not held")
 )
 
 // LimitError says which limit, option or argument was invalid and why.

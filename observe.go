@@ -35,6 +35,20 @@ const (
 	// KindLost: a concurrency lease was found lost (Lease.Err); N is its
 	// slots. Not a decision.
 	KindLost = "lease_lost"
+	// KindReserve: a reserve (Limiter.Reserve), N its estimate. It is
+	// decided as AllowN(estimate) is, with every option: Result.Allowed
+	// says whether it was admitted, Result.DryRunDenied that DryRun
+	// admitted a denial, Err the failure (with Allowed: FailOpen), Local
+	// that the deny cache or the fallback answered.
+	KindReserve = "reserve"
+	// KindSettle: a reservation settled (Reservation.Settle), N the
+	// actual cost. Result is the server's (or the fallback's) reply, a
+	// peek after the settle; Err is ErrReservationExpired when it applied
+	// nothing, or the failure; Local when the fallback held it.
+	KindSettle = "settle"
+	// KindCancel: a reservation cancelled (Reservation.Cancel), as
+	// KindSettle with N 0.
+	KindCancel = "cancel"
 )
 
 // Event is one decision, script load or fallback switch of a limiter, as
@@ -47,7 +61,8 @@ type Event struct {
 	// Prefix is the limiter's key prefix.
 	Prefix string
 	// N is the number of events decided: 1 for Allow, n for AllowN and a
-	// batch request, 0 for Peek.
+	// batch request, 0 for Peek; a reserve's estimate, a settle's actual
+	// cost, 0 for a cancel.
 	N int64
 	// Result is what the caller got; Result.Limit is the deciding limit,
 	// -1 when none decided (and for a load or a switch, whose Result is

@@ -51,7 +51,15 @@ type Options struct {
 	// 10,000. Keys let go are remembered in a sketch that never
 	// under-counts them.
 	FallbackKeys int
-	// Observe, if set, sees every decision, script load and fallback
-	// switch, on the caller's goroutine: it must be fast and concurrent-safe.
+	// ReservationLifetime is how long a reservation of Limiter.Reserve
+	// can be settled: a Settle or Cancel after it finds nothing
+	// (ErrReservationExpired) and the estimate stays spent. Choose it
+	// longer than the work and its retries. 0 means
+	// DefaultReservationLifetime (5 minutes); it is rounded up to the
+	// limiter's unit of time.
+	ReservationLifetime time.Duration
+	// Observe, if set, sees every decision (a reservation's reserve,
+	// settle and cancel too), script load and fallback switch, on the
+	// caller's goroutine: it must be fast and concurrent-safe.
 	Observe func(ctx context.Context, e Event)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/ratelua/ratelua/internal/manifest"
@@ -65,6 +66,14 @@ func (s Script) Run(ctx context.Context, client Client, key string, args []strin
 		err = client.Run(ctx, call, reply)
 	}
 	return classify(s.String(), err)
+}
+
+// Reserves reports whether the script takes reservations: its contract
+// names the modes 'reserve:<id>:<lifetime>' and 'settle:<id>' of ARGV[4]
+// (token_bucket from v7). Limiter.Reserve refuses a script that does not
+// (ErrNotSupported).
+func (s Script) Reserves() bool {
+	return len(s.Argv) > 3 && strings.Contains(s.Argv[3], "'reserve:<id>:<lifetime>'") && strings.Contains(s.Argv[3], "'settle:<id>'")
 }
 
 var embedded = sync.OnceValues(loadEmbedded)

@@ -42,7 +42,8 @@ func NewTokenBucket(client Client, opts Options, buckets ...Bucket) (*Limiter, e
 				amount, interval := fallback.ScaleRate(b.RefillAmount, u.Count(b.RefillInterval), share)
 				limits[i] = model.TokenBucketLimit{Capacity: fallback.ScaleMax(b.Capacity, share), RefillAmount: amount, RefillInterval: interval}
 			}
-			return func() model.Model { return &model.TokenBucket{Limits: limits} }
+			// Reserves: the fallback holds reservations as the script does.
+			return func() model.Model { return &model.TokenBucket{Limits: limits, Reserves: true} }
 		},
 		args: func(u unit) ([]string, error) {
 			return limitArgs(buckets, func(c *check, b Bucket) []string {

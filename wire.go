@@ -54,26 +54,36 @@ func (l *core) newCall(key string, args []string) Call {
 }
 
 // send is the chain's wire (decide.Wire.Send): one call of n events of
-// eventKey at now, its answer under FailOpen, and whether it got none.
-func (l *core) send(ctx context.Context, eventKey string, n int64, now string) (wire.Result, error, bool) {
-	r, err := l.ask(ctx, eventKey, n, now)
+// eventKey at now in mode ("" for the limiter's), its answer under
+// FailOpen, and whether it got none.
+func (l *core) send(ctx context.Context, eventKey string, n int64, mode, now string) (wire.Result, error, bool) {
+	r, err := l.ask(ctx, eventKey, n, mode, now)
 	return wire.Result(r), err, err != nil && noAnswer(err)
 }
 
-// ask makes one call of the script at now. On rueidis the arguments and
-// the reply stay on the stack: nothing here passes them to an interface.
-func (l *core) ask(ctx context.Context, eventKey string, n int64, now string) (Result, error) {
+// ask makes one call of the script at now, in mode (ARGV[4]; "" for the
+// limiter's own: a reservation's reserve or settle names its own). On
+// rueidis the arguments and the reply stay on the stack: nothing here
+// passes them to an interface.
+func (l *core) ask(ctx context.Context, eventKey string, n int64, mode, now string) (Result, error) {
 	key := l.key(eventKey)
 	rc, native := l.client.(rueidisClient)
 	if !native {
 		reply := make([]int64, 5)
-		return l.decode(reply, l.run(ctx, l.newCall(key, l.appendArgs(make([]string, 0, 4+len(l.limits)), n, now)), reply))
+		args := l.appendArgs(make([]string, 0, 4+len(l.limits)), n, now)
+		if mode != "" {
+			args[3] = mode
+		}
+		return l.decode(reply, l.run(ctx, l.newCall(key, args), reply))
 	}
 	// Up to maxLimits limits of three integers, on the stack.
 	var buf [4 + 3*maxLimits]string
 	var reply [5]int64
 	command, script := l.target()
 	args := l.appendArgs(buf[:0], n, now)
+	if mode != "" {
+		args[3] = mode
+	}
 	err := rc.run(ctx, command, script, key, args, reply[:])
 	if err == nil || !l.recoverable(command, err) {
 		return l.decode(reply[:], err)

@@ -371,8 +371,70 @@ func rateluaContenders() []contender {
 			cs = append(cs, c, twin(c, r.build))
 		}
 		cs = append(cs, concurrencyContenders(version)...)
+		cs = append(cs, reserveContenders(version, tb1)...)
 	}
 	return cs
+}
+
+// reserveRunner makes a decision a reserve of 2 tokens and, when it is
+// admitted, its settle with 1 (two script calls) through the Limiter.
+type reserveRunner struct{ l *ratelua.Limiter }
+
+func (r reserveRunner) Decide(ctx context.Context, eventKey string) error {
+	res, err := r.l.Reserve(ctx, eventKey, 2)
+	if err != nil || !res.Held() {
+		return err
+	}
+	_, err = res.Settle(ctx, 1)
+	return err
+}
+
+func (r reserveRunner) StateKeys(eventKey string) []string { return []string{r.l.Key(eventKey)} }
+
+// reserveContenders are token_bucket's reserve + settle pair of a version
+// (0: the newest) and its FCALL twin, beside the row of one Allow: a
+// bucket of 100 per minute (the 1-limit row's), a reserve of 2 tokens
+// settled with 1, two script calls costed together (a denied reserve
+// makes one). None when the version takes no reservations, or a pinned
+// version is the newest.
+func reserveContenders(version int, b ratelua.Bucket) []contender {
+	newest := newestVersion("token_bucket")
+	v := version
+	if v == 0 {
+		v = newest
+	} else if v == newest || !embedded("token_bucket", v) {
+		return nil
+	}
+	reserves := false
+	for _, s := range ratelua.Scripts() {
+		if s.Name == "token_bucket" && s.Version == v {
+			reserves = s.Reserves()
+		}
+	}
+	if !reserves {
+		return nil
+	}
+	row := func(functions bool) contender {
+		c := contender{
+			name: rowName(v, rowTokenBucket1+", reserve + settle"), group: groupRatelua, cmds: scriptCmds, calls: 2,
+			functions: functions, version: version,
+			make: func(e *env) (runner, error) {
+				// A prefix of its own ("rs", as long as the others), so that
+				// it never meets the state the 1-limit row left.
+				l, err := ratelua.NewTokenBucket(ratelua.Rueidis(e.rc),
+					ratelua.Options{Prefix: "rs", Clock: e.now, Version: version, Functions: functions}, b)
+				if err != nil {
+					return nil, err
+				}
+				return reserveRunner{l}, nil
+			},
+		}
+		if functions {
+			c.name, c.cmds = c.name+fcallSuffix, functionCmds
+		}
+		return c
+	}
+	return []contender{row(false), row(true)}
 }
 
 // concurrencyRunner makes a decision an acquire and the release of its

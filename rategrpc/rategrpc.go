@@ -97,6 +97,17 @@ type Limit struct {
 	// Cost is the number of events a call counts for; nil means 1, below 1
 	// the call is free under this limit.
 	Cost func(ctx context.Context, fullMethod string) int64
+	// Reserve, instead of Cost, makes the limit a reservation of a cost
+	// known only after the work (LLM tokens, bytes streamed): the call
+	// reserves the estimate it returns (ratelua.Limiter.Reserve, admitted
+	// or denied as a Cost of that many), and when the handler returns (a
+	// stream: when it ends) or panics, the reservation is settled with the
+	// cost the handler reported by Settle, or, if it reported none, with
+	// the estimate (it stays spent). An estimate below 1 makes the call
+	// free under this limit. The Limiter's script must take reservations
+	// (ratelua.Script.Reserves: token_bucket from v7). Interceptor.Limit,
+	// which cannot settle, skips it.
+	Reserve func(ctx context.Context, fullMethod string) int64
 }
 
 // Options configure an Interceptor. The zero value keys by the peer's
@@ -164,6 +175,14 @@ func New(opts Options, limits ...Limit) (*Interceptor, error) {
 		case l.Name == "":
 			return nil, fmt.Errorf("%w: limit %d has no Name", ErrInvalidConfig, i)
 		}
+		switch {
+		case l.Reserve != nil && l.Semaphore != nil:
+			return nil, fmt.Errorf("%w: limit %d: a Semaphore takes no Reserve (its Cost is the slots held)", ErrInvalidConfig, i)
+		case l.Reserve != nil && l.Cost != nil:
+			return nil, fmt.Errorf("%w: limit %d has a Cost and a Reserve: one per Limit", ErrInvalidConfig, i)
+		case l.Reserve != nil && !l.Limiter.Script().Reserves():
+			return nil, fmt.Errorf("%w: limit %d has a Reserve, but its limiter's script %s takes no reservations (token_bucket does from v7)", ErrInvalidConfig, i, l.Limiter.Script())
+		}
 		for _, m := range l.Methods {
 			if !strings.HasPrefix(m, "/") {
 				return nil, fmt.Errorf("%w: limit %d: method %q must start with '/' (\"/package.Service/Method\")", ErrInvalidConfig, i, m)
@@ -191,14 +210,14 @@ func New(opts Options, limits ...Limit) (*Interceptor, error) {
 // Unary returns the unary server interceptor.
 func (in *Interceptor) Unary() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		leases, err := in.decide(ctx, info.FullMethod, true)
+		leases, held, err := in.decide(ctx, info.FullMethod, true)
 		if err != nil {
 			return nil, err
 		}
-		if len(leases) == 0 {
+		if len(leases) == 0 && held == nil {
 			return handler(ctx, req)
 		}
-		ctx, end := in.holding(ctx, leases)
+		ctx, end := in.holding(ctx, leases, held)
 		defer end()
 		return handler(ctx, req)
 	}
@@ -208,14 +227,14 @@ func (in *Interceptor) Unary() grpc.UnaryServerInterceptor {
 // decided when it opens.
 func (in *Interceptor) Stream() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		leases, err := in.decide(ss.Context(), info.FullMethod, true)
+		leases, held, err := in.decide(ss.Context(), info.FullMethod, true)
 		if err != nil {
 			return err
 		}
-		if len(leases) == 0 {
+		if len(leases) == 0 && held == nil {
 			return handler(srv, ss)
 		}
-		ctx, end := in.holding(ss.Context(), leases)
+		ctx, end := in.holding(ss.Context(), leases, held)
 		defer end()
 		return handler(srv, &holdingStream{ServerStream: ss, ctx: ctx})
 	}
@@ -234,11 +253,16 @@ func (s *holdingStream) Context() context.Context { return s.ctx }
 // releaseTimeout bounds the release of a call's slots.
 const releaseTimeout = 5 * time.Second
 
-// holding returns the context a call holding leases runs under, cancelled
-// when one is lost, and end, which releases them (even when the caller
-// has gone) and must be called when the handler returns.
-func (in *Interceptor) holding(ctx context.Context, leases []*ratelua.Lease) (context.Context, func()) {
+// holding returns the context a call holding leases and reservations
+// runs under, cancelled when a lease is lost (and carrying the
+// reservations for Settle), and end, which releases the leases and
+// settles the reservations (even when the caller has gone) and must be
+// called when the handler returns or panics.
+func (in *Interceptor) holding(ctx context.Context, leases []*ratelua.Lease, reserved *holding) (context.Context, func()) {
 	held, cancel := context.WithCancelCause(ctx)
+	if reserved != nil {
+		held = context.WithValue(held, holdingKey{}, reserved)
+	}
 	done := make(chan struct{})
 	for _, l := range leases {
 		if !l.Local() {
@@ -255,6 +279,7 @@ func (in *Interceptor) holding(ctx context.Context, leases []*ratelua.Lease) (co
 		close(done)
 		cancel(nil)
 		in.release(ctx, leases)
+		in.settle(ctx, reserved)
 	}
 }
 
@@ -286,7 +311,7 @@ func (in *Interceptor) release(ctx context.Context, leases []*ratelua.Lease) {
 // the denial's code, message and details).
 func (in *Interceptor) Limit(ctx context.Context) error {
 	method, _ := grpc.Method(ctx)
-	_, err := in.decide(ctx, method, false)
+	_, _, err := in.decide(ctx, method, false)
 	if st, ok := status.FromError(err); ok && st.Code() == codes.ResourceExhausted && len(st.Details()) > 0 {
 		if raw, merr := proto.Marshal(st.Proto()); merr == nil {
 			// Outside a server call there is no trailer to set: nothing lost
@@ -301,22 +326,24 @@ func (in *Interceptor) Limit(ctx context.Context) error {
 const statusDetailsKey = "grpc-status-details-bin"
 
 // decide asks every limit that applies, in order; the first that denies
-// ends the call, and the slots acquired before it are released. With
-// hold, the semaphores are asked too and the call's leases returned;
-// without, they are skipped.
-func (in *Interceptor) decide(ctx context.Context, method string, hold bool) (leases []*ratelua.Lease, err error) {
+// ends the call, and the slots acquired and the reservations taken before
+// it are given back. With hold, the semaphores and the reservations are
+// asked too and the call's leases and reservations returned; without,
+// they are skipped.
+func (in *Interceptor) decide(ctx context.Context, method string, hold bool) (leases []*ratelua.Lease, held *holding, err error) {
 	// decided is set on every return: a panic of a later limit's Key or
 	// Cost leaves it unset, and the slots already acquired go back too.
 	decided := false
 	defer func() {
 		if err != nil || !decided {
 			in.release(ctx, leases)
-			leases = nil
+			in.cancel(ctx, held)
+			leases, held = nil, nil
 		}
 	}()
 	for i := range in.limits {
 		l := &in.limits[i]
-		if !l.applies(method) || (l.Semaphore != nil && !hold) {
+		if !l.applies(method) || ((l.Semaphore != nil || l.Reserve != nil) && !hold) {
 			continue
 		}
 		key, ok := "", true
@@ -329,7 +356,11 @@ func (in *Interceptor) decide(ctx context.Context, method string, hold bool) (le
 			continue
 		}
 		n := int64(1)
-		if l.Cost != nil {
+		if l.Reserve != nil {
+			if n = l.Reserve(ctx, method); n < 1 {
+				continue
+			}
+		} else if l.Cost != nil {
 			if n = l.Cost(ctx, method); n < 1 {
 				continue
 			}
@@ -342,6 +373,16 @@ func (in *Interceptor) decide(ctx context.Context, method string, hold bool) (le
 			if lease != nil {
 				leases = append(leases, lease)
 			}
+		} else if l.Reserve != nil {
+			var resv *ratelua.Reservation
+			resv, err = l.Limiter.Reserve(ctx, key, n)
+			res = resv.Result()
+			if resv.Held() {
+				if held == nil {
+					held = &holding{}
+				}
+				held.reservations = append(held.reservations, resv)
+			}
 		} else {
 			res, err = l.Limiter.AllowN(ctx, key, n)
 		}
@@ -350,15 +391,15 @@ func (in *Interceptor) decide(ctx context.Context, method string, hold bool) (le
 		}
 		if err != nil && !res.Allowed {
 			decided = true
-			return leases, status.Error(codes.Unavailable, "rategrpc: the rate limiter could not decide this call")
+			return leases, held, status.Error(codes.Unavailable, "rategrpc: the rate limiter could not decide this call")
 		}
 		if err == nil && !res.Allowed {
 			decided = true
-			return leases, denied(l, res, n)
+			return leases, held, denied(l, res, n)
 		}
 	}
 	decided = true
-	return leases, nil
+	return leases, held, nil
 }
 
 // applies reports whether the limit covers method.

@@ -44,6 +44,20 @@
 // the proxy that wrote the lines after it. The rules are package
 // clientaddr's, shared with rategrpc.
 //
+// Costs known only after the work (LLM tokens, bytes sent): a Limit with
+// Reserve reserves the request's estimate (ratelua.Limiter.Reserve,
+// admitted or denied as a Cost would be, with the same fields), and the
+// handler reports the actual cost with Settle(r.Context(), n); the
+// middleware settles it when the handler returns, whether it streamed,
+// panicked or lost its client, and a handler that reports nothing keeps
+// the estimate spent. A request that a later limit denies gives its
+// reservations back.
+//
+//	mw, err := ratehttp.New(ratehttp.Options{}, ratehttp.Limit{Limiter: tokensPerMinute, Name: "tpm",
+//		Key: apiKey, Reserve: func(r *http.Request) int64 { return maxTokens(r) }})
+//	...
+//	func(w http.ResponseWriter, r *http.Request) { usage := answer(w, r); ratehttp.Settle(r.Context(), usage) }
+//
 // A limiter with ratelua.Options.DryRun is asked and records, but never
 // denies and never shows in a header field. A client that hangs up (or
 // half-closes its connection) cancels its request's context: the limiter is

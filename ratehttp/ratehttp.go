@@ -54,6 +54,17 @@ type Limit struct {
 	// never pass (429 without Retry-After), however large: costs above
 	// 2^52, the most a limiter takes, are asked as 2^52.
 	Cost func(r *http.Request) int64
+	// Reserve, instead of Cost, makes the limit a reservation of a cost
+	// known only after the work (LLM tokens, bytes sent): the request
+	// reserves the estimate it returns (ratelua.Limiter.Reserve: admitted
+	// or denied as a Cost of that many, with the same header fields), and
+	// once the next handler returns, panics or sees its client hang up,
+	// the reservation is settled with the cost the handler reported by
+	// Settle, or, if it reported none, with the estimate (it stays
+	// spent). An estimate below 1 makes the request free under this
+	// limit. The Limiter's script must take reservations
+	// (ratelua.Script.Reserves: token_bucket from v7).
+	Reserve func(r *http.Request) int64
 	// Exempt lists keys this limit never applies to (allow-listed clients,
 	// internal users). A client address key is written as ClientKey
 	// writes it: "192.0.2.1", "2001:db8:1:2::/64".
@@ -146,6 +157,7 @@ type limit struct {
 	dryRun   bool // decided and recorded, never shown to the client
 	key      KeyFunc
 	cost     func(*http.Request) int64
+	reserve  func(*http.Request) int64
 	exempt   map[string]struct{}
 	policies []policy // one per limit of the limiter
 }
@@ -229,6 +241,12 @@ func buildLimit(i int, l Limit) (limit, error) {
 	if count == 0 {
 		return limit{}, fmt.Errorf("%w: limit %d: its Limiter was not made by a ratelua constructor (NewSlidingWindow, NewTokenBucket...)", ErrInvalidConfig, i)
 	}
+	switch {
+	case l.Reserve != nil && l.Cost != nil:
+		return limit{}, fmt.Errorf("%w: limit %d has a Cost and a Reserve: one per Limit", ErrInvalidConfig, i)
+	case l.Reserve != nil && !l.Limiter.Script().Reserves():
+		return limit{}, fmt.Errorf("%w: limit %d has a Reserve, but its limiter's script %s takes no reservations (token_bucket does from v7)", ErrInvalidConfig, i, l.Limiter.Script())
+	}
 	names := l.Names
 	switch {
 	case names != nil && len(names) != count:
@@ -243,7 +261,7 @@ func buildLimit(i int, l Limit) (limit, error) {
 			names = append(names, l.Name+"-"+durfmt.Short(window))
 		}
 	}
-	built := limit{limiter: l.Limiter, dryRun: l.Limiter.DryRun(), key: l.Key, cost: l.Cost}
+	built := limit{limiter: l.Limiter, dryRun: l.Limiter.DryRun(), key: l.Key, cost: l.Cost, reserve: l.Reserve}
 	for j, name := range names {
 		if err := checkName(name); err != nil {
 			return limit{}, fmt.Errorf("%w: limit %d: policy name %s %w", ErrInvalidConfig, i, quote(name), err)
@@ -260,6 +278,8 @@ func buildInFlight(i int, l Limit) (limit, error) {
 	switch {
 	case l.Names != nil:
 		return limit{}, fmt.Errorf("%w: limit %d: a Semaphore is one policy: set Name, not Names", ErrInvalidConfig, i)
+	case l.Reserve != nil:
+		return limit{}, fmt.Errorf("%w: limit %d: a Semaphore takes no Reserve (its Cost is the slots held)", ErrInvalidConfig, i)
 	case l.Name == "":
 		return limit{}, fmt.Errorf("%w: limit %d has no Name", ErrInvalidConfig, i)
 	}
@@ -301,10 +321,14 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	var rep report
 	var client string
 	var leases []*ratelua.Lease // the slots held for the request
+	var held *holding           // the reservations held for the request
 	// Whatever ends the loop, a panic of a later limit's Key or Cost
-	// included, gives back the slots not handed to serveHolding (it
-	// releases its own): the panic goes on as before.
-	defer func() { m.release(r, leases) }()
+	// included, gives back the slots and the reservations not handed to
+	// serveHolding (it ends its own): the panic goes on as before.
+	defer func() {
+		m.release(r, leases)
+		m.cancel(r, held)
+	}()
 	for i := range m.limits {
 		l := &m.limits[i]
 		var key string
@@ -323,7 +347,12 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			continue
 		}
 		n := int64(1)
-		if l.cost != nil {
+		if l.reserve != nil {
+			if n = l.reserve(r); n < 1 {
+				continue
+			}
+			n = min(n, maxCost)
+		} else if l.cost != nil {
 			if n = l.cost(r); n < 1 {
 				continue
 			}
@@ -344,6 +373,8 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			}
 			m.release(r, leases)
 			leases = nil
+			m.cancel(r, held)
+			held = nil
 			m.setHeaders(w.Header(), &rep, false)
 			if err != nil {
 				m.fail(w, r)
@@ -352,7 +383,21 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			m.denyInFlight(w, r, l, res, n)
 			return
 		}
-		res, err := l.limiter.AllowN(r.Context(), key, n)
+		var res ratelua.Result
+		var err error
+		if l.reserve != nil {
+			var resv *ratelua.Reservation
+			resv, err = l.limiter.Reserve(r.Context(), key, n)
+			res = resv.Result()
+			if resv.Held() {
+				if held == nil {
+					held = &holding{}
+				}
+				held.reservations = append(held.reservations, resv)
+			}
+		} else {
+			res, err = l.limiter.AllowN(r.Context(), key, n)
+		}
 		if err != nil && m.onError != nil {
 			m.onError(r, err)
 		}
@@ -362,6 +407,8 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		if err != nil && !res.Allowed {
 			m.release(r, leases)
 			leases = nil
+			m.cancel(r, held)
+			held = nil
 			m.setHeaders(w.Header(), &rep, false)
 			m.fail(w, r)
 			return
@@ -373,31 +420,38 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		if !res.Allowed {
 			m.release(r, leases)
 			leases = nil
+			m.cancel(r, held)
+			held = nil
 			m.setHeaders(w.Header(), &rep, true)
 			m.deny(w, r, &rep, n)
 			return
 		}
 	}
 	m.setHeaders(w.Header(), &rep, false)
-	if len(leases) == 0 {
+	if len(leases) == 0 && held == nil {
 		next.ServeHTTP(w, r)
 		return
 	}
-	held := leases
-	leases = nil
-	m.serveHolding(w, r, next, held)
+	holdingLeases, reservations := leases, held
+	leases, held = nil, nil
+	m.serveHolding(w, r, next, holdingLeases, reservations)
 }
 
-// serveHolding runs next while the request holds leases, under a context
-// cancelled when one is lost, and releases them when next returns or
-// panics.
-func (m *Middleware) serveHolding(w http.ResponseWriter, r *http.Request, next http.Handler, leases []*ratelua.Lease) {
+// serveHolding runs next while the request holds leases and
+// reservations, under a context cancelled when a lease is lost (and
+// carrying the reservations for Settle), and when next returns or panics
+// releases the leases and settles the reservations.
+func (m *Middleware) serveHolding(w http.ResponseWriter, r *http.Request, next http.Handler, leases []*ratelua.Lease, held *holding) {
 	ctx, cancel := context.WithCancelCause(r.Context())
+	if held != nil {
+		ctx = context.WithValue(ctx, holdingKey{}, held)
+	}
 	done := make(chan struct{})
 	defer func() {
 		close(done)
 		cancel(nil)
 		m.release(r, leases)
+		m.settle(r, held)
 	}()
 	for _, l := range leases {
 		if !l.Local() {

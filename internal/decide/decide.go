@@ -37,7 +37,42 @@ const (
 	KindFallbackEnter = "fallback_enter"
 	KindFallbackLeave = "fallback_leave"
 	KindLost          = "lease_lost"
+	KindReserve       = "reserve"
+	KindSettle        = "settle"
+	KindCancel        = "cancel"
 )
+
+// The operations of a decision other than a plain call (Reservation.Op): a
+// reservation's reserve, settle and cancel (issue 31). Each is observed
+// under the Kind of the same name.
+const (
+	OpReserve = KindReserve
+	OpSettle  = KindSettle
+	OpCancel  = KindCancel
+)
+
+// Reservation is a reservation's step on its way through the chain.
+type Reservation struct {
+	// Op is OpReserve (the Decision's N is the estimate), OpSettle or
+	// OpCancel (N is the actual cost, 0 for a cancel) of reservation ID.
+	Op string
+	ID int64
+	// Mode is the script's ARGV[4] for it.
+	Mode string
+	// Lifetime is a reserve's lifetime, in the unit.
+	Lifetime int64
+	// Estimate is a settle's estimate: the fallback's record of the
+	// events it admitted moves by N - Estimate.
+	Estimate int64
+}
+
+// mode is d's ARGV[4]: "" for a plain call (the limiter's own).
+func (d *Decision) mode() string {
+	if d.Res == nil {
+		return ""
+	}
+	return d.Res.Mode
+}
 
 // Decision is one call on its way through the chain.
 type Decision struct {
@@ -52,6 +87,10 @@ type Decision struct {
 	Cause  error  // for Observe when Err is nil: the failure the fallback answered
 	Kind   string // "" for KindOf(Result, Err)
 	Local  bool   // decided in the process, without a round trip
+
+	// Res is nil for a plain call, else the reservation's step (a field
+	// of its own, so that a plain call's Decision stays small).
+	Res *Reservation
 
 	deny     denyState
 	fallback fallbackState
@@ -142,7 +181,13 @@ func (c *Chain) Finish(ctx context.Context, d *Decision) (wire.Result, error) {
 		if cause == nil {
 			cause = d.Cause
 		}
-		c.Observe.Hook(ctx, Event{Kind: kind, N: d.N, Result: d.Result, Err: cause, Latency: time.Since(d.Start), Local: d.Local})
+		observed := kind
+		if d.Res != nil {
+			// A reservation's step is observed as such; its Result, Err
+			// and Local say how it went.
+			observed = d.Res.Op
+		}
+		c.Observe.Hook(ctx, Event{Kind: observed, N: d.N, Result: d.Result, Err: cause, Latency: time.Since(d.Start), Local: d.Local})
 	}
 	d.Kind = kind
 	return d.Result, d.Err
@@ -152,7 +197,7 @@ func (c *Chain) Finish(ctx context.Context, d *Decision) (wire.Result, error) {
 // already read (the wire sends it as is).
 func (c *Chain) Decide(ctx context.Context, d *Decision, now string) (wire.Result, error) {
 	if !c.Local(ctx, d) {
-		r, err, unanswered := c.Wire.Send(ctx, d.Key, d.N, now)
+		r, err, unanswered := c.Wire.Send(ctx, d.Key, d.N, d.mode(), now)
 		c.Settle(ctx, d, r, err, unanswered)
 	}
 	return c.Finish(ctx, d)
@@ -162,7 +207,16 @@ func (c *Chain) Decide(ctx context.Context, d *Decision, now string) (wire.Resul
 // argument refused in Go, a caller that gave up) with the answer r, err,
 // through DryRun and Observe.
 func (c *Chain) Refused(ctx context.Context, n int64, r wire.Result, err error) Decision {
+	return c.RefusedOp(ctx, "", n, r, err)
+}
+
+// RefusedOp is Refused for a reservation's step op ("" for a plain
+// call).
+func (c *Chain) RefusedOp(ctx context.Context, op string, n int64, r wire.Result, err error) Decision {
 	d := Decision{N: n, Result: r, Err: err, Local: true}
+	if op != "" {
+		d.Res = &Reservation{Op: op}
+	}
 	if c.Observe.Hook != nil {
 		d.Start = time.Now()
 	}

@@ -29,7 +29,7 @@ type server struct {
 
 func (s *server) wire() Wire {
 	return Wire{
-		Send: func(_ context.Context, _ string, n int64, _ string) (wire.Result, error, bool) {
+		Send: func(_ context.Context, _ string, n int64, _, _ string) (wire.Result, error, bool) {
 			s.sent++
 			if s.down {
 				return wire.Result{Limit: -1}, errDown, true

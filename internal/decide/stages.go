@@ -147,16 +147,32 @@ func (s *Fallback) after(ctx context.Context, d *Decision, unanswered bool, o *O
 // decide has the models decide d; cause is the failure they answer for,
 // nil when the server was not asked.
 func (s *Fallback) decide(d *Decision, cause error) {
-	ints := s.F.Decide(d.Key, model.Call{Count: d.N, Now: s.Unit.Now(d.At), Mode: s.Mode, Unit: s.Unit.Name})
+	call := model.Call{Count: d.N, Now: s.Unit.Now(d.At), Mode: s.Mode, Unit: s.Unit.Name}
+	if d.Res != nil && d.Res.Op == OpReserve {
+		call.Op, call.ID, call.Lifetime, call.Mode = model.OpReserve, d.Res.ID, d.Res.Lifetime, 0
+	}
+	ints := s.F.Decide(d.Key, call)
 	d.Result, d.Err, d.Cause, d.Kind = wire.Decode(ints[:], s.Unit), nil, cause, KindFallback
+}
+
+// SettleLocal settles (or cancels) d, a reservation the fallback's model
+// holds (its reserve was decided by the fallback), with the model: the
+// server never heard of it. It returns the model's reply, as the script's
+// to a settle.
+func (s *Fallback) SettleLocal(d *Decision) wire.Result {
+	call := model.Call{Count: d.N, Now: s.Unit.Now(d.At), Unit: s.Unit.Name, Op: model.OpSettle, ID: d.Res.ID}
+	ints := s.F.Settle(d.Key, call, d.Res.Estimate)
+	d.Local = true
+	return wire.Decode(ints[:], s.Unit)
 }
 
 // Wire is the round trip, which the root package's client calls make:
 // one call, and the events the fallback recorded during an outage.
 type Wire struct {
-	// Send sends one call of n events of key at now and returns the
-	// answer under FailOpen, and whether the call got no answer.
-	Send func(ctx context.Context, key string, n int64, now string) (r wire.Result, err error, unanswered bool)
+	// Send sends one call of n events of key at now, in mode (the
+	// script's ARGV[4]; "" for the limiter's own) and returns the answer
+	// under FailOpen, and whether the call got no answer.
+	Send func(ctx context.Context, key string, n int64, mode, now string) (r wire.Result, err error, unanswered bool)
 	// Record records on the server, counted even over the limits, the
 	// events the fallback recorded while it decided (best effort).
 	Record func(ctx context.Context, events []fallback.Recorded)

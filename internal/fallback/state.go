@@ -89,15 +89,72 @@ func (f *Fallback) Decide(eventKey string, c model.Call) [5]int64 {
 		}
 		m = s.models.Put(eventKey, fresh)
 	}
+	if !reservable(*m) {
+		// A reserve is AllowN(estimate) in mode 0 for a model that
+		// holds no reservations (Settle charges the overrun).
+		c.Op, c.ID, c.Lifetime = "", 0, 0
+	}
 	r := (*m).Do(c)
 	if c, ok := (*m).(interface{ Compact() }); ok {
 		c.Compact()
 	}
 	if c.Count > 0 && (r.Allowed == 1 || c.Mode == 1) {
-		if n, ok := s.recorded[eventKey]; ok || len(s.recorded) < s.maxRecorded {
-			s.recorded[eventKey] = min(n+c.Count, maxScriptInt)
-		}
+		s.record(eventKey, c.Count)
 	}
+	return [5]int64{r.Allowed, r.Remaining, r.RetryAfter, r.ResetAfter, r.LimitIndex}
+}
+
+// reservable reports a model that holds reservations (model.OpReserve,
+// model.OpSettle): token_bucket's. The others (zset_log's bounded
+// stand-in LogBuckets, and any model without them) take a reserve as
+// AllowN(estimate), and a settle only charges the overrun.
+func reservable(m model.Model) bool {
+	r, ok := m.(interface{ Reservable() bool })
+	return ok && r.Reservable()
+}
+
+// record moves the events recorded for eventKey by n (s.mu held): at most
+// 2^52, never below 0; a key not yet recorded while maxRecorded keys are
+// is not.
+func (s *keyShard) record(eventKey string, n int64) {
+	if had, ok := s.recorded[eventKey]; ok || len(s.recorded) < s.maxRecorded {
+		s.recorded[eventKey] = min(max(had+n, 0), maxScriptInt)
+	}
+}
+
+// Settle settles (model.OpSettle in c, c.Count the actual cost) the
+// reservation c.ID of eventKey that the model holds, whose estimate was
+// estimate, and returns the reply as the script's five integers: a
+// settle that finds nothing (its key let go, or the model's reply)
+// applies nothing (limit_index 0, retry_after -1). The events recorded
+// for the server move by the difference. A model that holds no
+// reservations records the overrun (mode 1) and gives nothing back.
+func (f *Fallback) Settle(eventKey string, c model.Call, estimate int64) [5]int64 {
+	s := f.shard(eventKey)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.models.Get(eventKey)
+	if !ok {
+		return [5]int64{0, 0, -1, 0, 0}
+	}
+	var r model.Reply
+	moved := c.Count - estimate
+	if reservable(*m) {
+		r = (*m).Do(c)
+		if r.LimitIndex == 0 {
+			moved = 0
+		}
+	} else {
+		moved = max(moved, 0)
+		if moved > 0 {
+			(*m).Do(model.Call{Count: moved, Now: c.Now, Mode: 1, Unit: c.Unit})
+		}
+		r = (*m).Do(model.Call{Count: 0, Now: c.Now, Unit: c.Unit})
+	}
+	if cm, ok := (*m).(interface{ Compact() }); ok {
+		cm.Compact()
+	}
+	s.record(eventKey, moved)
 	return [5]int64{r.Allowed, r.Remaining, r.RetryAfter, r.ResetAfter, r.LimitIndex}
 }
 
