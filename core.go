@@ -32,6 +32,7 @@ type core struct {
 	failOpen  bool
 	functions bool
 	name      string // the script's "name@vN"
+	exact     bool   // Options.ExactKeys: the event key is the state key
 	chain     decide.Chain
 }
 
@@ -102,7 +103,7 @@ func newCore(client Client, opts Options, s spec) (core, error) {
 		client: client, script: script, unit: u, limits: args,
 		prefix: prefix, hash: hex.EncodeToString(sum[:4]), mode: mode,
 		clock: opts.Clock, failOpen: opts.FailOpen, functions: opts.Functions,
-		name: script.String(),
+		name: script.String(), exact: opts.ExactKeys,
 	}
 	switch {
 	case opts.DenyCache < 0:
@@ -137,7 +138,7 @@ func newCore(client Client, opts Options, s spec) (core, error) {
 		if opts.CountDenied {
 			mode = 1
 		}
-		c.chain.Fallback = decide.Fallback{F: fallback.New(opts.FallbackAfter, opts.FallbackKeys, s.model(opts.Fallback, u)), Unit: u, Mode: mode}
+		c.chain.Fallback = decide.Fallback{F: fallback.New(opts.FallbackAfter, opts.FallbackKeys, s.model(opts.Fallback, u)), Unit: u, Mode: mode, Exact: opts.ExactKeys}
 	}
 	c.chain.DryRun.On = opts.DryRun
 	if hook := opts.Observe; hook != nil {
@@ -156,8 +157,12 @@ func (l *core) bindWire() {
 	l.chain.Wire = decide.Wire{Send: l.send, Record: l.record}
 }
 
-// key returns the state key of an event key.
+// key returns the state key of an event key: the event key itself under
+// Options.ExactKeys.
 func (l *core) key(eventKey string) string {
+	if l.exact {
+		return eventKey
+	}
 	return stateKey(l.prefix, eventKey, l.script, l.hash)
 }
 
