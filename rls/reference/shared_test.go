@@ -78,14 +78,15 @@ func TestSharedCountersAgainstReference(t *testing.T) {
 						if attempt == 20 {
 							t.Fatalf("%s: 20 bursts in a row straddled a window", c.name)
 						}
-						// A burst starts in a window of its own: after one
-						// that filled the counter, the next second (a clock
+						// A burst starts in a window no request touched yet:
+						// after one that filled the counter (or straddled
+						// into the next window), the next one (a clock
 						// reading, not a wait on either service).
 						for time.Now().Unix()/c.unit*c.unit == last {
 							time.Sleep(5 * time.Millisecond)
 						}
 						r = runBurst(t, ref, ours, c)
-						last = r.window
+						last = r.end // a straddling burst counted in the window it ended in too
 						if r.ok {
 							break
 						}
@@ -128,7 +129,7 @@ func TestSharedCountersAgainstReference(t *testing.T) {
 // burst is what one window's requests got.
 type burst struct {
 	ok                  bool  // every request was sent and answered inside one window
-	window              int64 // its start, Unix seconds
+	window, end         int64 // the start of the window of the first request and of the last answer, Unix seconds
 	sent, admitted      int
 	byService, deniedBy map[string]int
 }
@@ -165,8 +166,8 @@ func runBurst(t *testing.T, ref, ours *service, c sharedCase) burst {
 			b.deniedBy[s.name]++
 		}
 	}
-	b.window = start
-	b.ok = time.Now().Unix()/c.unit*c.unit == start
+	b.window, b.end = start, time.Now().Unix()/c.unit*c.unit
+	b.ok = b.end == start
 	return b
 }
 
