@@ -26,6 +26,10 @@ type sharedCase struct {
 	windows int    // windows to run
 }
 
+// sharedPrefix is both services' CACHE_KEY_PREFIX, which starts the
+// reference's keys as given.
+const sharedPrefix = "fleet_"
+
 // TestSharedCountersAgainstReference is issue 33's mixed fleet: the
 // reference (envoyproxy/ratelimit, its pinned version) and ratelua-rls
 // (RATELUA_SHARE_REFERENCE_COUNTERS at its default) on ONE server, a
@@ -35,7 +39,7 @@ type sharedCase struct {
 // share_threshold one whose values alternate too): the OK answers across
 // both services are exactly the limit per window, each service admits and
 // denies some; the counter holds every hit sent (both count denied hits);
-// its TTL is at most the unit's seconds (the reference's EXPIRE, its
+// its TTL is at most the unit's seconds; CACHE_KEY_PREFIX starts every key; (the reference's EXPIRE, its
 // jitter set to 0 here); and every key on the server is a reference key of
 // a window the test ran.
 func TestSharedCountersAgainstReference(t *testing.T) {
@@ -66,8 +70,8 @@ func TestSharedCountersAgainstReference(t *testing.T) {
 				n := testbench.StartSingle(t, testbench.Options{Kind: top.kind})
 				url, masters = n.Addr, []*testbench.Node{n}
 			}
-			ref := startService(t, "reference", bins["reference"], "testdata/shared", url, top.cluster, "EXPIRATION_JITTER_MAX_SECONDS=0")
-			ours := startService(t, "ratelua-rls", bins["ratelua-rls"], "testdata/shared", url, top.cluster)
+			ref := startService(t, "reference", bins["reference"], "testdata/shared", url, top.cluster, "EXPIRATION_JITTER_MAX_SECONDS=0", "CACHE_KEY_PREFIX="+sharedPrefix)
+			ours := startService(t, "ratelua-rls", bins["ratelua-rls"], "testdata/shared", url, top.cluster, "CACHE_KEY_PREFIX="+sharedPrefix)
 			expected := map[string]bool{}
 			requests, windows, retries := 0, 0, 0
 			for _, c := range cases {
@@ -92,7 +96,7 @@ func TestSharedCountersAgainstReference(t *testing.T) {
 						}
 						retries++
 					}
-					key := c.keyPart + strconv.FormatInt(r.window, 10)
+					key := sharedPrefix + c.keyPart + strconv.FormatInt(r.window, 10)
 					expected[key] = true
 					requests += r.sent
 					windows++
