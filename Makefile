@@ -177,7 +177,7 @@ mutants-ci: servers
 ## fuzz: run each script's fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s
 fuzz:
-	for f in FuzzSlidingWindow FuzzAR1 FuzzZSetLog FuzzTokenBucket FuzzConcurrency FuzzGoRefusesWhatScriptsRefuse FuzzEventKeySlot; do \
+	for f in FuzzSlidingWindow FuzzAR1 FuzzZSetLog FuzzTokenBucket FuzzFixedWindow FuzzConcurrency FuzzGoRefusesWhatScriptsRefuse FuzzEventKeySlot; do \
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) . || exit 1; \
 	done
 	$(GO) test -run '^$$' -fuzz '^FuzzClientKey$$' -fuzztime $(FUZZTIME) ./clientaddr
