@@ -238,7 +238,9 @@ example-http:
 ## each on its own server, single node and six-node cluster, redis-server
 ## and valkey-server, with the configurations of
 ## rls/reference/testdata/config and the same seeded request streams, and
-## compares every answer, /json, and every rule's statistics). Prints how
+## compares every answer, /json, and every rule's statistics; and the mixed
+## fleet: both services on ONE server, requests alternated, exactly each
+## limit admitted, only the reference's keys). Prints how
 ## many requests agreed. About 40 s. A missing server skips, except under
 ## CI=true.
 .PHONY: test-rls bench-rls
