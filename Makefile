@@ -178,7 +178,7 @@ mutants-ci: servers
 ## fuzz: run each script's fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s
 fuzz:
-	for f in FuzzSlidingWindow FuzzAR1 FuzzZSetLog FuzzTokenBucket FuzzConcurrency FuzzGoRefusesWhatScriptsRefuse FuzzEventKeySlot; do \
+	for f in FuzzSlidingWindow FuzzAR1 FuzzZSetLog FuzzTokenBucket FuzzFixedWindow FuzzConcurrency FuzzGoRefusesWhatScriptsRefuse FuzzEventKeySlot; do \
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) . || exit 1; \
 	done
 	$(GO) test -run '^$$' -fuzz '^FuzzClientKey$$' -fuzztime $(FUZZTIME) ./clientaddr
@@ -247,10 +247,12 @@ example-llm:
 ## each on its own server, single node and six-node cluster, redis-server
 ## and valkey-server, with the configurations of
 ## rls/reference/testdata/config and the same seeded request streams, and
-## compares every answer, /json, and every rule's statistics), and the
-## statistics' comparison (rls/statsref/: both services exporting to statsd
-## over UDP, dogstatsd and Prometheus for the same requests: same names, same
-## values). Prints how many requests agreed. About 90 s. A missing server skips, except under
+## compares every answer, /json, and every rule's statistics), the mixed
+## fleet (both services on ONE server, requests alternated, exactly each
+## limit admitted, only the reference's keys), and the statistics'
+## comparison (rls/statsref/: both services exporting to statsd over UDP,
+## dogstatsd and Prometheus for the same requests: same names, same
+## values). Prints how many requests agreed. About 2 min. A missing server skips, except under
 ## CI=true.
 .PHONY: test-rls bench-rls
 test: test-rls

@@ -33,6 +33,7 @@ type core struct {
 	functions bool
 	name      string // the script's "name@vN"
 	lifetime  int64  // a reservation's lifetime, in the unit
+	exact     bool   // Options.ExactKeys: the event key is the state key
 	chain     decide.Chain
 }
 
@@ -103,7 +104,7 @@ func newCore(client Client, opts Options, s spec) (core, error) {
 		client: client, script: script, unit: u, limits: args,
 		prefix: prefix, hash: hex.EncodeToString(sum[:4]), mode: mode,
 		clock: opts.Clock, failOpen: opts.FailOpen, functions: opts.Functions,
-		name: script.String(),
+		name: script.String(), exact: opts.ExactKeys,
 	}
 	switch {
 	case opts.DenyCache < 0:
@@ -138,7 +139,7 @@ func newCore(client Client, opts Options, s spec) (core, error) {
 		if opts.CountDenied {
 			mode = 1
 		}
-		c.chain.Fallback = decide.Fallback{F: fallback.New(opts.FallbackAfter, opts.FallbackKeys, s.model(opts.Fallback, u)), Unit: u, Mode: mode}
+		c.chain.Fallback = decide.Fallback{F: fallback.New(opts.FallbackAfter, opts.FallbackKeys, s.model(opts.Fallback, u)), Unit: u, Mode: mode, Exact: opts.ExactKeys}
 	}
 	switch lifetime := opts.ReservationLifetime; {
 	case lifetime < 0:
@@ -171,8 +172,12 @@ func (l *core) bindWire() {
 	l.chain.Wire = decide.Wire{Send: l.send, Record: l.record}
 }
 
-// key returns the state key of an event key.
+// key returns the state key of an event key: the event key itself under
+// Options.ExactKeys.
 func (l *core) key(eventKey string) string {
+	if l.exact {
+		return eventKey
+	}
 	return stateKey(l.prefix, eventKey, l.script, l.hash)
 }
 

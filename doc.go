@@ -18,6 +18,10 @@
 //     memory and work, approximate;
 //   - NewConcurrency with Slots: at most Max held at once (see
 //     Concurrency), a Semaphore rather than a Limiter.
+//   - NewFixedWindow with one Fixed limit: envoyproxy/ratelimit's counting,
+//     one integer counter per window (INCRBY, EXPIRE), with
+//     Options.ExactKeys on the key a caller names (the reference's own, to
+//     share its counters).
 //
 // A limiter runs on a Client. Rueidis adapts a github.com/redis/rueidis
 // client (the native, fastest path); the nested modules

@@ -441,7 +441,7 @@ func (fc *fuzzCase) rejected(n int, argv []string) {
 	}
 }
 
-// fuzzTargets are the four scripts' targets, by script name.
+// fuzzTargets are the scripts' targets, by script name.
 var fuzzTargets = map[string]fuzzTarget{
 	SlidingWindow: {
 		name: SlidingWindow, group: 3, login: "1,5,1,5,3600,600",
@@ -527,6 +527,40 @@ var fuzzTargets = map[string]fuzzTarget{
 			return m
 		},
 	},
+	FixedWindow: {
+		name: FixedWindow, group: 3, login: "5,3600,3600",
+		extra: []string{
+			"0,60,60", // max 0: every event denied
+			"4503599627370496,1,1",
+			"4503599627370497,60,60", // max too large
+			"3,0,60",                 // window 0
+			"3,60,0",                 // expire 0
+			"3,60,60,3,60,60",        // two limits
+		},
+		newModel: func(ls [][]int64) model.Model {
+			if len(ls) != 1 {
+				return nil
+			}
+			return &model.FixedWindow{Max: ls[0][0], Window: ls[0][1], Expire: ls[0][2]}
+		},
+		shape: func(argv []string, r []int64) string {
+			max, _ := strconv.ParseInt(argv[4], 10, 64)
+			window, _ := strconv.ParseInt(argv[5], 10, 64)
+			switch {
+			case r[0] != 0 && r[0] != 1:
+				return "allowed is neither 0 nor 1"
+			case r[1] < 0 || r[1] > max:
+				return "remaining outside [0, max]"
+			case r[0] == 1 && r[2] != 0 || r[0] == 0 && r[2] != -1 && (r[2] < 1 || r[2] > window):
+				return "retry_after is not 0 (allowed), -1 or within the window (denied)"
+			case r[3] < 0 || r[3] > window:
+				return "reset_after outside [0, window]"
+			case r[4] != 0 && r[4] != 1:
+				return "limit_index is neither 0 nor 1"
+			}
+			return ""
+		},
+	},
 }
 
 func FuzzSlidingWindow(f *testing.F) { fuzzScript(f, SlidingWindow) }
@@ -536,3 +570,5 @@ func FuzzAR1(f *testing.F) { fuzzScript(f, AR1) }
 func FuzzZSetLog(f *testing.F) { fuzzScript(f, ZSetLog) }
 
 func FuzzTokenBucket(f *testing.F) { fuzzScript(f, TokenBucket) }
+
+func FuzzFixedWindow(f *testing.F) { fuzzScript(f, FixedWindow) }

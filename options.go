@@ -14,6 +14,15 @@ type Options struct {
 	// Prefix starts every state key: <Prefix>:{<event key>}:<script>:v<N>:<limits hash>.
 	// It may not contain '{' or '}'. Empty means "ratelua".
 	Prefix string
+	// ExactKeys makes every event key the state key itself, sent as given:
+	// no Prefix, no {hash tag}, no script name, version or hash of the
+	// limits. The caller names the state, for example envoyproxy/ratelimit's
+	// own counters (NewFixedWindow). The key is the script's only key, so a
+	// call stays on one node of a cluster; but without a hash tag, keys of
+	// one event land on any slot (they are not kept together), and limiters
+	// of other scripts or limits given the same key read each other's state
+	// (a script refuses a key of another type and writes nothing).
+	ExactKeys bool
 	// CountDenied records every attempt, allowed or not (mode 1); by
 	// default only admitted events are recorded. It is not part of the key.
 	CountDenied bool

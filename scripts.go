@@ -21,6 +21,7 @@ const (
 	ZSetLog       = "zset_log"
 	TokenBucket   = "token_bucket"
 	Concurrency   = "concurrency"
+	FixedWindow   = "fixed_window"
 )
 
 //go:embed lua/*.lua lua/manifest.json

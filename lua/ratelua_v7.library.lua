@@ -1578,6 +1578,466 @@ return { 1, remaining, 0, reset_after, id }
 end)
 end
 
+-- fixed_window v7 (lua/fixed_window.v7.lua)
+do
+redis.register_function('ratelua_fixed_window_v7', function(KEYS, ARGV)
+local tonumber, format = tonumber, string.format
+local unit, mode, now = ARGV[2], ARGV[4], nil
+local count = 1
+if ARGV[1] ~= '1' then
+  count = tonumber(ARGV[1])
+  if count == nil or count < -MAX_TIME or count > MAX_TIME or (ARGV[1] ~= '0' and not string.find(ARGV[1], '^%-?[1-9]%d*$')) then
+    count = nil
+  end
+end
+local clock = ARGV[3]
+if clock ~= '' then
+  now = tonumber(clock)
+  if now == nil or now < 0 or now > MAX_TIME or (clock ~= '0' and not string.find(clock, '^%-?[1-9]%d*$')) then
+    now = nil
+  end
+end
+if count == nil or (clock ~= '' and now == nil) or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
+  or (mode ~= '0' and mode ~= '1') then
+  local helpers = {}
+
+  -- helpers.integer returns text as a number when it is a canonical integer
+  -- in [lo, hi], else nil (the macro integer as a function).
+  function helpers.integer(text, lo, hi)
+    local number = tonumber(text)
+    if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
+      return nil
+    end
+    return number
+  end
+  local integer = helpers.integer
+
+  -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
+  -- of limit arguments are wrong, naming its first wrong argument; or,
+  -- given i, for the bad limit argument ARGV[i]: the limit's field `name`
+  -- must be an integer in `range` (in words).
+  function helpers.refuse(KEYS, ARGV, group, i, name, range)
+    -- quote shows an argument: at most 40 bytes, control and non-ASCII
+    -- bytes escaped.
+    local function quote(value)
+      if type(value) ~= 'string' then
+        return 'nothing'
+      end
+      local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+        return string.format('\\x%02x', string.byte(byte))
+      end)
+      if #value > 40 then
+        shown = shown .. '...'
+      end
+      return "'" .. shown .. "'"
+    end
+    local message
+    if i then
+      message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
+        .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
+    elseif #KEYS ~= 1 then
+      message = 'expected exactly 1 key (the state key), got ' .. #KEYS
+    elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
+      message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
+    elseif ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us' then
+      message = "ARGV[2] unit must be 's', 'ms' or 'us', got " .. quote(ARGV[2])
+    elseif ARGV[3] ~= '' and integer(ARGV[3], 0, MAX_TIME) == nil then
+      message = 'ARGV[3] now must be empty (server clock) or a canonical integer in [0, 2^52], got ' .. quote(ARGV[3])
+    elseif ARGV[4] ~= '0' and ARGV[4] ~= '1' then
+      message = "ARGV[4] mode must be '0' (count allowed events) or '1' (count every attempt), got " .. quote(ARGV[4])
+    else
+      message = 'expected 1 to ' .. MAX_LIMITS .. ' limits of ' .. group .. ' integers after ARGV[4], got '
+        .. math.max(#ARGV - 4, 0) .. ' arguments'
+    end
+    return redis.error_reply('ERR ratelua: ' .. message)
+  end
+
+  -- fresh deletes the state and replies as for a fresh key: every limit
+  -- admits, and remaining is the smallest limit maximum, the first integer
+  -- of each limit's group in ARGV.
+  function helpers.fresh(KEYS, ARGV, group)
+    redis.call('DEL', KEYS[1])
+    local remaining = tonumber(ARGV[5])
+    for i = 5 + group, #ARGV, group do
+      local maximum = tonumber(ARGV[i])
+      if maximum < remaining then
+        remaining = maximum
+      end
+    end
+    return { 1, remaining, 0, 0, 0 }
+  end
+  return helpers.refuse(KEYS, ARGV, 3)
+end
+if #ARGV ~= 7 then
+  return redis.error_reply('ERR ratelua: expected exactly 1 limit of 3 integers after ARGV[4] (max, window, expire), got '
+    .. math.max(#ARGV - 4, 0) .. ' arguments')
+end
+local max, window, expire
+max = tonumber(ARGV[5])
+if max == nil or max < 0 or max > MAX_TIME or (ARGV[5] ~= '0' and not string.find(ARGV[5], '^%-?[1-9]%d*$')) then
+  max = nil
+end
+window = tonumber(ARGV[6])
+if window == nil or window < 1 or window > MAX_TIME or (ARGV[6] ~= '0' and not string.find(ARGV[6], '^%-?[1-9]%d*$')) then
+  window = nil
+end
+expire = tonumber(ARGV[7])
+if expire == nil or expire < 1 or expire > MAX_TIME or (ARGV[7] ~= '0' and not string.find(ARGV[7], '^%-?[1-9]%d*$')) then
+  expire = nil
+end
+if max == nil then
+  local helpers = {}
+
+  -- helpers.integer returns text as a number when it is a canonical integer
+  -- in [lo, hi], else nil (the macro integer as a function).
+  function helpers.integer(text, lo, hi)
+    local number = tonumber(text)
+    if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
+      return nil
+    end
+    return number
+  end
+  local integer = helpers.integer
+
+  -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
+  -- of limit arguments are wrong, naming its first wrong argument; or,
+  -- given i, for the bad limit argument ARGV[i]: the limit's field `name`
+  -- must be an integer in `range` (in words).
+  function helpers.refuse(KEYS, ARGV, group, i, name, range)
+    -- quote shows an argument: at most 40 bytes, control and non-ASCII
+    -- bytes escaped.
+    local function quote(value)
+      if type(value) ~= 'string' then
+        return 'nothing'
+      end
+      local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+        return string.format('\\x%02x', string.byte(byte))
+      end)
+      if #value > 40 then
+        shown = shown .. '...'
+      end
+      return "'" .. shown .. "'"
+    end
+    local message
+    if i then
+      message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
+        .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
+    elseif #KEYS ~= 1 then
+      message = 'expected exactly 1 key (the state key), got ' .. #KEYS
+    elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
+      message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
+    elseif ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us' then
+      message = "ARGV[2] unit must be 's', 'ms' or 'us', got " .. quote(ARGV[2])
+    elseif ARGV[3] ~= '' and integer(ARGV[3], 0, MAX_TIME) == nil then
+      message = 'ARGV[3] now must be empty (server clock) or a canonical integer in [0, 2^52], got ' .. quote(ARGV[3])
+    elseif ARGV[4] ~= '0' and ARGV[4] ~= '1' then
+      message = "ARGV[4] mode must be '0' (count allowed events) or '1' (count every attempt), got " .. quote(ARGV[4])
+    else
+      message = 'expected 1 to ' .. MAX_LIMITS .. ' limits of ' .. group .. ' integers after ARGV[4], got '
+        .. math.max(#ARGV - 4, 0) .. ' arguments'
+    end
+    return redis.error_reply('ERR ratelua: ' .. message)
+  end
+
+  -- fresh deletes the state and replies as for a fresh key: every limit
+  -- admits, and remaining is the smallest limit maximum, the first integer
+  -- of each limit's group in ARGV.
+  function helpers.fresh(KEYS, ARGV, group)
+    redis.call('DEL', KEYS[1])
+    local remaining = tonumber(ARGV[5])
+    for i = 5 + group, #ARGV, group do
+      local maximum = tonumber(ARGV[i])
+      if maximum < remaining then
+        remaining = maximum
+      end
+    end
+    return { 1, remaining, 0, 0, 0 }
+  end
+  return helpers.refuse(KEYS, ARGV, 3, 5, 'max', '[0, 2^52]')
+elseif window == nil then
+  local helpers = {}
+
+  -- helpers.integer returns text as a number when it is a canonical integer
+  -- in [lo, hi], else nil (the macro integer as a function).
+  function helpers.integer(text, lo, hi)
+    local number = tonumber(text)
+    if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
+      return nil
+    end
+    return number
+  end
+  local integer = helpers.integer
+
+  -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
+  -- of limit arguments are wrong, naming its first wrong argument; or,
+  -- given i, for the bad limit argument ARGV[i]: the limit's field `name`
+  -- must be an integer in `range` (in words).
+  function helpers.refuse(KEYS, ARGV, group, i, name, range)
+    -- quote shows an argument: at most 40 bytes, control and non-ASCII
+    -- bytes escaped.
+    local function quote(value)
+      if type(value) ~= 'string' then
+        return 'nothing'
+      end
+      local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+        return string.format('\\x%02x', string.byte(byte))
+      end)
+      if #value > 40 then
+        shown = shown .. '...'
+      end
+      return "'" .. shown .. "'"
+    end
+    local message
+    if i then
+      message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
+        .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
+    elseif #KEYS ~= 1 then
+      message = 'expected exactly 1 key (the state key), got ' .. #KEYS
+    elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
+      message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
+    elseif ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us' then
+      message = "ARGV[2] unit must be 's', 'ms' or 'us', got " .. quote(ARGV[2])
+    elseif ARGV[3] ~= '' and integer(ARGV[3], 0, MAX_TIME) == nil then
+      message = 'ARGV[3] now must be empty (server clock) or a canonical integer in [0, 2^52], got ' .. quote(ARGV[3])
+    elseif ARGV[4] ~= '0' and ARGV[4] ~= '1' then
+      message = "ARGV[4] mode must be '0' (count allowed events) or '1' (count every attempt), got " .. quote(ARGV[4])
+    else
+      message = 'expected 1 to ' .. MAX_LIMITS .. ' limits of ' .. group .. ' integers after ARGV[4], got '
+        .. math.max(#ARGV - 4, 0) .. ' arguments'
+    end
+    return redis.error_reply('ERR ratelua: ' .. message)
+  end
+
+  -- fresh deletes the state and replies as for a fresh key: every limit
+  -- admits, and remaining is the smallest limit maximum, the first integer
+  -- of each limit's group in ARGV.
+  function helpers.fresh(KEYS, ARGV, group)
+    redis.call('DEL', KEYS[1])
+    local remaining = tonumber(ARGV[5])
+    for i = 5 + group, #ARGV, group do
+      local maximum = tonumber(ARGV[i])
+      if maximum < remaining then
+        remaining = maximum
+      end
+    end
+    return { 1, remaining, 0, 0, 0 }
+  end
+  return helpers.refuse(KEYS, ARGV, 3, 6, 'window', '[1, 2^52]')
+elseif expire == nil then
+  local helpers = {}
+
+  -- helpers.integer returns text as a number when it is a canonical integer
+  -- in [lo, hi], else nil (the macro integer as a function).
+  function helpers.integer(text, lo, hi)
+    local number = tonumber(text)
+    if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
+      return nil
+    end
+    return number
+  end
+  local integer = helpers.integer
+
+  -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
+  -- of limit arguments are wrong, naming its first wrong argument; or,
+  -- given i, for the bad limit argument ARGV[i]: the limit's field `name`
+  -- must be an integer in `range` (in words).
+  function helpers.refuse(KEYS, ARGV, group, i, name, range)
+    -- quote shows an argument: at most 40 bytes, control and non-ASCII
+    -- bytes escaped.
+    local function quote(value)
+      if type(value) ~= 'string' then
+        return 'nothing'
+      end
+      local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+        return string.format('\\x%02x', string.byte(byte))
+      end)
+      if #value > 40 then
+        shown = shown .. '...'
+      end
+      return "'" .. shown .. "'"
+    end
+    local message
+    if i then
+      message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
+        .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
+    elseif #KEYS ~= 1 then
+      message = 'expected exactly 1 key (the state key), got ' .. #KEYS
+    elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
+      message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
+    elseif ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us' then
+      message = "ARGV[2] unit must be 's', 'ms' or 'us', got " .. quote(ARGV[2])
+    elseif ARGV[3] ~= '' and integer(ARGV[3], 0, MAX_TIME) == nil then
+      message = 'ARGV[3] now must be empty (server clock) or a canonical integer in [0, 2^52], got ' .. quote(ARGV[3])
+    elseif ARGV[4] ~= '0' and ARGV[4] ~= '1' then
+      message = "ARGV[4] mode must be '0' (count allowed events) or '1' (count every attempt), got " .. quote(ARGV[4])
+    else
+      message = 'expected 1 to ' .. MAX_LIMITS .. ' limits of ' .. group .. ' integers after ARGV[4], got '
+        .. math.max(#ARGV - 4, 0) .. ' arguments'
+    end
+    return redis.error_reply('ERR ratelua: ' .. message)
+  end
+
+  -- fresh deletes the state and replies as for a fresh key: every limit
+  -- admits, and remaining is the smallest limit maximum, the first integer
+  -- of each limit's group in ARGV.
+  function helpers.fresh(KEYS, ARGV, group)
+    redis.call('DEL', KEYS[1])
+    local remaining = tonumber(ARGV[5])
+    for i = 5 + group, #ARGV, group do
+      local maximum = tonumber(ARGV[i])
+      if maximum < remaining then
+        remaining = maximum
+      end
+    end
+    return { 1, remaining, 0, 0, 0 }
+  end
+  return helpers.refuse(KEYS, ARGV, 3, 7, 'expire', '[1, 2^52]')
+end
+local key = KEYS[1]
+if count < 0 then
+  local helpers = {}
+
+  -- helpers.integer returns text as a number when it is a canonical integer
+  -- in [lo, hi], else nil (the macro integer as a function).
+  function helpers.integer(text, lo, hi)
+    local number = tonumber(text)
+    if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
+      return nil
+    end
+    return number
+  end
+  local integer = helpers.integer
+
+  -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
+  -- of limit arguments are wrong, naming its first wrong argument; or,
+  -- given i, for the bad limit argument ARGV[i]: the limit's field `name`
+  -- must be an integer in `range` (in words).
+  function helpers.refuse(KEYS, ARGV, group, i, name, range)
+    -- quote shows an argument: at most 40 bytes, control and non-ASCII
+    -- bytes escaped.
+    local function quote(value)
+      if type(value) ~= 'string' then
+        return 'nothing'
+      end
+      local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+        return string.format('\\x%02x', string.byte(byte))
+      end)
+      if #value > 40 then
+        shown = shown .. '...'
+      end
+      return "'" .. shown .. "'"
+    end
+    local message
+    if i then
+      message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
+        .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
+    elseif #KEYS ~= 1 then
+      message = 'expected exactly 1 key (the state key), got ' .. #KEYS
+    elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
+      message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
+    elseif ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us' then
+      message = "ARGV[2] unit must be 's', 'ms' or 'us', got " .. quote(ARGV[2])
+    elseif ARGV[3] ~= '' and integer(ARGV[3], 0, MAX_TIME) == nil then
+      message = 'ARGV[3] now must be empty (server clock) or a canonical integer in [0, 2^52], got ' .. quote(ARGV[3])
+    elseif ARGV[4] ~= '0' and ARGV[4] ~= '1' then
+      message = "ARGV[4] mode must be '0' (count allowed events) or '1' (count every attempt), got " .. quote(ARGV[4])
+    else
+      message = 'expected 1 to ' .. MAX_LIMITS .. ' limits of ' .. group .. ' integers after ARGV[4], got '
+        .. math.max(#ARGV - 4, 0) .. ' arguments'
+    end
+    return redis.error_reply('ERR ratelua: ' .. message)
+  end
+
+  -- fresh deletes the state and replies as for a fresh key: every limit
+  -- admits, and remaining is the smallest limit maximum, the first integer
+  -- of each limit's group in ARGV.
+  function helpers.fresh(KEYS, ARGV, group)
+    redis.call('DEL', KEYS[1])
+    local remaining = tonumber(ARGV[5])
+    for i = 5 + group, #ARGV, group do
+      local maximum = tonumber(ARGV[i])
+      if maximum < remaining then
+        remaining = maximum
+      end
+    end
+    return { 1, remaining, 0, 0, 0 }
+  end
+  return helpers.fresh(KEYS, ARGV, 3)
+end
+if now == nil then
+  do
+    local time = redis.call('TIME')
+    if unit == 's' then
+      now = tonumber(time[1])
+    elseif unit == 'ms' then
+      now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    else
+      now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+    end
+  end
+end
+-- The window of now ends at its start + window.
+local left = window - now % window
+
+local after
+if mode == '1' and count > 0 then
+  -- The reference's pipeline: INCRBY, then EXPIRE, whatever the count.
+  after = redis.pcall('INCRBY', key, format('%d', count))
+  if type(after) == 'table' then
+    return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than fixed_window state (an integer counter): '
+      .. tostring(after.err))
+  end
+  redis.call('EXPIRE', key, format('%d', expire))
+else
+  local stored = redis.pcall('GET', key)
+  if type(stored) == 'table' and stored.err then
+    return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'fixed_window'
+      .. ' state (another script\'s state?): ' .. stored.err)
+  end
+  local held = 0
+  if stored then
+    held = tonumber(stored)
+    if held == nil or held < 0 or not string.find(stored, '^%d+$') then
+      return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than fixed_window state (an integer counter): '
+        .. format('%q', string.sub(stored, 1, 40)))
+    end
+  end
+  after = held
+  if count == 0 then
+    -- Would one more event pass? Nothing is written.
+    if held + 1 <= max then
+      return { 1, max - held, 0, held > 0 and left or 0, 1 }
+    end
+    return { 0, math.max(max - held, 0), left, held > 0 and left or 0, 1 }
+  end
+  if held + count <= max then
+    after = redis.call('INCRBY', key, format('%d', count))
+    redis.call('EXPIRE', key, format('%d', expire))
+  end
+  if after == held then
+    -- Denied in mode '0': nothing counted.
+    local retry = left
+    if count > max then
+      retry = -1
+    end
+    return { 0, math.max(max - held, 0), retry, held > 0 and left or 0, 1 }
+  end
+end
+if after <= max then
+  return { 1, max - after, 0, left, 1 }
+end
+local retry = left
+if count > max then
+  retry = -1
+end
+local reset = left
+if after <= 0 then
+  reset = 0
+end
+return { 0, 0, retry, reset, 1 }
+end)
+end
+
 -- sliding_window v7 (lua/sliding_window.v7.lua)
 do
 -- Floor division without a function call: for integers 0 <= a and

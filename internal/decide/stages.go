@@ -92,6 +92,9 @@ type Fallback struct {
 	F    *fallback.Fallback // nil: off
 	Unit wire.Unit
 	Mode int // 1 when denied events are recorded too (Options.CountDenied)
+	// Exact says that a decision's Key is its state key as given
+	// (Options.ExactKeys), whose slot is the key's own, not its tag's.
+	Exact bool
 }
 
 // fallbackState is where a decision stands with the fallback.
@@ -107,7 +110,11 @@ func (s *Fallback) before(d *Decision) bool {
 	if s.F == nil {
 		return false
 	}
-	d.fallback = fallbackState{followed: true, slot: wire.TagSlot(d.Key)}
+	slot := wire.TagSlot(d.Key)
+	if s.Exact {
+		slot = wire.Slot(d.Key)
+	}
+	d.fallback = fallbackState{followed: true, slot: slot}
 	local, probe := s.F.Route(d.fallback.slot, d.Start)
 	if local {
 		s.decide(d, nil)

@@ -291,6 +291,36 @@ var contracts = map[string]Entry{
 		StateVersion: 7,
 		Cost:         "HMGET, HSET of one field, PEXPIRE per recorded decision in the bucket of the last write, whatever the number of limits (an allowed call before the summary's boundary parses and writes the six numbers of the summary alone); one more field in the HSET per limit whose newest bucket moves; one more HMGET when buckets leave a ring or the oldest bucket is partly in the window; one more HMGET for a denied reply that walks the chain (one recording its events, or over a limit by more than one event; a denied call over by one event retries when its oldest bucket leaves the window, without a read); reads grow with the buckets passed since the last call, not with the window; one HSET of the memo ('d', 'e') by the first such denial of a state, after which the same denials are one HMGET; + TIME with the server clock",
 	},
+	"fixed_window.v7": {
+		Keys: []string{"KEYS[1] the state key: the counter of one window, named by the caller, who puts the window in it (envoyproxy/ratelimit's keys end in the window's start); it is used as given, with no hash tag, one key per call"},
+		Argv: []string{
+			"ARGV[1] eventCount, a canonical integer in [-2^52, 2^52]: > 0 count that many events and decide; 0 decide whether one more event would pass, writing nothing; < 0 delete the counter and reply as for a fresh key (limit_index 0)",
+			commonArgv[1],
+			"ARGV[3] now: a canonical integer in [0, 2^52] in that unit from the caller's clock, or '' to use the server's clock (TIME); it places the call in its window (for retry_after and reset_after) and must be the time the caller named the key's window from",
+			"ARGV[4] mode: '1' every call counts its events, allowed or not (INCRBY and EXPIRE, as envoyproxy/ratelimit); '0' a denied call counts nothing",
+			"ARGV[5..7] exactly one limit, the integers: max, window, expire (a key is one counter)",
+			"max: events allowed in the window, 0..2^52 (0 denies every event)",
+			"window: the window's length, in the unit, 1..2^52; the window of now starts at floor(now / window) * window",
+			"expire: the counter's EXPIRE, in whole seconds, 1..2^52, set by every call that counts (envoyproxy/ratelimit's: the unit's seconds plus its jitter)",
+			"ARGV integers: every integer is canonical decimal text: '0', or an optional '-' then a digit 1-9 then digits; '-0', leading zeros, '+', spaces, exponents, hex and fractions are refused",
+		},
+		Limit: []string{
+			"max",
+			"window",
+			"expire",
+		},
+		Reply: []string{
+			"allowed: 1 if the count after the call's events is at most max (for 0: the count + 1), else 0",
+			"remaining: max minus the count after the call (>= 0)",
+			"retry_after: 0 when allowed; else the time, in the unit, until the window ends (the next window's key is another counter); -1 if never (eventCount larger than max)",
+			"reset_after: the time, in the unit, until the window ends; 0 when the count is 0 (see fresh)",
+			"limit_index: 1 (the one limit); 0 after a reset",
+		},
+		Fresh:        "the counter is absent or 0",
+		State:        "a string holding an integer, the count of the window (what INCRBY keeps: the key may be written by envoyproxy/ratelimit too), with the TTL of the last call that counted (EXPIRE, whole seconds); in mode '1' the count is never capped (it may pass max, by every denied event); a key holding anything else is refused and left unchanged",
+		StateVersion: 7,
+		Cost:         "mode '1' with eventCount > 0: INCRBY and EXPIRE, nothing else (envoyproxy/ratelimit's pipeline); otherwise GET, + INCRBY and EXPIRE when the events are counted; + TIME with the server clock",
+	},
 	"token_bucket.v7": {
 		Keys: keys,
 		Argv: append(reservationArgv(tokenBucketV6Argv()), []string{

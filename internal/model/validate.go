@@ -21,6 +21,7 @@ var rules = map[string][]limitRule{
 	"ar1":            {{1, 1e9}, {1001, 1e9}, {1, MaxTime}},
 	"zset_log":       {{1, 1e4}, {1, MaxTime}},
 	"token_bucket":   {{1, 1e9}, {1, 1e9}, {1, MaxTime}},
+	"fixed_window":   {{0, MaxTime}, {1, MaxTime}, {1, MaxTime}},
 }
 
 func parseInt(s string, lo, hi int64) (int64, bool) {
@@ -63,7 +64,7 @@ func Accepts(name string, keys, argv []string) bool {
 		}
 	}
 	rest := argv[4:]
-	if len(rest) == 0 || len(rest)%len(rule) != 0 || len(rest)/len(rule) > 16 {
+	if len(rest) == 0 || len(rest)%len(rule) != 0 || len(rest)/len(rule) > 16 || (name == "fixed_window" && len(rest) != len(rule)) {
 		return false
 	}
 	for i := 0; i < len(rest); i += len(rule) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	rlpb "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+
 	"github.com/ratelua/ratelua"
 	"github.com/ratelua/ratelua/rls/config"
 )
@@ -37,9 +39,9 @@ func (j *job) scriptN() int64 {
 // are held to: requests_per_unit, or under the fallback its share.
 func (j *job) counts(share float64) (before, after, limit uint64) {
 	limit = uint64(j.limit)
-	top := int64(refMax)
+	top := j.d.top
 	if j.fallback {
-		top = int64(config.ShareOf(refMax, share))
+		top = int64(config.ShareOf(uint64(j.d.top), share))
 		limit = config.ShareOf(uint64(j.limit), share)
 	}
 	after = uint64(top - min(max(j.out.Remaining, 0), top))
@@ -77,4 +79,14 @@ func decide(ctx context.Context, client ratelua.Client, jobs []*job, now time.Ti
 		}
 		j.out = o.Result
 	}
+}
+
+// newJob is the job of a descriptor decided by d at now: on the
+// reference's own key when d shares the reference's counters, else under
+// the descriptor's event key.
+func (s *Service) newJob(d *decider, domain string, entries []*rlpb.RateLimitDescriptor_Entry, shared []string, now time.Time) *job {
+	if d != nil && d.shared {
+		return &job{d: d, key: referenceKey(s.opts.ReferencePrefix, domain, entries, shared, int64(d.span/time.Second), now.Unix())}
+	}
+	return &job{d: d, key: eventKey(domain, entries, shared)}
 }

@@ -25,9 +25,18 @@ import (
 // rule and limit override of a unit shares one decider, and a descriptor
 // keeps its count when a reload changes its requests_per_unit or when it
 // carries its own limit, as in the reference.
+//
+// Under Options.ShareReferenceCounters a reference rule is instead
+// envoyproxy/ratelimit's own counter: the root's fixed_window script on
+// the reference's key (ratelua.Options.ExactKeys, the key built by
+// referenceKey), INCRBY by every hit and EXPIRE by the unit's seconds, with
+// the one limit sharedMax, read the same way (the count after the call is
+// sharedMax minus remaining).
 type decider struct {
 	limiter   *ratelua.Limiter
 	reference bool
+	shared    bool          // the reference's own counters (ShareReferenceCounters)
+	top       int64         // a reference rule's one limit: refMax, or sharedMax when shared
 	maxN      int64         // hits above it decide as it does
 	span      time.Duration // a reference rule's unit
 	limits    []config.Limit
@@ -38,6 +47,12 @@ type decider struct {
 // same: requests_per_unit is below it).
 const refMax = config.MaxRequests + 1
 
+// sharedMax is the one limit of a reference rule on the reference's own
+// counters: 2^52, the most the scripts take, far above any
+// requests_per_unit (a uint32). A count above it (only the reference
+// could add so many) reads as sharedMax: every answer stays the same.
+const sharedMax = 1 << 52
+
 // limiterOptions are the settings every limiter shares.
 type limiterOptions struct {
 	Prefix    string
@@ -47,6 +62,9 @@ type limiterOptions struct {
 	FailOpen  bool
 	Observe   func(context.Context, ratelua.Event)
 	Clock     func() time.Time // nil: time.Now, and the server's for extension rules
+	// Shared decides reference rules on envoyproxy/ratelimit's own
+	// counters (ShareReferenceCounters).
+	Shared bool
 }
 
 // newReferenceDecider builds the decider of every reference rule of unit
@@ -59,11 +77,22 @@ func newReferenceDecider(u pb.RateLimitResponse_RateLimit_Unit, o limiterOptions
 	}
 	opts := ratelua.Options{Prefix: o.Prefix, Fallback: o.Fallback, FailOpen: o.FailOpen, Observe: o.Observe,
 		CountDenied: true, Clock: clock}
+	if o.Shared {
+		// The reference's EXPIRE is the unit's seconds (plus a jitter,
+		// which only spreads the expiries: a counter serves one window,
+		// which ends before the unit's seconds from any call in it).
+		opts.ExactKeys = true
+		l, err := ratelua.NewFixedWindow(o.Client, opts, ratelua.Fixed{Max: sharedMax, Window: dur, Expire: dur})
+		if err != nil {
+			return nil, fmt.Errorf("rls: the %v window: %w", u, err)
+		}
+		return &decider{limiter: l, reference: true, shared: true, top: sharedMax, maxN: sharedMax, span: dur}, nil
+	}
 	l, err := ratelua.NewSlidingWindow(o.Client, opts, ratelua.Window{Max: refMax, Duration: dur, Resolution: dur})
 	if err != nil {
 		return nil, fmt.Errorf("rls: the %v window: %w", u, err)
 	}
-	return &decider{limiter: l, reference: true, maxN: refMax + 1, span: dur}, nil
+	return &decider{limiter: l, reference: true, top: refMax, maxN: refMax + 1, span: dur}, nil
 }
 
 // newDecider builds the limiter of an extension rule.

@@ -36,3 +36,34 @@ func eventKey(domain string, entries []*rlpb.RateLimitDescriptor_Entry, shared [
 	}
 	return b.String()
 }
+
+// referenceKey is envoyproxy/ratelimit's key of a descriptor's counter in
+// the window of now (its cache_key.go): the prefix (CACHE_KEY_PREFIX, as
+// given), the domain, '_', then each entry's key, '_', value (a
+// share_threshold entry's wildcard instead), '_', and last the window's
+// start in Unix seconds, now divided by the unit's seconds and multiplied
+// back. Two descriptors may share a key ("a_b" and "a", "b"), as in the
+// reference.
+func referenceKey(prefix, domain string, entries []*rlpb.RateLimitDescriptor_Entry, shared []string, unitSeconds, now int64) string {
+	var b strings.Builder
+	n := len(prefix) + len(domain) + 24
+	for _, e := range entries {
+		n += len(e.GetKey()) + len(e.GetValue()) + 2
+	}
+	b.Grow(n)
+	b.WriteString(prefix)
+	b.WriteString(domain)
+	b.WriteByte('_')
+	for i, e := range entries {
+		v := e.GetValue()
+		if shared != nil && shared[i] != "" {
+			v = shared[i]
+		}
+		b.WriteString(e.GetKey())
+		b.WriteByte('_')
+		b.WriteString(v)
+		b.WriteByte('_')
+	}
+	b.WriteString(strconv.FormatInt(now/unitSeconds*unitSeconds, 10))
+	return b.String()
+}

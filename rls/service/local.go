@@ -23,8 +23,8 @@ func (s *Service) answerLocally(j *job, now time.Time) bool {
 		return false
 	}
 	j.local = true
-	after := min(before+j.n, refMax)
-	j.out = ratelua.Result{Remaining: refMax - int64(after)}
+	after := min(before+j.n, uint64(j.d.top))
+	j.out = ratelua.Result{Remaining: j.d.top - int64(after)}
 	return true
 }
 

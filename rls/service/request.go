@@ -79,7 +79,7 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 				return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: limit override: %v", i, err)
 			}
 			slots[i] = slot{rule: r, limit: l, statKey: config.OverrideStatKey(req.GetDomain(), d.GetEntries()), statGroup: req.GetDomain() + ".(override)"}
-			slots[i].job = &job{d: s.refs[l.Unit], key: eventKey(req.GetDomain(), d.GetEntries(), nil)}
+			slots[i].job = s.newJob(s.refs[l.Unit], req.GetDomain(), d.GetEntries(), nil, now)
 			continue
 		}
 		if m.Rule == nil {
@@ -91,7 +91,7 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 			continue
 		}
 		slots[i] = slot{rule: m.Rule, limit: m.Rule.Limits[0], statKey: m.StatKey, statGroup: m.Rule.Key}
-		slots[i].job = &job{d: a.deciders[m.Rule], key: eventKey(req.GetDomain(), d.GetEntries(), m.Shared)}
+		slots[i].job = s.newJob(a.deciders[m.Rule], req.GetDomain(), d.GetEntries(), m.Shared, now)
 	}
 	var jobs []*job
 	for i := range slots {

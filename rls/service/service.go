@@ -48,6 +48,20 @@ type Options struct {
 	DenyCache int
 	Fallback  float64
 	FailOpen  bool
+	// ShareReferenceCounters decides every reference rule, and every
+	// descriptor's own limit, on envoyproxy/ratelimit's own counters: the
+	// key <ReferencePrefix><domain>_<key>_<value>_..._<window start> (a
+	// share_threshold's wildcard in place of the value, the window start
+	// in Unix seconds), INCRBY by every hit and EXPIRE by the unit's
+	// seconds, through the root's fixed_window script
+	// (ratelua.NewFixedWindow with ratelua.Options.ExactKeys). A fleet
+	// running the reference and ratelua-rls on one Redis then enforces
+	// each limit once. Without it, ratelua-rls keeps its own keys under
+	// Prefix. Extension rules keep theirs either way.
+	ShareReferenceCounters bool
+	// ReferencePrefix starts the reference's keys: CACHE_KEY_PREFIX, as
+	// the reference uses it (no separator added).
+	ReferencePrefix string
 	// Stats, if set, is told what each decided descriptor adds to its
 	// rule's statistics, and the service's events: a request refused, a
 	// backend error (the request's descriptors counting their hits, as
@@ -117,7 +131,7 @@ func New(opts Options) (*Service, error) {
 }
 
 func (s *Service) limiterOptions() limiterOptions {
-	return limiterOptions{Prefix: s.opts.Prefix, Client: s.opts.Client, DenyCache: s.opts.DenyCache, Fallback: s.opts.Fallback, FailOpen: s.opts.FailOpen, Clock: s.opts.Clock}
+	return limiterOptions{Prefix: s.opts.Prefix, Client: s.opts.Client, DenyCache: s.opts.DenyCache, Fallback: s.opts.Fallback, FailOpen: s.opts.FailOpen, Clock: s.opts.Clock, Shared: s.opts.ShareReferenceCounters}
 }
 
 // SetConfig builds the limiters of c's rules and makes c the configuration

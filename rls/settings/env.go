@@ -51,6 +51,7 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 		DenyCache:             r.int("RATELUA_DENY_CACHE"),
 		Fallback:              r.float("RATELUA_FALLBACK"),
 		FailOpen:              r.bool("RATELUA_FAIL_OPEN"),
+		ShareCounters:         r.bool("RATELUA_SHARE_REFERENCE_COUNTERS"),
 		ReloadInterval:        r.duration("RATELUA_RELOAD_INTERVAL"),
 		MaxDescriptors:        r.int("RATELUA_MAX_DESCRIPTORS"),
 		RequestTimeout:        r.duration("RATELUA_REQUEST_TIMEOUT"),

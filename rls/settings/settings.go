@@ -73,10 +73,13 @@ type Settings struct {
 	Unused []UnusedSetting
 
 	// ratelua's own.
-	IETFHeaders    bool
-	DenyCache      int
-	Fallback       float64
-	FailOpen       bool
+	IETFHeaders bool
+	DenyCache   int
+	Fallback    float64
+	FailOpen    bool
+	// ShareCounters (RATELUA_SHARE_REFERENCE_COUNTERS, on by default)
+	// decides reference rules on envoyproxy/ratelimit's own counters.
+	ShareCounters  bool
 	ReloadInterval time.Duration
 	MaxDescriptors int
 	// RequestTimeout (RATELUA_REQUEST_TIMEOUT, 2 s) bounds a request

@@ -32,6 +32,7 @@ func TestBadSettingsStopTheStart(t *testing.T) {
 		{"RATELUA_REQUEST_TIMEOUT", "0s"},
 		{"RATELUA_MAX_DESCRIPTORS", "0"},
 		{"RATELUA_FAIL_OPEN", "maybe"},
+		{"RATELUA_SHARE_REFERENCE_COUNTERS", "maybe"},
 	} {
 		_, err := FromEnv(func(name string) string {
 			if name == c.name {
@@ -135,6 +136,32 @@ func TestEverySettingIsReadFromTheTable(t *testing.T) {
 	for name := range asked {
 		if _, ok := table[name]; !ok {
 			t.Errorf("%s is read but not in the table", name)
+		}
+	}
+}
+
+// TestShareReferenceCountersIsOnByDefault: unset, reference rules share
+// envoyproxy/ratelimit's counters; false turns it off; the prefix of the
+// reference's keys is CACHE_KEY_PREFIX as given.
+func TestShareReferenceCountersIsOnByDefault(t *testing.T) {
+	for _, c := range []struct {
+		value string
+		want  bool
+	}{{"", true}, {"true", true}, {"false", false}} {
+		s, err := FromEnv(func(name string) string {
+			switch name {
+			case "RATELUA_SHARE_REFERENCE_COUNTERS":
+				return c.value
+			case "CACHE_KEY_PREFIX":
+				return "pfx_"
+			}
+			return ""
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.ShareCounters != c.want || s.CacheKeyPrefix != "pfx_" {
+			t.Errorf("RATELUA_SHARE_REFERENCE_COUNTERS=%q: shared %v, prefix %q; want %v, pfx_", c.value, s.ShareCounters, s.CacheKeyPrefix, c.want)
 		}
 	}
 }
