@@ -1583,6 +1583,9 @@ do
 
 
 redis.register_function('ratelua_sliding_window_v7', function(KEYS, ARGV)
+-- KEYS, ARGV and redis as locals: a global is a table lookup on every use
+-- (about 150 instructions; a local, a register).
+local KEYS, ARGV, redis = KEYS, ARGV, redis
 local tonumber, format, match = tonumber, string.format, string.match
 local count, now, n = 1, false, #ARGV - 4
 if ARGV[1] ~= '1' then

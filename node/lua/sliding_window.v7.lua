@@ -119,6 +119,9 @@ local MAX_LIMITS = 16
 
 
 -- #call: what follows runs on every call (in ratelua_v7, the function body)
+-- KEYS, ARGV and redis as locals: a global is a table lookup on every use
+-- (about 150 instructions; a local, a register).
+local KEYS, ARGV, redis = KEYS, ARGV, redis
 local tonumber, format, match = tonumber, string.format, string.match
 local count, now, n = 1, false, #ARGV - 4
 if ARGV[1] ~= '1' then
