@@ -1791,7 +1791,14 @@ if n == 1 then
 else
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
 end
-local stored = redis.pcall('HMGET', key, 'l', 'm', 'd', 'e')
+-- (One limit reads no memo, "d" and "e": only a call with several limits
+-- writes one, and a missing field costs a scan of the whole hash.)
+local stored
+if n == 1 then
+  stored = redis.pcall('HMGET', key, 'l', 'm')
+else
+  stored = redis.pcall('HMGET', key, 'l', 'm', 'd', 'e')
+end
 if type(stored) == 'table' and stored.err then
   return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'sliding_window'
     .. ' state (another script\'s state?): ' .. stored.err)

@@ -197,7 +197,14 @@ if n == 1 then
 else
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
 end
-local stored = redis.pcall('HMGET', key, 'l', 'm', 'd', 'e')
+-- (One limit reads no memo, "d" and "e": only a call with several limits
+-- writes one, and a missing field costs a scan of the whole hash.)
+local stored
+if n == 1 then
+  stored = redis.pcall('HMGET', key, 'l', 'm')
+else
+  stored = redis.pcall('HMGET', key, 'l', 'm', 'd', 'e')
+end
 -- #expand wrong_type(stored, 'sliding_window')
 local meta = stored[2]
 
