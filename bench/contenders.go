@@ -237,8 +237,11 @@ const (
 // avoid (minimum.go).
 const (
 	minGetSet = "minimum: GET + SET PX (token bucket, ar1)"
-	minZSet   = "minimum: ZCOUNT + ZADD + PEXPIRE (exact log)"
-	minHash   = "minimum: HMGET + HSET + PEXPIRE of one field (sliding window)"
+	// minContract is minGetSet under ratelua's calling contract: seven
+	// arguments, a reply of five integers.
+	minContract = "minimum: GET + SET PX, 7 arguments, 5-integer reply (ratelua's contract)"
+	minZSet     = "minimum: ZCOUNT + ZADD + PEXPIRE (exact log)"
+	minHash     = "minimum: HMGET + HSET + PEXPIRE of one field (sliding window)"
 )
 
 // rowName is the table name of a ratelua row of a version.

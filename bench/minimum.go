@@ -22,6 +22,42 @@ local v = tonumber(redis.call('GET', KEYS[1]) or '0')
 redis.call('SET', KEYS[1], v + 1, 'PX', ARGV[1])
 return v + 1`)
 
+// contractScript, the minimum of a one-key string state under ratelua's
+// calling contract: GET then SET ... PX as getSetScript, but called with a
+// one-limit ratelua call's seven arguments (ARGV) and replying five
+// integers, as every ratelua script does; with TIME first when ARGV[3] is
+// empty (the server clock). The arguments are copied into a table and the
+// reply converted by the server on every call: what a ratelua row costs
+// beyond it is the script's own work (checking the arguments, the
+// arithmetic, the state's text).
+var contractScript = rueidis.NewLuaScript(`
+if ARGV[3] == '' then redis.call('TIME') end
+local v = tonumber(redis.call('GET', KEYS[1]) or '0') + 1
+redis.call('SET', KEYS[1], v, 'PX', ARGV[6])
+return {1, v, 0, 0, 1}`)
+
+// contractRunner runs contractScript with ar1's one-limit arguments
+// (100 per minute, decay 2), on the bench clock or on the server's.
+type contractRunner struct {
+	client      rueidis.Client
+	now         func() time.Time
+	serverClock bool
+}
+
+func (c contractRunner) StateKeys(eventKey string) []string {
+	return []string{"mincontract:" + eventKey}
+}
+
+func (c contractRunner) Decide(ctx context.Context, eventKey string) error {
+	now := ""
+	if !c.serverClock {
+		now = strconv.FormatInt(c.now().UnixMilli(), 10)
+	}
+	return contractScript.Exec(ctx, c.client, c.StateKeys(eventKey), []string{
+		"1", "ms", now, "0", "100", "2000", "60000",
+	}).Error()
+}
+
 // zsetMinimumScript, the minimum of an exact log in a sorted set: count
 // the events of the window (ZCOUNT), add one if under max (ZADD), and set
 // the TTL (PEXPIRE). It never trims: entries older than the window stay
@@ -70,6 +106,14 @@ func minimumContenders() []contender {
 			make: func(e *env) (runner, error) {
 				return scriptRunner{client: e.rc, script: getSetScript, prefix: "getset:"}, nil
 			},
+		},
+		{
+			name: minContract, group: groupMinimum, cmds: scriptCmds,
+			make: func(e *env) (runner, error) { return contractRunner{client: e.rc, now: e.now}, nil },
+		},
+		{
+			name: minContract + ", server clock (TIME)", group: groupMinimum, cmds: scriptCmds,
+			make: func(e *env) (runner, error) { return contractRunner{client: e.rc, now: e.now, serverClock: true}, nil },
 		},
 		{
 			name: minZSet, group: groupMinimum, cmds: scriptCmds,

@@ -137,12 +137,25 @@ func readmeCosts(root string, newest map[string]ratelua.Script) (string, error) 
 	for _, s := range newest {
 		newestVersion = max(newestVersion, s.Version)
 	}
-	// The newest version BENCHMARKS.md measured: a version in development
-	// is shown once the bench has measured it.
+	// The newest version BENCHMARKS.md's main tables measured: a version
+	// in development is shown once the main section has measured it (the
+	// instruction section alone, which may show it first, has no memory
+	// column).
 	version := 0
-	for _, m := range benchVersion.FindAllStringSubmatch(string(raw), -1) {
-		if v, err := strconv.Atoi(m[1]); err == nil && v <= newestVersion {
-			version = max(version, v)
+	for _, section := range strings.Split(string(raw), "\n## ")[1:] {
+		server, body, _ := strings.Cut(section, "\n")
+		if !strings.HasPrefix(server, "redis ") && !strings.HasPrefix(server, "valkey ") {
+			continue
+		}
+		for _, m := range benchRow.FindAllStringSubmatch(body, -1) {
+			if len(strings.Split(m[2], "|")) < 12 {
+				continue
+			}
+			if v := benchVersion.FindStringSubmatch("| " + m[1] + " "); v != nil {
+				if n, err := strconv.Atoi(v[1]); err == nil && n <= newestVersion {
+					version = max(version, n)
+				}
+			}
 		}
 	}
 	prefix := fmt.Sprintf("ratelua v%d ", version)
