@@ -99,6 +99,14 @@ func BenchmarkAgainstReference(b *testing.B) {
 	ref := startService(b, "reference", bins["reference"], "testdata/bench", refRedis.Addr, false)
 	ours := startService(b, "ratelua-rls", bins["ratelua-rls"], "testdata/bench", ourRedis.Addr, false)
 	ext := startService(b, "ratelua-rls-sliding", bins["ratelua-rls"], "testdata/benchext", extRedis.Addr, false)
+	// RLS_BENCH_BEFORE names another ratelua-rls binary (e.g. the last
+	// release's) measured in the same run on the reference's configs, so
+	// that a change is shown before and after side by side.
+	var before *service
+	if path := os.Getenv("RLS_BENCH_BEFORE"); path != "" {
+		beforeRedis := testbench.StartSingle(b, testbench.Options{Kind: testbench.Redis})
+		before = startService(b, "ratelua-rls-before", path, "testdata/bench", beforeRedis.Addr, false)
+	}
 	d := time.Duration(secs) * time.Second
 	for range b.N {
 		for _, clients := range clientCounts {
@@ -115,6 +123,12 @@ func BenchmarkAgainstReference(b *testing.B) {
 					o.rps, o.rps/r.rps, o.p50, float64(o.p50)/float64(r.p50), o.p99, float64(o.p99)/float64(r.p99),
 					e.rps, e.rps/r.rps, e.p99, float64(e.p99)/float64(r.p99),
 					r.errors, o.errors, e.errors, 20*time.Millisecond-max(o.p99, e.p99))
+				if before != nil {
+					load(before, clients, descriptors, 300*time.Millisecond)
+					p := load(before, clients, descriptors, d)
+					line += fmt.Sprintf(" | before (RLS_BENCH_BEFORE) %.0f rps p99 %v: ratelua-rls now x%.2f rps, p99 x%.2f",
+						p.rps, p.p99, o.rps/p.rps, float64(o.p99)/float64(p.p99))
+				}
 				fmt.Println(line)
 				reportCases(line)
 			}
