@@ -20,6 +20,7 @@ var (
 	per5s        ratelua.Window
 	perHour      ratelua.Window
 	logins       *ratelua.Limiter
+	tokens       *ratelua.Limiter
 	perPeer      *ratelua.Limiter
 	accountID    string
 	remoteIP     string
