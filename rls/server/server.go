@@ -16,6 +16,7 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/ratelua/ratelua"
@@ -133,6 +134,15 @@ func (s *Server) Run(ctx context.Context) error {
 	})}
 	if exp.Store != nil {
 		gopts = append(gopts, grpc.UnaryInterceptor(stats.UnaryServerInterceptor(exp.Store)))
+	}
+	if s.settings.GRPCTLS.UseTLS {
+		tc, err := s.settings.GRPCTLS.Config()
+		if err != nil {
+			grpcLn.Close()
+			httpLn.Close()
+			return fmt.Errorf("rls: gRPC TLS: %w", err)
+		}
+		gopts = append(gopts, grpc.Creds(credentials.NewTLS(tc)))
 	}
 	gs := grpc.NewServer(gopts...)
 	pb.RegisterRateLimitServiceServer(gs, s.service)

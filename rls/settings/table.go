@@ -61,7 +61,6 @@ type Setting struct {
 // reference's order, then its own.
 func Table() []Setting {
 	const (
-		grpcTLS  = "read only with GRPC_SERVER_USE_TLS=true, which is refused"
 		memcache = "read only with BACKEND_TYPE=memcache, which is refused"
 		perSec   = "read only with REDIS_PERSECOND=true, which is refused"
 		tracing  = "read only with TRACING_ENABLED=true, which is refused"
@@ -77,11 +76,11 @@ func Table() []Setting {
 		{Name: "GRPC_PORT", Default: "8081", Parser: kindInt, Status: Implemented, Why: "the gRPC listener's port"},
 		{Name: "GRPC_MAX_CONNECTION_AGE", Default: "24h", Parser: kindDuration, Status: Implemented, Why: "the gRPC server's keepalive MaxConnectionAge (GOAWAY after it)"},
 		{Name: "GRPC_MAX_CONNECTION_AGE_GRACE", Default: "1h", Parser: kindDuration, Status: Implemented, Why: "the gRPC server's keepalive MaxConnectionAgeGrace"},
-		{Name: "GRPC_SERVER_USE_TLS", Default: "false", Parser: kindBool, Status: Refused, Off: "false", Why: "gRPC over TLS is not built: ratelua-rls would serve plaintext, which a TLS-configured Envoy cannot reach (and, failing open, limits nothing); terminate TLS in front of it"},
-		{Name: "GRPC_SERVER_TLS_CERT", Parser: kindString, Status: Unused, Why: grpcTLS},
-		{Name: "GRPC_SERVER_TLS_KEY", Parser: kindString, Status: Unused, Why: grpcTLS},
-		{Name: "GRPC_CLIENT_TLS_CACERT", Parser: kindString, Status: Unused, Why: grpcTLS},
-		{Name: "GRPC_CLIENT_TLS_SAN", Parser: kindString, Status: Unused, Why: grpcTLS},
+		{Name: "GRPC_SERVER_USE_TLS", Default: "false", Parser: kindBool, Status: Implemented, Why: "gRPC over TLS with GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY (both required; a file that does not load stops the start, naming the variable)"},
+		{Name: "GRPC_SERVER_TLS_CERT", Parser: kindString, Status: Implemented, Why: "the server's certificate (read once at the start; the reference also reloads it when the file changes)"},
+		{Name: "GRPC_SERVER_TLS_KEY", Parser: kindString, Status: Implemented, Why: "the server certificate's key"},
+		{Name: "GRPC_CLIENT_TLS_CACERT", Parser: kindString, Status: Implemented, Why: "when given, every client must present a certificate verified by this CA or the system's roots, as the reference pools them; when empty, no client certificate is asked for"},
+		{Name: "GRPC_CLIENT_TLS_SAN", Parser: kindString, Status: Implemented, Why: "with GRPC_CLIENT_TLS_CACERT, the name the client's certificate must hold, for client authentication (ignored without a CA, as in the reference)"},
 		{Name: "LOG_LEVEL", Default: "info", Parser: kindString, Status: Implemented, Why: "trace, debug, info, warn (warning), error, fatal or panic; the default is info (the reference's is WARN) so that the start, the loads and the stop are logged"},
 		{Name: "LOG_FORMAT", Default: "text", Parser: kindString, Status: Implemented, Why: "text or json (log/slog's handlers)"},
 		{Name: "CONFIG_TYPE", Default: "FILE", Parser: kindString, Status: Implemented, Why: "FILE: the files of the configuration directory; GRPC_XDS_SOTW: RateLimitConfig resources from an xDS server (CONFIG_GRPC_XDS_*), each update applied whole or refused (NACK) with the last good configuration kept"},
