@@ -63,6 +63,7 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 	}
 	s.Stats = r.stats()
 	s.GRPCTLS = r.grpcTLS()
+	s.Tracing = r.tracing()
 	if v := r.str("BACKEND_TYPE"); v != "redis" {
 		r.fail("BACKEND_TYPE", v, "ratelua-rls runs on Redis or Valkey only (redis)")
 	}
@@ -77,6 +78,7 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 	}
 	s.Unused = r.checkTable()
 	s.Unused = append(s.Unused, r.grpcTLSUnused(s.GRPCTLS)...)
+	s.Unused = append(s.Unused, r.tracingUnused(s.Tracing)...)
 	if s.ConfigType != ConfigXDS {
 		s.Unused = append(s.Unused, r.xdsUnused()...)
 	}

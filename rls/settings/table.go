@@ -63,7 +63,6 @@ func Table() []Setting {
 	const (
 		memcache = "read only with BACKEND_TYPE=memcache, which is refused"
 		perSec   = "read only with REDIS_PERSECOND=true, which is refused"
-		tracing  = "read only with TRACING_ENABLED=true, which is refused"
 		pool     = "rueidis multiplexes one connection per node and pipelines on its own: no pool to size"
 	)
 	return []Setting{
@@ -169,12 +168,12 @@ func Table() []Setting {
 		{Name: "QUOTA_MODE", Default: "false", Parser: kindBool, Status: Implemented, Why: "every rule in quota mode: an over-limit descriptor is OK with its limit and remaining, and never denies"},
 		{Name: "RESPONSE_DYNAMIC_METADATA", Default: "false", Parser: kindBool, Status: Implemented, Why: "the response's dynamic_metadata as the reference's: domain, descriptors, hitsAddend, quotaModeViolations, quotaModeEnabled"},
 		{Name: "MERGE_DOMAIN_CONFIG", Default: "false", Parser: kindBool, Status: Implemented, Why: "files of one domain are merged instead of refused"},
-		{Name: "TRACING_ENABLED", Default: "false", Parser: kindBool, Status: Refused, Off: "false", Why: "OpenTelemetry tracing is not built: no span would be exported"},
-		{Name: "TRACING_SERVICE_NAME", Default: "RateLimit", Parser: kindString, Status: Unused, Why: tracing},
-		{Name: "TRACING_SERVICE_NAMESPACE", Parser: kindString, Status: Unused, Why: tracing},
-		{Name: "TRACING_SERVICE_INSTANCE_ID", Parser: kindString, Status: Unused, Why: tracing},
-		{Name: "TRACING_EXPORTER_PROTOCOL", Default: "http", Parser: kindString, Status: Unused, Why: tracing},
-		{Name: "TRACING_SAMPLING_RATE", Default: "1", Parser: kindFloat, Status: Unused, Why: tracing},
+		{Name: "TRACING_ENABLED", Default: "false", Parser: kindBool, Status: Implemented, Why: "an OpenTelemetry span (ShouldRateLimit Execution) for each ShouldRateLimit call, exported over OTLP to OTEL_EXPORTER_OTLP_* (read by the exporter), the caller's traceparent its parent"},
+		{Name: "TRACING_SERVICE_NAME", Default: "RateLimit", Parser: kindString, Status: Implemented, Why: "the resource's service.name"},
+		{Name: "TRACING_SERVICE_NAMESPACE", Parser: kindString, Status: Implemented, Why: "the resource's service.namespace"},
+		{Name: "TRACING_SERVICE_INSTANCE_ID", Parser: kindString, Status: Implemented, Why: "the resource's service.instance.id (a random UUID when empty)"},
+		{Name: "TRACING_EXPORTER_PROTOCOL", Default: "http", Parser: kindString, Status: Implemented, Why: "http or grpc (OTLP); another is refused"},
+		{Name: "TRACING_SAMPLING_RATE", Default: "1", Parser: kindFloat, Status: Implemented, Why: "the share of traces sampled, the parent's decision kept (ParentBased, TraceIDRatioBased); outside 0 to 1 is refused"},
 
 		{Name: "STATSD_PROTOCOL", Default: "tcp", Parser: kindString, Status: Own, Why: "tcp or udp: the statsd transport, which the reference's statsd client (gostats) reads from the environment"},
 		{Name: "OTEL_METRICS_EXPORTER", Default: "none", Parser: kindString, Status: Own, Why: "otlp: the statistics per rule as OpenTelemetry metrics (OTLP over HTTP, OTEL_EXPORTER_OTLP_*)"},
