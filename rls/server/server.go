@@ -16,6 +16,7 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/ratelua/ratelua"
@@ -24,6 +25,7 @@ import (
 	"github.com/ratelua/ratelua/rls/settings"
 	"github.com/ratelua/ratelua/rls/stats"
 	"github.com/ratelua/ratelua/rls/statsink"
+	"github.com/ratelua/ratelua/rls/tracing"
 )
 
 // Server is a running ratelua-rls: the gRPC API, the HTTP endpoints and
@@ -131,8 +133,37 @@ func (s *Server) Run(ctx context.Context) error {
 	gopts := []grpc.ServerOption{grpc.KeepaliveParams(keepalive.ServerParameters{
 		MaxConnectionAge: s.settings.MaxConnectionAge, MaxConnectionAgeGrace: s.settings.MaxConnectionAgeGrace,
 	})}
+	var interceptors []grpc.UnaryServerInterceptor
+	if s.settings.Tracing.Enabled {
+		tp, err := tracing.Start(ctx, s.settings.Tracing)
+		if err != nil {
+			grpcLn.Close()
+			httpLn.Close()
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := tp.Shutdown(sctx); err != nil {
+				s.log.Warn("spans not flushed at shutdown", "error", err)
+			}
+		}()
+		interceptors = append(interceptors, tracing.UnaryServerInterceptor(tp))
+	}
 	if exp.Store != nil {
-		gopts = append(gopts, grpc.UnaryInterceptor(stats.UnaryServerInterceptor(exp.Store)))
+		interceptors = append(interceptors, stats.UnaryServerInterceptor(exp.Store))
+	}
+	if len(interceptors) > 0 {
+		gopts = append(gopts, grpc.ChainUnaryInterceptor(interceptors...))
+	}
+	if s.settings.GRPCTLS.UseTLS {
+		tc, err := s.settings.GRPCTLS.Config()
+		if err != nil {
+			grpcLn.Close()
+			httpLn.Close()
+			return fmt.Errorf("rls: gRPC TLS: %w", err)
+		}
+		gopts = append(gopts, grpc.Creds(credentials.NewTLS(tc)))
 	}
 	gs := grpc.NewServer(gopts...)
 	pb.RegisterRateLimitServiceServer(gs, s.service)

@@ -62,6 +62,8 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 		MaxConnectionAgeGrace: r.duration("GRPC_MAX_CONNECTION_AGE_GRACE"),
 	}
 	s.Stats = r.stats()
+	s.GRPCTLS = r.grpcTLS()
+	s.Tracing = r.tracing()
 	if v := r.str("BACKEND_TYPE"); v != "redis" {
 		r.fail("BACKEND_TYPE", v, "ratelua-rls runs on Redis or Valkey only (redis)")
 	}
@@ -75,6 +77,8 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 		r.fail("CONFIG_TYPE", r.str("CONFIG_TYPE"), "must be FILE (the configuration directory) or GRPC_XDS_SOTW (an xDS server)")
 	}
 	s.Unused = r.checkTable()
+	s.Unused = append(s.Unused, r.grpcTLSUnused(s.GRPCTLS)...)
+	s.Unused = append(s.Unused, r.tracingUnused(s.Tracing)...)
 	if s.ConfigType != ConfigXDS {
 		s.Unused = append(s.Unused, r.xdsUnused()...)
 	}

@@ -27,6 +27,10 @@ type Settings struct {
 	// ForceStart (FORCE_START_WITHOUT_INITIAL_CONFIG) serves at once with
 	// GRPC_XDS_SOTW, instead of after the first update from the server.
 	ForceStart bool
+	// Tracing are the OpenTelemetry tracing settings (TRACING_*).
+	Tracing TracingSettings
+	// GRPCTLS are the gRPC server's TLS settings (GRPC_SERVER_USE_TLS...).
+	GRPCTLS GRPCTLSSettings
 	// XDS are the xDS client's settings (CONFIG_GRPC_XDS_*, XDS_CLIENT_*).
 	XDS XDSSettings
 

@@ -61,10 +61,8 @@ type Setting struct {
 // reference's order, then its own.
 func Table() []Setting {
 	const (
-		grpcTLS  = "read only with GRPC_SERVER_USE_TLS=true, which is refused"
 		memcache = "read only with BACKEND_TYPE=memcache, which is refused"
 		perSec   = "read only with REDIS_PERSECOND=true, which is refused"
-		tracing  = "read only with TRACING_ENABLED=true, which is refused"
 		pool     = "rueidis multiplexes one connection per node and pipelines on its own: no pool to size"
 	)
 	return []Setting{
@@ -77,11 +75,11 @@ func Table() []Setting {
 		{Name: "GRPC_PORT", Default: "8081", Parser: kindInt, Status: Implemented, Why: "the gRPC listener's port"},
 		{Name: "GRPC_MAX_CONNECTION_AGE", Default: "24h", Parser: kindDuration, Status: Implemented, Why: "the gRPC server's keepalive MaxConnectionAge (GOAWAY after it)"},
 		{Name: "GRPC_MAX_CONNECTION_AGE_GRACE", Default: "1h", Parser: kindDuration, Status: Implemented, Why: "the gRPC server's keepalive MaxConnectionAgeGrace"},
-		{Name: "GRPC_SERVER_USE_TLS", Default: "false", Parser: kindBool, Status: Refused, Off: "false", Why: "gRPC over TLS is not built: ratelua-rls would serve plaintext, which a TLS-configured Envoy cannot reach (and, failing open, limits nothing); terminate TLS in front of it"},
-		{Name: "GRPC_SERVER_TLS_CERT", Parser: kindString, Status: Unused, Why: grpcTLS},
-		{Name: "GRPC_SERVER_TLS_KEY", Parser: kindString, Status: Unused, Why: grpcTLS},
-		{Name: "GRPC_CLIENT_TLS_CACERT", Parser: kindString, Status: Unused, Why: grpcTLS},
-		{Name: "GRPC_CLIENT_TLS_SAN", Parser: kindString, Status: Unused, Why: grpcTLS},
+		{Name: "GRPC_SERVER_USE_TLS", Default: "false", Parser: kindBool, Status: Implemented, Why: "gRPC over TLS with GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY (both required; a file that does not load stops the start, naming the variable)"},
+		{Name: "GRPC_SERVER_TLS_CERT", Parser: kindString, Status: Implemented, Why: "the server's certificate (read once at the start; the reference also reloads it when the file changes)"},
+		{Name: "GRPC_SERVER_TLS_KEY", Parser: kindString, Status: Implemented, Why: "the server certificate's key"},
+		{Name: "GRPC_CLIENT_TLS_CACERT", Parser: kindString, Status: Implemented, Why: "when given, every client must present a certificate verified by this CA or the system's roots, as the reference pools them; when empty, no client certificate is asked for"},
+		{Name: "GRPC_CLIENT_TLS_SAN", Parser: kindString, Status: Implemented, Why: "with GRPC_CLIENT_TLS_CACERT, the name the client's certificate must hold, for client authentication (ignored without a CA, as in the reference)"},
 		{Name: "LOG_LEVEL", Default: "info", Parser: kindString, Status: Implemented, Why: "trace, debug, info, warn (warning), error, fatal or panic; the default is info (the reference's is WARN) so that the start, the loads and the stop are logged"},
 		{Name: "LOG_FORMAT", Default: "text", Parser: kindString, Status: Implemented, Why: "text or json (log/slog's handlers)"},
 		{Name: "CONFIG_TYPE", Default: "FILE", Parser: kindString, Status: Implemented, Why: "FILE: the files of the configuration directory; GRPC_XDS_SOTW: RateLimitConfig resources from an xDS server (CONFIG_GRPC_XDS_*), each update applied whole or refused (NACK) with the last good configuration kept"},
@@ -170,12 +168,12 @@ func Table() []Setting {
 		{Name: "QUOTA_MODE", Default: "false", Parser: kindBool, Status: Implemented, Why: "every rule in quota mode: an over-limit descriptor is OK with its limit and remaining, and never denies"},
 		{Name: "RESPONSE_DYNAMIC_METADATA", Default: "false", Parser: kindBool, Status: Implemented, Why: "the response's dynamic_metadata as the reference's: domain, descriptors, hitsAddend, quotaModeViolations, quotaModeEnabled"},
 		{Name: "MERGE_DOMAIN_CONFIG", Default: "false", Parser: kindBool, Status: Implemented, Why: "files of one domain are merged instead of refused"},
-		{Name: "TRACING_ENABLED", Default: "false", Parser: kindBool, Status: Refused, Off: "false", Why: "OpenTelemetry tracing is not built: no span would be exported"},
-		{Name: "TRACING_SERVICE_NAME", Default: "RateLimit", Parser: kindString, Status: Unused, Why: tracing},
-		{Name: "TRACING_SERVICE_NAMESPACE", Parser: kindString, Status: Unused, Why: tracing},
-		{Name: "TRACING_SERVICE_INSTANCE_ID", Parser: kindString, Status: Unused, Why: tracing},
-		{Name: "TRACING_EXPORTER_PROTOCOL", Default: "http", Parser: kindString, Status: Unused, Why: tracing},
-		{Name: "TRACING_SAMPLING_RATE", Default: "1", Parser: kindFloat, Status: Unused, Why: tracing},
+		{Name: "TRACING_ENABLED", Default: "false", Parser: kindBool, Status: Implemented, Why: "an OpenTelemetry span (ShouldRateLimit Execution) for each ShouldRateLimit call, exported over OTLP to OTEL_EXPORTER_OTLP_* (read by the exporter), the caller's traceparent its parent"},
+		{Name: "TRACING_SERVICE_NAME", Default: "RateLimit", Parser: kindString, Status: Implemented, Why: "the resource's service.name"},
+		{Name: "TRACING_SERVICE_NAMESPACE", Parser: kindString, Status: Implemented, Why: "the resource's service.namespace"},
+		{Name: "TRACING_SERVICE_INSTANCE_ID", Parser: kindString, Status: Implemented, Why: "the resource's service.instance.id (a random UUID when empty)"},
+		{Name: "TRACING_EXPORTER_PROTOCOL", Default: "http", Parser: kindString, Status: Implemented, Why: "http or grpc (OTLP); another is refused"},
+		{Name: "TRACING_SAMPLING_RATE", Default: "1", Parser: kindFloat, Status: Implemented, Why: "the share of traces sampled, the parent's decision kept (ParentBased, TraceIDRatioBased); outside 0 to 1 is refused"},
 
 		{Name: "STATSD_PROTOCOL", Default: "tcp", Parser: kindString, Status: Own, Why: "tcp or udp: the statsd transport, which the reference's statsd client (gostats) reads from the environment"},
 		{Name: "OTEL_METRICS_EXPORTER", Default: "none", Parser: kindString, Status: Own, Why: "otlp: the statistics per rule as OpenTelemetry metrics (OTLP over HTTP, OTEL_EXPORTER_OTLP_*)"},
