@@ -61,6 +61,7 @@ func TestLoadFunctions(t *testing.T) {
 			limits := map[string][]string{
 				"sliding_window": {"1", "5000", "1000"}, "zset_log": {"1", "5000"},
 				"token_bucket": {"1", "1", "5000"}, "ar1": {"1", "2000", "5000"}, "concurrency": {"1", "5000"},
+				"fixed_window": {"1", "5000", "60"},
 			}[s.Name]
 			args := append([]string{"FCALL", fn, "1", "f:{" + s.Name + "}", "1", "ms", "", "0"}, limits...)
 			reply, err := do(t, client, args...).AsIntSlice()

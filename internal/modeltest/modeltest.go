@@ -105,6 +105,11 @@ var Generators = map[string]Generator{
 		}
 		return m, Strs(m.Max, m.Lease), m.Lease
 	},
+	"fixed_window": func(r *rand.Rand, unit string, _ int) (model.Model, []string, int64) {
+		// One limit per call, whatever was asked; Expire in seconds.
+		m := &model.FixedWindow{Max: r.Int64N(12), Window: 1 + r.Int64N(60*Scale(unit)), Expire: 1 + r.Int64N(400)}
+		return m, Strs(m.Max, m.Window, m.Expire), m.Window
+	},
 	"token_bucket": func(r *rand.Rand, unit string, n int) (model.Model, []string, int64) {
 		m := &model.TokenBucket{BehindCounts: true}
 		var args []string
