@@ -246,6 +246,10 @@ func compareStatsd(t *testing.T, ref, ours map[string]*metric) {
 			t.Errorf("%s: the reference sends it as %s, ratelua-rls as %s", n, a.kind, b.kind)
 		case strings.HasPrefix(n, "ratelimit.go."):
 			// The Go runtime's: the names, not the values.
+		case strings.Contains(n, ".rate_limit.marker."):
+			// The markers' own (flushed waits for their request counts,
+			// not for these: the last marker's domain_not_found may come
+			// in the reference's next flush): the names, not the values.
 		case strings.Contains(n, ".response_time"):
 			if a.lines != b.lines {
 				t.Errorf("%s: the reference sent %d values, ratelua-rls %d", n, a.lines, b.lines)
