@@ -615,6 +615,14 @@ if n == 1 then
   end
   if record then
     local ttl = reset_after
+    -- On a server that turns a number argument of redis.call into text by
+    -- ll2string (Valkey 8, Redis 7.2 and later), an integer under 2^53 is
+    -- passed as a number: the same text as format('%d'), and cheaper than
+    -- a string made by the script. Redis 7.0 writes it by
+    -- snprintf('%.17g'), also exact, but dearer than format: there (and
+    -- where REDIS_VERSION_NUM is not set, an emulator) the script makes
+    -- the text.
+    local numbers = (redis.REDIS_VERSION_NUM or 0) >= 0x070200
     if unit ~= 'ms' then
       do
         local ms = reset_after
@@ -639,8 +647,8 @@ if n == 1 then
         ttl = string.format('%d', ms)
       end
     elseif ttl < 1 then
-      ttl = '1'
-    else
+      ttl = 1
+    elseif not numbers then
       ttl = format('%d', ttl)
     end
     -- One integer (the server keeps it in 16 bytes, like a counter) when
@@ -651,7 +659,10 @@ if n == 1 then
     if c % 1 ~= 0 or c >= 1000000000000000 then
       value = format('%d:%.17g', boundary, c)
     elseif c < ONE_INTEGER and boundary < 8589934592 then
-      value = format('%d', boundary * ONE_INTEGER + c)
+      value = boundary * ONE_INTEGER + c
+      if not numbers then
+        value = format('%d', value)
+      end
     else
       value = format('%d:%d', boundary, c)
     end

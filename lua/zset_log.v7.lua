@@ -90,7 +90,15 @@ local MAX_LIMITS = 16
 local MAX_RESERVATIONS = 1000
 
 -- #call: what follows runs on every call (in ratelua_v7, the function body)
+-- KEYS, ARGV and redis as locals: a global is a table lookup on every use
+-- (about 150 instructions; a local, a register).
+local KEYS, ARGV, redis = KEYS, ARGV, redis
 local tonumber, format, match, find = tonumber, string.format, string.match, string.find
+-- One limit (n == 1), the common case: now and the limit's two integers
+-- are checked canonical at once, in one find of their text joined by
+-- spaces (a find costs about 1k instructions, more than the joining), into
+-- max1 and window1.
+local n, max1, window1 = (#ARGV - 4) / 2, nil, nil
 local count, now = 1, false
 if ARGV[1] ~= '1' then
   count = tonumber(ARGV[1])
@@ -106,6 +114,11 @@ if ARGV[3] ~= '' then
   now = nil
   if text == '0' then
     now = 0
+  elseif n == 1 and find(text .. ' ' .. ARGV[5] .. ' ' .. ARGV[6], '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
+    now, max1, window1 = text + 0, ARGV[5] + 0, ARGV[6] + 0
+    if now > MAX_TIME then
+      now = nil
+    end
   elseif text and find(text, '^[1-9]%d*$') then
     now = text + 0
     if now > MAX_TIME then
@@ -143,7 +156,6 @@ if mode ~= '0' and mode ~= '1' then
     end
   end
 end
-local n = (#ARGV - 4) / 2
 if count == nil or now == nil or #KEYS ~= 1 or (ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us')
   or (mode ~= '0' and mode ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0))
   or (op and count < least) then
@@ -256,7 +268,9 @@ local unit, key = ARGV[2], KEYS[1]
 local server = not now
 if n == 1 and count >= 0 and not op then
   local max, window = 0, 0
-  if find(ARGV[5], '^[1-9]%d*$') and find(ARGV[6], '^[1-9]%d*$') then
+  if max1 then
+    max, window = max1, window1
+  elseif find(ARGV[5], '^[1-9]%d*$') and find(ARGV[6], '^[1-9]%d*$') then
     max, window = ARGV[5] + 0, ARGV[6] + 0
   end
   if max >= 1 and max <= 10000 and window >= 1 and window <= MAX_TIME then
@@ -333,7 +347,18 @@ if n == 1 and count >= 0 and not op then
         c = size
         if size + asked <= max then
           if size > 1 then
-            c = size - redis.call('ZCOUNT', key, '-inf', format('%d', stamp - window))
+            -- On a server that turns a number argument of redis.call
+            -- into text by ll2string (Valkey 8, Redis 7.2 and later), an
+            -- integer under 2^53 is passed as a number: the same text as
+            -- format('%d'), and cheaper. Redis 7.0 writes it by
+            -- snprintf('%.17g'), exact but dearer than format: there (and
+            -- where REDIS_VERSION_NUM is not set, an emulator) the script
+            -- makes the text.
+            local since = stamp - window
+            if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+              since = format('%d', since)
+            end
+            c = size - redis.call('ZCOUNT', key, '-inf', since)
           end
         elseif size > 1 then
           first = redis.call('ZRANGE', key, format('(%d', stamp - window), '+inf', 'BYSCORE', 'LIMIT', '0', '1')[1]
