@@ -151,6 +151,8 @@ descriptors:
       burst: 50
       limits:
         - {requests_per_unit: 200, duration: 90s, burst: 300}
+  - key: solo
+    rate_limit: {algorithm: token_bucket, requests_per_unit: 10, unit: second, burst: 50}
 `
 
 // headerMap is a response's headers by name.
@@ -261,6 +263,9 @@ func TestExtensionBurst(t *testing.T) {
 		ask := func(key string, hits uint64) answer {
 			t.Helper()
 			d := desc("bucket", key)
+			if key == "solo" {
+				d = desc("solo", key)
+			}
 			d.HitsAddend = wrapperspb.UInt64(hits)
 			resp, err := svc.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "api", Descriptors: []*rlpb.RateLimitDescriptor{d}})
 			if err != nil {
@@ -286,6 +291,16 @@ func TestExtensionBurst(t *testing.T) {
 			at = at.Add(c.step)
 			if got := ask("a", c.hits); got != c.want {
 				t.Fatalf("step %d, %d hits: %+v, want %+v", i, c.hits, got, c.want)
+			}
+		}
+		// One limit alone: the burst, not the rate, bounds a request's
+		// hits (40 of them take 40 tokens, not 11).
+		for i, c := range []struct {
+			hits uint64
+			want answer
+		}{{40, answer{ok, 10, 10}}, {10, answer{ok, 0, 10}}, {1, answer{over, 0, 10}}} {
+			if got := ask("solo", c.hits); got != c.want {
+				t.Fatalf("solo, step %d, %d hits: %+v, want %+v", i, c.hits, got, c.want)
 			}
 		}
 		// The second limit: 300 tokens, refilled at 200 per 90 s (11.1
