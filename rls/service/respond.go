@@ -125,7 +125,9 @@ func (s *Service) status(sl *slot, now time.Time) (*pb.RateLimitResponse_Descrip
 		if j.open {
 			c = stats.Counts{0: j.n, 3: j.n}
 		} else {
-			c = s.opts.Stats.ExtensionCounts(j.n, uint64(limit.RequestsPerUnit), out, r.ShadowMode)
+			// Near the limit is near the tokens of a full bucket
+			// (its burst), which Capacity is, else the limit.
+			c = s.opts.Stats.ExtensionCounts(j.n, uint64(limit.Capacity()), out, r.ShadowMode)
 		}
 	}
 	code := pb.RateLimitResponse_OK
