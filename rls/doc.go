@@ -3,11 +3,13 @@
 // envoyproxy/ratelimit's configuration files and environment variables and
 // gives its answers, decided by ratelua's limiters.
 //
-// A rule of the reference's YAML (one limit of requests_per_unit per unit)
-// is a fixed window aligned to the unit: a ratelua sliding window with one
-// bucket of the unit, counting every attempt as the reference does. Optional
-// fields the reference does not know (and refuses) add several limits to a
-// rule, decided atomically in one script call, and choose the algorithm:
+// A rule of the reference's YAML (one limit of requests_per_unit per unit,
+// any uint32) is a fixed window aligned to the unit: ratelua's fixed_window
+// script, counting every attempt as the reference does, on the reference's
+// own counter or on ratelua-rls's own. Optional fields the reference does
+// not know (and refuses) add several limits to a rule, decided atomically in
+// one script call, give a limit any window length (duration) or a
+// token-bucket burst apart from its rate (burst), and choose the algorithm:
 // sliding_window with a resolution, token_bucket, zset_log or ar1. See
 // README.md.
 //

@@ -18,14 +18,39 @@ type Config struct {
 	valueToMetric bool
 }
 
-// Limit is one limit of a rule: at most RequestsPerUnit per Unit.
+// Limit is one limit of a rule: at most RequestsPerUnit per Unit, or per
+// Window.
 type Limit struct {
 	RequestsPerUnit uint32
-	Unit            pb.RateLimitResponse_RateLimit_Unit
+	// Unit is the limit's unit, as the reply's current_limit names it.
+	// With Window set it is the unit of that length, or UNKNOWN when none
+	// is (a window of 30s).
+	Unit pb.RateLimitResponse_RateLimit_Unit
+	// Window is an extension rule's window (the field duration), any
+	// whole number of milliseconds; 0 means the unit's length.
+	Window time.Duration
+	// Burst is a token_bucket limit's capacity (the field burst), the
+	// tokens a full bucket holds, refilled at RequestsPerUnit per window;
+	// 0 means RequestsPerUnit.
+	Burst uint32
 }
 
-// Duration is the length of the limit's unit.
-func (l Limit) Duration() time.Duration { return UnitDuration(l.Unit) }
+// Duration is the length of the limit's window: Window, else its unit's.
+func (l Limit) Duration() time.Duration {
+	if l.Window > 0 {
+		return l.Window
+	}
+	return UnitDuration(l.Unit)
+}
+
+// Capacity is the tokens of a token_bucket limit's full bucket: Burst,
+// else RequestsPerUnit.
+func (l Limit) Capacity() uint32 {
+	if l.Burst > 0 {
+		return l.Burst
+	}
+	return l.RequestsPerUnit
+}
 
 // Rule is the rate_limit of one descriptor path of the configuration.
 type Rule struct {
@@ -54,10 +79,10 @@ type Rule struct {
 	Resolution time.Duration
 }
 
-// Reference reports whether the rule is a plain reference rule (one limit,
-// no extension field): decided exactly as envoyproxy/ratelimit decides it.
+// Reference reports whether the rule is a plain reference rule (one limit
+// of a unit, no extension field): decided exactly as envoyproxy/ratelimit decides it.
 func (r *Rule) Reference() bool {
-	return r.Algorithm == "" && len(r.Limits) == 1
+	return r.Algorithm == "" && len(r.Limits) == 1 && r.Limits[0].Window == 0 && r.Limits[0].Burst == 0
 }
 
 // node is one level of a domain's descriptor tree.

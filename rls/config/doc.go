@@ -1,6 +1,6 @@
 // Package config is ratelua-rls's configuration: envoyproxy/ratelimit's
 // YAML files, with ratelua's extension fields (algorithm, resolution,
-// limits) in rate_limit.
+// limits, duration, burst) in rate_limit.
 //
 // ReadDir reads a directory as the reference's runtime loader does, Parse
 // builds the rules within bounds (file size, alias expansion, descriptors,

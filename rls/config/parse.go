@@ -26,7 +26,7 @@ func knownKey(k string) bool {
 		"name", "replaces", "detailed_metric",
 		"value_to_metric", "share_threshold", "metadata":
 		return true
-	case "algorithm", "resolution", "limits": // ours
+	case "algorithm", "resolution", "limits", "duration", "burst": // ours
 		return true
 	}
 	return false
@@ -181,10 +181,16 @@ func (p *parser) scalar(orig *yaml.Node, v any) bool {
 // requests decodes a requests_per_unit into v: a whole number (yaml would
 // truncate 0.5 to 0 and 5.9 to 5, the first denying every request).
 func (p *parser) requests(orig *yaml.Node, v *uint32) bool {
+	return p.whole("requests_per_unit", orig, v)
+}
+
+// whole decodes the integer field into v, refusing a number that is not
+// whole (yaml would truncate it).
+func (p *parser) whole(field string, orig *yaml.Node, v any) bool {
 	if n := p.deref(orig); n != nil && n.Kind == yaml.ScalarNode && n.Tag == "!!float" {
 		var f float64
 		if err := n.Decode(&f); err != nil || f != math.Trunc(f) {
-			p.fail(n, "requests_per_unit %s is not a whole number", n.Value)
+			p.fail(n, "%s %s is not a whole number", field, n.Value)
 			p.leave(orig)
 			return false
 		}
@@ -260,7 +266,7 @@ func (p *parser) descriptor(c *Config, parent *node, parentKey string, orig *yam
 			p.scalar(v, &valueToMetric)
 		case "share_threshold":
 			p.scalar(v, &share)
-		case "algorithm", "resolution", "limits":
+		case "algorithm", "resolution", "limits", "duration", "burst":
 			p.fail(kv[0], "%s belongs in rate_limit", kv[0].Value)
 		}
 	}

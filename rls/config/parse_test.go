@@ -52,7 +52,7 @@ func TestExtensionsAreRefusedWhereTheyDoNotBelong(t *testing.T) {
 		"domain: a\ndescriptors:\n  - key: k\n    algorithm: ar1\n    rate_limit: {unit: minute, requests_per_unit: 1}\n",
 		"domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 1, resolution: 1s}\n",
 		"domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 0, algorithm: token_bucket}\n",
-		"domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 4000000000}\n",
+		"domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 4294967296}\n",
 	} {
 		if _, err := Parse([]File{{Name: "x.yaml", Data: []byte(y)}}, ParseOptions{}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "x.yaml:") {
 			t.Errorf("%q: error %v, want an Error with its line", y, err)

@@ -39,3 +39,13 @@ func parseUnit(s string) (pb.RateLimitResponse_RateLimit_Unit, error) {
 	}
 	return pb.RateLimitResponse_RateLimit_Unit(v), nil
 }
+
+// unitOfLength is the unit whose length is d, or UNKNOWN when none is.
+func unitOfLength(d time.Duration) pb.RateLimitResponse_RateLimit_Unit {
+	for u := range pb.RateLimitResponse_RateLimit_Unit_name {
+		if unit := pb.RateLimitResponse_RateLimit_Unit(u); UnitDuration(unit) == d {
+			return unit
+		}
+	}
+	return pb.RateLimitResponse_RateLimit_UNKNOWN
+}

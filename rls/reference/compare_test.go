@@ -22,9 +22,31 @@ import (
 type descriptor struct {
 	entries  string // "k=v,k=v"
 	override *rlpb.RateLimitDescriptor_RateLimitOverride
+	hits     []uint64 // its own hits_addend, three times in four, when set
 }
 
 func d(entries string) descriptor { return descriptor{entries: entries} }
+
+// bigHits are hits_addend around the limits of testdata/config/bounds.yaml
+// (10^9 and 2^32-1), so that a few requests take a count to them.
+var bigHits = []uint64{0, 1, 2, 999_999_998, 999_999_999, 1_000_000_000, 2_147_483_648, 4_294_967_294, 4_294_967_295}
+
+// dh is a descriptor of entries sending bigHits.
+func dh(entries string) descriptor { return descriptor{entries: entries, hits: bigHits} }
+
+// deep is the descriptor of the first n levels of bounds.yaml's chain.
+func deep(n int) descriptor {
+	kv := make([]string, n)
+	for i := range kv {
+		kv[i] = fmt.Sprintf("l%d=v%d", i+1, i+1)
+	}
+	return dh(strings.Join(kv, ","))
+}
+
+// overrideMost is a descriptor carrying its own limit of 2^32-1 a unit.
+func overrideMost(entries string, unit typev3.RateLimitUnit) descriptor {
+	return descriptor{entries: entries, hits: bigHits, override: &rlpb.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 4_294_967_295, Unit: unit}}
+}
 
 // pools are the descriptors of each configuration of testdata/config: ones
 // that match a rule, one through a wildcard, ones that match none.
@@ -40,10 +62,15 @@ var pools = map[string][]descriptor{
 		d("tenant=t-1"), d("tenant=t-2"), d("region=eu-1,path=/p"), d("region=eu-2,path=/q")},
 	"edge": {d("zero=1"), d("day=1"), d("week=1"), d("year=1"), d("parent=1"), d("parent=1,child=2"),
 		{entries: "ovr=1", override: &rlpb.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 2, Unit: typev3.RateLimitUnit_MINUTE}}},
+	// Issue 33 row 7: every edge of requests_per_unit, every unit, shadow
+	// mode, replaces, 64 levels deep, and overrides of 2^32-1.
+	"bounds": {dh("one=1"), dh("below=1"), dh("billion=1"), dh("most_second=1"), dh("most_minute=1"), dh("most_hour=1"),
+		dh("most_day=1"), dh("most_week=1"), dh("most_month=1"), dh("most_year=1"), dh("shadow=1"), dh("big=1"), dh("bigger=1"),
+		deep(1), deep(32), deep(40), deep(64), overrideMost("most_second=2", typev3.RateLimitUnit_MINUTE), overrideMost("ovr=2", typev3.RateLimitUnit_YEAR)},
 }
 
 // domains lists the pools in a fixed order (map order is random).
-var domains = []string{"basic", "hits", "replaces", "shadow", "wildcard", "edge"}
+var domains = []string{"basic", "hits", "replaces", "shadow", "wildcard", "edge", "bounds"}
 
 func (x descriptor) proto() *rlpb.RateLimitDescriptor {
 	out := &rlpb.RateLimitDescriptor{Limit: x.override}
@@ -72,8 +99,13 @@ func stream(seed uint64, domain string, n int) []*pb.RateLimitRequest {
 		}
 		if r.IntN(40) != 0 {
 			for range 1 + r.IntN(4) {
-				desc := pool[r.IntN(len(pool))].proto()
-				if r.IntN(4) == 0 {
+				x := pool[r.IntN(len(pool))]
+				desc := x.proto()
+				if x.hits != nil {
+					if r.IntN(4) != 0 {
+						desc.HitsAddend = wrapperspb.UInt64(x.hits[r.IntN(len(x.hits))])
+					}
+				} else if r.IntN(4) == 0 {
 					desc.HitsAddend = wrapperspb.UInt64([]uint64{0, 1, 2, 5, 11}[r.IntN(5)])
 				}
 				req.Descriptors = append(req.Descriptors, desc)
@@ -192,6 +224,10 @@ func TestAgainstReference(t *testing.T) {
 		// ignored (112 of 200 answers OVER_LIMIT where the reference says
 		// OK; the metadata dropped from every answer).
 		{"quota-metadata", testbench.Redis, []string{"QUOTA_MODE=true", "RESPONSE_DYNAMIC_METADATA=true"}},
+		// Issue 33 row 7: ratelua-rls on its own keys (the reference
+		// ignores the variable), on both servers: the same answers.
+		{"own-counters", testbench.Redis, []string{"RATELUA_SHARE_REFERENCE_COUNTERS=false"}},
+		{"own-counters-valkey", testbench.Valkey, []string{"RATELUA_SHARE_REFERENCE_COUNTERS=false"}},
 	}
 	for i, run := range runs {
 		t.Run(run.name, func(t *testing.T) {

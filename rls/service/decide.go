@@ -81,12 +81,16 @@ func decide(ctx context.Context, client ratelua.Client, jobs []*job, now time.Ti
 	}
 }
 
-// newJob is the job of a descriptor decided by d at now: on the
-// reference's own key when d shares the reference's counters, else under
-// the descriptor's event key.
+// newJob is the job of a descriptor decided by d at now: a reference
+// rule's on the reference's own key when d shares the reference's
+// counters, else under the descriptor's event key and the window of now
+// (ownWindowKey); an extension rule's under the descriptor's event key.
 func (s *Service) newJob(d *decider, domain string, entries []*rlpb.RateLimitDescriptor_Entry, shared []string, now time.Time) *job {
-	if d != nil && d.shared {
+	switch {
+	case d != nil && d.shared:
 		return &job{d: d, key: referenceKey(s.opts.ReferencePrefix, domain, entries, shared, int64(d.span/time.Second), now.Unix())}
+	case d != nil && d.reference:
+		return &job{d: d, key: ownWindowKey(eventKey(domain, entries, shared), int64(d.span/time.Second), now.Unix())}
 	}
 	return &job{d: d, key: eventKey(domain, entries, shared)}
 }

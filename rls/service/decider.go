@@ -16,42 +16,38 @@ import (
 // A reference rule of L requests per unit D is the reference's fixed
 // window: a count per descriptor and window aligned to D, to which every
 // hit is added (the reference's INCRBY), over the limit when the count
-// after the hits is above L. It is a sliding window with one bucket of D
-// (so a window starts on the unit, as the reference's do) that counts
-// every attempt (mode 1), with the one limit refMax: the script's remaining
-// is then refMax minus the count after the call, so the service knows the
-// count before and after each request exactly, and decides L itself. The
-// limiter, and so the state, depends on the unit only: every reference
+// after the hits is above L. It runs on the root's fixed_window script
+// (INCRBY by every hit, EXPIRE by the unit's seconds) with the one limit
+// refMax, 2^52: the script's remaining is refMax minus the count after the
+// call, so the service knows the count before and after each request
+// exactly, and decides L itself, for any L the reference takes (a uint32).
+// The limiter, and so the state, depends on the unit only: every reference
 // rule and limit override of a unit shares one decider, and a descriptor
 // keeps its count when a reload changes its requests_per_unit or when it
 // carries its own limit, as in the reference.
 //
-// Under Options.ShareReferenceCounters a reference rule is instead
-// envoyproxy/ratelimit's own counter: the root's fixed_window script on
-// the reference's key (ratelua.Options.ExactKeys, the key built by
-// referenceKey), INCRBY by every hit and EXPIRE by the unit's seconds, with
-// the one limit sharedMax, read the same way (the count after the call is
-// sharedMax minus remaining).
+// The counter is of one window, so its key names the window. Under
+// Options.ShareReferenceCounters it is envoyproxy/ratelimit's own key
+// (ratelua.Options.ExactKeys, the key built by referenceKey); otherwise
+// ratelua-rls's own, under Prefix: the descriptor's event key and the
+// window's start (ownWindowKey), in a state key that names the script and
+// the unit (the limits' hash).
 type decider struct {
 	limiter   *ratelua.Limiter
 	reference bool
 	shared    bool          // the reference's own counters (ShareReferenceCounters)
-	top       int64         // a reference rule's one limit: refMax, or sharedMax when shared
+	top       int64         // a reference rule's one limit: refMax
 	maxN      int64         // hits above it decide as it does
 	span      time.Duration // a reference rule's unit
 	limits    []config.Limit
 }
 
-// refMax is the one limit of a reference rule's sliding window: the most
-// the scripts take. Counts above it saturate (every answer stays the
-// same: requests_per_unit is below it).
-const refMax = config.MaxRequests + 1
-
-// sharedMax is the one limit of a reference rule on the reference's own
-// counters: 2^52, the most the scripts take, far above any
-// requests_per_unit (a uint32). A count above it (only the reference
-// could add so many) reads as sharedMax: every answer stays the same.
-const sharedMax = 1 << 52
+// refMax is the one limit of a reference rule's fixed window: 2^52, the
+// most the scripts take, far above any requests_per_unit (a uint32). A
+// count above it (only hits of 2^52 and more, or the reference sharing
+// the counter, could add so many) reads as refMax: every answer stays the
+// same.
+const refMax = 1 << 52
 
 // limiterOptions are the settings every limiter shares.
 type limiterOptions struct {
@@ -77,22 +73,15 @@ func newReferenceDecider(u pb.RateLimitResponse_RateLimit_Unit, o limiterOptions
 	}
 	opts := ratelua.Options{Prefix: o.Prefix, Fallback: o.Fallback, FailOpen: o.FailOpen, Observe: o.Observe,
 		CountDenied: true, Clock: clock}
-	if o.Shared {
-		// The reference's EXPIRE is the unit's seconds (plus a jitter,
-		// which only spreads the expiries: a counter serves one window,
-		// which ends before the unit's seconds from any call in it).
-		opts.ExactKeys = true
-		l, err := ratelua.NewFixedWindow(o.Client, opts, ratelua.Fixed{Max: sharedMax, Window: dur, Expire: dur})
-		if err != nil {
-			return nil, fmt.Errorf("rls: the %v window: %w", u, err)
-		}
-		return &decider{limiter: l, reference: true, shared: true, top: sharedMax, maxN: sharedMax, span: dur}, nil
-	}
-	l, err := ratelua.NewSlidingWindow(o.Client, opts, ratelua.Window{Max: refMax, Duration: dur, Resolution: dur})
+	// The reference's EXPIRE is the unit's seconds (plus a jitter, which
+	// only spreads the expiries: a counter serves one window, which ends
+	// before the unit's seconds from any call in it).
+	opts.ExactKeys = o.Shared
+	l, err := ratelua.NewFixedWindow(o.Client, opts, ratelua.Fixed{Max: refMax, Window: dur, Expire: dur})
 	if err != nil {
 		return nil, fmt.Errorf("rls: the %v window: %w", u, err)
 	}
-	return &decider{limiter: l, reference: true, top: refMax, maxN: refMax + 1, span: dur}, nil
+	return &decider{limiter: l, reference: true, shared: o.Shared, top: refMax, maxN: refMax, span: dur}, nil
 }
 
 // newDecider builds the limiter of an extension rule.
@@ -102,7 +91,7 @@ func newDecider(r *config.Rule, o limiterOptions) (*decider, error) {
 	opts.DenyCache = o.DenyCache
 	var err error
 	for _, l := range r.Limits {
-		d.maxN = max(d.maxN, int64(l.RequestsPerUnit)+1)
+		d.maxN = max(d.maxN, int64(l.RequestsPerUnit)+1, int64(l.Burst)+1)
 	}
 	switch r.Algorithm {
 	case "fixed_window", "sliding_window":
@@ -122,7 +111,7 @@ func newDecider(r *config.Rule, o limiterOptions) (*decider, error) {
 	case "token_bucket":
 		bs := make([]ratelua.Bucket, len(r.Limits))
 		for i, l := range r.Limits {
-			bs[i] = ratelua.Bucket{Capacity: int64(l.RequestsPerUnit), RefillAmount: int64(l.RequestsPerUnit), RefillInterval: l.Duration()}
+			bs[i] = ratelua.Bucket{Capacity: int64(l.Capacity()), RefillAmount: int64(l.RequestsPerUnit), RefillInterval: l.Duration()}
 		}
 		d.limiter, err = ratelua.NewTokenBucket(o.Client, opts, bs...)
 	case "zset_log":

@@ -3,7 +3,6 @@ package service
 import (
 	"strconv"
 	"strings"
-	"time"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -30,7 +29,7 @@ func ietfHeaders(sl *slot, st *pb.RateLimitResponse_DescriptorStatus) []*core.He
 	decided := 0
 	for i, l := range r.Limits {
 		policies[i] = policyItem(name, i, l)
-		if l == (config.Limit{RequestsPerUnit: st.CurrentLimit.RequestsPerUnit, Unit: st.CurrentLimit.Unit}) && decided == 0 {
+		if l.RequestsPerUnit == st.CurrentLimit.RequestsPerUnit && l.Unit == st.CurrentLimit.Unit && decided == 0 {
 			decided = i
 		}
 	}
@@ -68,5 +67,5 @@ func policyName(name string, i int) string {
 
 // policyItem is limit i of a rule as a member of RateLimit-Policy.
 func policyItem(name string, i int, l config.Limit) string {
-	return policyName(name, i) + ";q=" + strconv.FormatUint(uint64(l.RequestsPerUnit), 10) + ";w=" + strconv.FormatInt(int64(l.Duration()/time.Second), 10)
+	return policyName(name, i) + ";q=" + strconv.FormatUint(uint64(l.RequestsPerUnit), 10) + ";w=" + strconv.FormatInt(ceilSeconds(l.Duration()), 10)
 }

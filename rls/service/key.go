@@ -67,3 +67,12 @@ func referenceKey(prefix, domain string, entries []*rlpb.RateLimitDescriptor_Ent
 	b.WriteString(strconv.FormatInt(now/unitSeconds*unitSeconds, 10))
 	return b.String()
 }
+
+// ownWindowKey is the event key of a reference rule's counter in the
+// window of now under ratelua-rls's own keys: the descriptor's event key,
+// '@', and the window's start in Unix seconds (now divided by the unit's
+// seconds and multiplied back), so that each window counts afresh on the
+// fixed_window script, as the reference's keys do.
+func ownWindowKey(event string, unitSeconds, now int64) string {
+	return event + "@" + strconv.FormatInt(now/unitSeconds*unitSeconds, 10)
+}

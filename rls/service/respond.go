@@ -62,7 +62,7 @@ func (s *Service) respond(ctx context.Context, req *pb.RateLimitRequest, slots [
 			resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd,
 				&core.HeaderValue{Key: s.opts.LimitHeader, Value: strconv.FormatUint(uint64(l.RequestsPerUnit), 10)},
 				&core.HeaderValue{Key: s.opts.RemainingHeader, Value: strconv.FormatUint(uint64(closest.LimitRemaining), 10)},
-				&core.HeaderValue{Key: s.opts.ResetHeader, Value: strconv.FormatInt(untilReset(l.Unit, now), 10)})
+				&core.HeaderValue{Key: s.opts.ResetHeader, Value: strconv.FormatInt(closest.GetDurationUntilReset().GetSeconds(), 10)})
 		}
 		if s.opts.IETFHeaders {
 			resp.ResponseHeadersToAdd = append(resp.ResponseHeadersToAdd, ietfHeaders(closestSlot, closest)...)
@@ -118,14 +118,16 @@ func (s *Service) status(sl *slot, now time.Time) (*pb.RateLimitResponse_Descrip
 			remaining = out.Remaining
 			reset = ceilSeconds(out.ResetAfter)
 		} else if out.RetryAfter == ratelua.Never {
-			reset = int64(limit.Duration() / time.Second)
+			reset = ceilSeconds(limit.Duration())
 		} else {
 			reset = ceilSeconds(out.RetryAfter)
 		}
 		if j.open {
 			c = stats.Counts{0: j.n, 3: j.n}
 		} else {
-			c = s.opts.Stats.ExtensionCounts(j.n, uint64(limit.RequestsPerUnit), out, r.ShadowMode)
+			// Near the limit is near the tokens of a full bucket
+			// (its burst), which Capacity is, else the limit.
+			c = s.opts.Stats.ExtensionCounts(j.n, uint64(limit.Capacity()), out, r.ShadowMode)
 		}
 	}
 	code := pb.RateLimitResponse_OK

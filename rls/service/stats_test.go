@@ -232,3 +232,26 @@ descriptors:
 		}
 	}
 }
+
+// TestBurstNearLimit (issue 33 row 8): a token bucket's near_limit is
+// measured against its burst, the tokens a full bucket holds: of a burst
+// of 50 at 10 an hour (near past 40), 45 hits are 5 near, where against
+// the rate (near past 8, 45 of 50 leaving 5) they would be none.
+func TestBurstNearLimit(t *testing.T) {
+	const config = `
+domain: n
+descriptors:
+  - {key: b, rate_limit: {unit: hour, requests_per_unit: 10, burst: 50, algorithm: token_bucket}}
+`
+	counters := mustStats(t)
+	svc, _, _ := setupKind(t, testbench.Redis, config, Options{Stats: counters, Clock: frozenClock()})
+	d := desc("b", "a")
+	d.HitsAddend = wrapperspb.UInt64(45)
+	if _, err := svc.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "n", Descriptors: []*rlpb.RateLimitDescriptor{d}}); err != nil {
+		t.Fatal(err)
+	}
+	got := counters.Snapshot()["n.b"]
+	if got[stats.NearLimit] != 5 || got[stats.WithinLimit] != 45 || got[stats.OverLimit] != 0 {
+		t.Fatalf("near %d, within %d, over %d; want 5, 45, 0", got[stats.NearLimit], got[stats.WithinLimit], got[stats.OverLimit])
+	}
+}
