@@ -24,6 +24,9 @@ type job struct {
 	// local by the deny cache, open by FailOpen, fallback by the
 	// limiter's in-memory fallback.
 	local, open, fallback bool
+	// uncounted: a reference job that counted nothing, answered from the
+	// count read (StopIncrementWhenOverLimit, see stopIncrements).
+	uncounted bool
 }
 
 // scriptN is the eventCount sent for the job's hits and those kept.
@@ -45,6 +48,13 @@ func (j *job) counts(share float64) (before, after, limit uint64) {
 		limit = config.ShareOf(uint64(j.limit), share)
 	}
 	after = uint64(top - min(max(j.out.Remaining, 0), top))
+	if j.uncounted {
+		// As the reference's, which reads the count after an INCRBY of 0
+		// and takes the hits off it for the count before: in uint64, so
+		// that a count below the hits wraps (all the hits then near the
+		// limit, if the count is).
+		return after - j.n, after, limit
+	}
 	if sent := uint64(j.scriptN()); after >= sent {
 		before = after - sent + min(j.kept, sent)
 	}

@@ -59,6 +59,15 @@ type Options struct {
 	// each limit once. Without it, ratelua-rls keeps its own keys under
 	// Prefix. Extension rules keep theirs either way.
 	ShareReferenceCounters bool
+	// StopIncrementWhenOverLimit is the reference's
+	// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT, for the reference rules
+	// (and descriptors' own limits) of a request: when one of them would
+	// go over its limit (its count before the request, read first, plus
+	// its hits above requests_per_unit), only those that would go over
+	// count the request's hits; the others count nothing and answer from
+	// the count read. Extension rules take no part (they count admitted
+	// hits only). See stopIncrements.
+	StopIncrementWhenOverLimit bool
 	// ReferencePrefix starts the reference's keys: CACHE_KEY_PREFIX, as
 	// the reference uses it (no separator added).
 	ReferencePrefix string

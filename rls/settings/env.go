@@ -45,6 +45,7 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 		ResetHeader:           r.str("LIMIT_RESET_HEADER"),
 		NearLimitRatio:        r.float("NEAR_LIMIT_RATIO"),
 		CacheKeyPrefix:        r.str("CACHE_KEY_PREFIX"),
+		StopIncrement:         r.bool("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT"),
 		HealthyWithConfig:     r.bool("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED"),
 		MetricsExporter:       strings.ToLower(r.str("OTEL_METRICS_EXPORTER")),
 		IETFHeaders:           r.bool("RATELUA_IETF_HEADERS"),

@@ -53,7 +53,11 @@ type Settings struct {
 	LimitHeader, RemainingHeader, ResetHeader string
 	NearLimitRatio                            float64
 	CacheKeyPrefix                            string
-	HealthyWithConfig                         bool
+	// StopIncrement (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT) counts a
+	// request's hits only on the reference rules that go over their
+	// limits, when one does.
+	StopIncrement     bool
+	HealthyWithConfig bool
 
 	// Stats is where the statistics are exported (USE_STATSD,
 	// USE_DOG_STATSD, USE_PROMETHEUS, DISABLE_STATS, EXTRA_TAGS,

@@ -121,7 +121,7 @@ func Table() []Setting {
 		{Name: "NEAR_LIMIT_RATIO", Default: "0.8", Parser: kindFloat, Status: Implemented, Why: "the near_limit statistic"},
 		{Name: "CACHE_KEY_PREFIX", Parser: kindString, Status: Implemented, Why: "starts every state key: a reference rule's as the reference's (with RATELUA_SHARE_REFERENCE_COUNTERS), the others' before rls:"},
 		{Name: "BACKEND_TYPE", Default: "redis", Parser: kindString, Status: Implemented, Why: "redis; memcache is refused: ratelua-rls runs on Redis or Valkey only"},
-		{Name: "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", Default: "false", Parser: kindBool, Status: Refused, Off: "false", Why: "not built for reference rules: use an extension rule (algorithm), which counts admitted hits only"},
+		{Name: "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", Default: "false", Parser: kindBool, Status: Implemented, Why: "as the reference: the counts of a request's reference rules are read first; when one would go over its limit, only those that would count the request's hits, the others nothing (answered from the count read); extension rules take no part"},
 		{Name: "LIMIT_RESPONSE_HEADERS_ENABLED", Default: "false", Parser: kindBool, Status: Implemented, Why: "the three headers of the descriptor closest to its limit"},
 		{Name: "LIMIT_LIMIT_HEADER", Default: "RateLimit-Limit", Parser: kindString, Status: Implemented, Why: "see LIMIT_RESPONSE_HEADERS_ENABLED"},
 		{Name: "LIMIT_REMAINING_HEADER", Default: "RateLimit-Remaining", Parser: kindString, Status: Implemented, Why: "see LIMIT_RESPONSE_HEADERS_ENABLED"},

@@ -106,7 +106,7 @@ func TestRefusedSettingsStopTheStart(t *testing.T) {
 		{[]string{"USE_PROMETHEUS=true"}},
 		{[]string{"USE_DOG_STATSD=true"}},
 		{[]string{"REDIS_PERSECOND=true"}},
-		{[]string{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true"}},
+		{[]string{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=perhaps"}},
 		{[]string{"LOCAL_CACHE_SIZE_IN_BYTES=1048576"}},
 	}
 	refused := 0
