@@ -59,11 +59,11 @@ func New(s settings.Settings, client ratelua.Client, log *slog.Logger, meters me
 		DenyCache: s.DenyCache, Fallback: s.Fallback, FailOpen: s.FailOpen, Stats: counters,
 		MaxDescriptors: s.MaxDescriptors, RequestTimeout: s.RequestTimeout,
 		ShareReferenceCounters: s.ShareCounters, ReferencePrefix: s.CacheKeyPrefix,
-		StopIncrementWhenOverLimit: s.StopIncrement,
 	}
 	if s.ResponseHeaders {
 		opts.LimitHeader, opts.RemainingHeader, opts.ResetHeader = s.LimitHeader, s.RemainingHeader, s.ResetHeader
 	}
+	opts.StopIncrementWhenOverLimit = s.StopIncrement
 	svc, err := service.New(opts)
 	if err != nil {
 		return nil, err

@@ -24,13 +24,19 @@ type job struct {
 	// local by the deny cache, open by FailOpen, fallback by the
 	// limiter's in-memory fallback.
 	local, open, fallback bool
-	// uncounted: a reference job that counted nothing, answered from the
-	// count read (StopIncrementWhenOverLimit, see stopIncrements).
+	// uncounted: a reference job that counts none of its hits, decided
+	// on the count after the jobs before it
+	// (StopIncrementWhenOverLimit, see stopIncrements).
 	uncounted bool
 }
 
 // scriptN is the eventCount sent for the job's hits and those kept.
 func (j *job) scriptN() int64 {
+	if j.uncounted {
+		// None of its hits; those the deny cache kept are hits of
+		// earlier requests, owed to the server.
+		return int64(min(j.kept, uint64(j.d.maxN)))
+	}
 	if n := j.n + j.kept; n < j.n || n > uint64(j.d.maxN) {
 		return j.d.maxN
 	}

@@ -117,8 +117,7 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	}
 	sent := jobs
 	if s.opts.StopIncrementWhenOverLimit {
-		var err error
-		if sent, err = s.stopIncrements(ctx, slots, jobs, now); err != nil {
+		if err := s.stopIncrements(ctx, slots, now); err != nil {
 			for _, j := range jobs {
 				j.err = err
 			}

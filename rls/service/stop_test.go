@@ -33,7 +33,8 @@ descriptors:
 // when one reference descriptor of a request would go over its limit,
 // only those that would go over count the request's hits, and the
 // others count nothing and answer from the count read (their hits not
-// taken off); with none over, all count; a lone descriptor always
+// taken off; decided on the count after the descriptors before it); with
+// none over, all count; a lone descriptor always
 // counts; a descriptor of 0 hits over its limit stops the others; a
 // shadow-mode rule over its limit stops the others too, though the
 // request is OK; an extension rule neither stops nor is stopped. On
@@ -89,6 +90,13 @@ func TestStopIncrementWhenOverLimit(t *testing.T) {
 					{ask(desc("a", "1"), desc("x", "1"), desc("b", "c")), "OVER_LIMIT OVER_LIMIT/0 OK/98 OK/9"},
 					// b alone again: c 2.
 					{ask(desc("b", "c")), "OK OK/8"},
+					// One descriptor twice (two rules' worth of hits on one
+					// key): the uncounted one is decided on the count after
+					// those before it, as the reference's INCRBY 0 in its
+					// place in the pipeline. d: 0 + 5 over, then 5.
+					{ask(hits(desc("a", "d"), 5), hits(desc("a", "d"), 1)), "OVER_LIMIT OVER_LIMIT/0 OVER_LIMIT/0"},
+					// e: the first not counted (0), the second over (5).
+					{ask(hits(desc("a", "e"), 1), hits(desc("a", "e"), 5)), "OVER_LIMIT OK/2 OVER_LIMIT/0"},
 				}
 				for i, s := range steps {
 					if s.got != s.want {
@@ -99,7 +107,7 @@ func TestStopIncrementWhenOverLimit(t *testing.T) {
 					return
 				}
 				const hour = "_1699999200"
-				for key, want := range map[string]string{"p_app_a_1" + hour: "7", "p_app_b_1" + hour: "11", "p_app_s_1" + hour: "2", "p_app_b_c" + hour: "2"} {
+				for key, want := range map[string]string{"p_app_a_1" + hour: "7", "p_app_b_1" + hour: "11", "p_app_s_1" + hour: "2", "p_app_b_c" + hour: "2", "p_app_a_d" + hour: "5", "p_app_a_e" + hour: "5"} {
 					if v, err := node.Do(ctx, "GET", key); err != nil || v != want {
 						t.Errorf("GET %s: %v, %v; want %s", key, v, err, want)
 					}
