@@ -88,6 +88,8 @@ func TestStopIncrementWhenOverLimit(t *testing.T) {
 					// counts (99 left, then 98), b not (c stays 1).
 					{ask(desc("a", "1"), desc("x", "1"), desc("b", "c")), "OVER_LIMIT OVER_LIMIT/0 OK/99 OK/9"},
 					{ask(desc("a", "1"), desc("x", "1"), desc("b", "c")), "OVER_LIMIT OVER_LIMIT/0 OK/98 OK/9"},
+					// Beside an extension rule only, b counts (f 1).
+					{ask(desc("x", "2"), desc("b", "f")), "OK OK/99 OK/9"},
 					// b alone again: c 2.
 					{ask(desc("b", "c")), "OK OK/8"},
 					// One descriptor twice (two rules' worth of hits on one
@@ -107,7 +109,7 @@ func TestStopIncrementWhenOverLimit(t *testing.T) {
 					return
 				}
 				const hour = "_1699999200"
-				for key, want := range map[string]string{"p_app_a_1" + hour: "7", "p_app_b_1" + hour: "11", "p_app_s_1" + hour: "2", "p_app_b_c" + hour: "2", "p_app_a_d" + hour: "5", "p_app_a_e" + hour: "5"} {
+				for key, want := range map[string]string{"p_app_a_1" + hour: "7", "p_app_b_1" + hour: "11", "p_app_s_1" + hour: "2", "p_app_b_c" + hour: "2", "p_app_a_d" + hour: "5", "p_app_a_e" + hour: "5", "p_app_b_f" + hour: "1"} {
 					if v, err := node.Do(ctx, "GET", key); err != nil || v != want {
 						t.Errorf("GET %s: %v, %v; want %s", key, v, err, want)
 					}
