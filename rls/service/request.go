@@ -124,7 +124,7 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 			sent = nil
 		}
 	}
-	decide(ctx, s.opts.Client, sent, now)
+	decide(ctx, sent, now)
 	if s.deny != nil {
 		for _, j := range jobs {
 			s.remember(j, now)

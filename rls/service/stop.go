@@ -56,7 +56,7 @@ func (s *Service) stopIncrements(ctx context.Context, slots []slot, now time.Tim
 	}
 	counts := make([]uint64, len(peeks))
 	over := make([]bool, len(peeks))
-	for i, o := range ratelua.Decide(ctx, s.opts.Client, checks) {
+	for i, o := range decideOn(ctx, peeks, checks) {
 		j := peeks[i]
 		if o.Err != nil && !o.Result.Allowed {
 			return o.Err

@@ -39,6 +39,12 @@ type Settings struct {
 	MergeDomains                                          bool
 
 	RedisSocketType, RedisType, RedisURL, RedisAuth string
+	// RedisSentinelAuth (REDIS_SENTINEL_AUTH) is the sentinels' password
+	// or user:password with REDIS_TYPE=SENTINEL.
+	RedisSentinelAuth string
+	// PerSecond (REDIS_PERSECOND=true, REDIS_PERSECOND_*) is a second
+	// deployment for the limits whose unit is a second; nil: none.
+	PerSecond                                       *RedisTarget
 	RedisTLS, RedisTLSSkipVerify                    bool
 	RedisTLSCACert, RedisTLSClientCert, RedisTLSKey string
 
