@@ -197,21 +197,42 @@ func TestAgainstReference(t *testing.T) {
 		// one limit and not another.
 		{"stop-increment", testbench.Redis, []string{stopIncrement}},
 		{"stop-increment-valkey", testbench.Valkey, []string{stopIncrement}},
+		// Issue 33 row 6: REDIS_PERSECOND was refused.
+		// A run named persecond... gives each service a second server for
+		// its limits of unit second; the counters on each server are then
+		// compared too.
+		{"persecond", testbench.Redis, nil},
+		{"persecond-stop-valkey", testbench.Valkey, []string{stopIncrement}},
 	}
 	for i, run := range runs {
 		t.Run(run.name, func(t *testing.T) {
 			refRedis := testbench.StartSingle(t, testbench.Options{Kind: run.kind})
 			ourRedis := testbench.StartSingle(t, testbench.Options{Kind: run.kind})
+			servers := []*testbench.Node{refRedis, ourRedis}
+			refEnv, ourEnv := run.env, run.env
+			var refSecond, ourSecond *testbench.Node
+			perSecond := strings.HasPrefix(run.name, "persecond")
+			if perSecond {
+				refSecond = testbench.StartSingle(t, testbench.Options{Kind: run.kind})
+				ourSecond = testbench.StartSingle(t, testbench.Options{Kind: run.kind})
+				servers = append(servers, refSecond, ourSecond)
+				refEnv = append(perSecondEnv(refSecond), run.env...)
+				ourEnv = append(perSecondEnv(ourSecond), run.env...)
+			}
 			s := newSession(t, func() (*service, *service) {
-				flush(t, refRedis, ourRedis)
-				return startService(t, "reference", bins["reference"], "testdata/config", refRedis.Addr, false, run.env...),
-					startService(t, "ratelua-rls", bins["ratelua-rls"], "testdata/config", ourRedis.Addr, false, run.env...)
+				flush(t, servers...)
+				return startService(t, "reference", bins["reference"], "testdata/config", refRedis.Addr, false, refEnv...),
+					startService(t, "ratelua-rls", bins["ratelua-rls"], "testdata/config", ourRedis.Addr, false, ourEnv...)
 			})
 			units := streams(t, uint64(100*(i+1)), perDomain())
 			if run.name == "defaults" {
 				units = append(units, jsonUnit(t))
 			}
 			s.run(units...)
+			if perSecond {
+				compareKeys(t, "REDIS_URL", refRedis, ourRedis)
+				comparePerSecond(t, refSecond, ourSecond)
+			}
 			n, rules := s.finish()
 			t.Logf("%d requests, every answer the same; the statistics of %d rules the same; %d restarts", n, rules, s.restarts)
 			reportCases(fmt.Sprintf("reference comparison, single node (%s), %s: %d requests agree, statistics of %d rules agree%s", run.kind, run.name, n, rules, s.restartNote()))
