@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -33,7 +34,10 @@ func NewTargetClient(s settings.Settings, t settings.RedisTarget) (rueidis.Clien
 	case "SENTINEL":
 		master, sentinels := t.Sentinel()
 		opt.InitAddress = sentinels
-		opt.Sentinel = rueidis.SentinelOption{MasterSet: master}
+		// The master is followed on the sentinels' +switch-master, and
+		// asked again every few seconds (rueidis's advice: a missed event
+		// would otherwise bind the client to the old master).
+		opt.Sentinel = rueidis.SentinelOption{MasterSet: master, TopologyRefreshInterval: 5 * time.Second}
 		opt.Sentinel.Username, opt.Sentinel.Password = splitAuth(t.SentinelAuth)
 	}
 	if t.SocketType == "unix" && t.Type != "SENTINEL" {
