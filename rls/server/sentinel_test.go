@@ -177,8 +177,9 @@ func readReply(r *bufio.Reader) ([]string, error) {
 
 // TestSentinel (issue 33 row 6: REDIS_TYPE=SENTINEL was refused): with the
 // reference's settings (REDIS_URL the master's name then the sentinel,
-// REDIS_SENTINEL_AUTH the sentinel's password), the client reaches the
-// master the sentinel names, and a decision's counter is on it; a wrong
+// REDIS_SENTINEL_AUTH the sentinel's password; the same for the
+// per-second deployment, REDIS_PERSECOND_*), the clients reach the master
+// the sentinel names, and a decision's counters are on it; a wrong
 // sentinel password fails the start; after SENTINEL FAILOVER, once the old
 // master is a replica (writes to it fail), decisions go on, on the new
 // master. A real master, replica and sentinel of each server.
@@ -192,7 +193,10 @@ func TestSentinel(t *testing.T) {
 			env := func(auth string) func(string) string {
 				return func(name string) string {
 					return map[string]string{"REDIS_TYPE": "SENTINEL", "REDIS_SOCKET_TYPE": "tcp", "REDIS_URL": "mymaster," + sentinel,
-						"REDIS_SENTINEL_AUTH": auth}[name]
+						"REDIS_SENTINEL_AUTH": auth,
+						// The per-second deployment through the same sentinel.
+						"REDIS_PERSECOND": "true", "REDIS_PERSECOND_TYPE": "SENTINEL", "REDIS_PERSECOND_SOCKET_TYPE": "tcp",
+						"REDIS_PERSECOND_URL": "mymaster," + sentinel, "REDIS_PERSECOND_SENTINEL_AUTH": auth}[name]
 				}
 			}
 			if s, err := settings.FromEnv(env("wrong")); err != nil {
@@ -200,6 +204,9 @@ func TestSentinel(t *testing.T) {
 			} else if c, err := NewClient(s); err == nil {
 				c.Close()
 				t.Fatal("a wrong REDIS_SENTINEL_AUTH connected")
+			} else if c, err := NewTargetClient(s, *s.PerSecond); err == nil {
+				c.Close()
+				t.Fatal("a wrong REDIS_PERSECOND_SENTINEL_AUTH connected")
 			}
 			s, err := settings.FromEnv(env(sentinelPassword))
 			if err != nil {
@@ -210,11 +217,17 @@ func TestSentinel(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(c.Close)
-			svc, err := service.New(service.Options{Client: ratelua.Rueidis(c), ShareReferenceCounters: true})
+			perSecond, err := NewTargetClient(s, *s.PerSecond)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := config.Parse([]config.File{{Name: "app.yaml", Data: []byte("domain: app\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 100}\n")}}, config.ParseOptions{})
+			t.Cleanup(perSecond.Close)
+			svc, err := service.New(service.Options{Client: ratelua.Rueidis(c), PerSecondClient: ratelua.Rueidis(perSecond), ShareReferenceCounters: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := config.Parse([]config.File{{Name: "app.yaml", Data: []byte("domain: app\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 100}\n" +
+				"  - key: ip\n    rate_limit: {unit: second, requests_per_unit: 100}\n")}}, config.ParseOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,7 +239,8 @@ func TestSentinel(t *testing.T) {
 				ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				defer cancel()
 				resp, err := svc.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "app", Descriptors: []*rlpb.RateLimitDescriptor{
-					{Entries: []*rlpb.RateLimitDescriptor_Entry{{Key: "user", Value: user}}}}})
+					{Entries: []*rlpb.RateLimitDescriptor_Entry{{Key: "user", Value: user}}},
+					{Entries: []*rlpb.RateLimitDescriptor_Entry{{Key: "ip", Value: user}}}}})
 				if err != nil {
 					return err
 				}
@@ -252,6 +266,9 @@ func TestSentinel(t *testing.T) {
 			}
 			if len(counter(master, "u1")) != 1 {
 				t.Fatalf("no counter of u1 on the master the sentinel names")
+			}
+			if v, err := master.Do(ctx, "KEYS", "app_ip_u1_*"); err != nil || len(v.([]any)) != 1 {
+				t.Fatalf("the per-second counter of u1 on the master: %v, %v", v, err)
 			}
 
 			// The failover, once the sentinel knows the replica in sync.
