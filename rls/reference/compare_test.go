@@ -197,6 +197,9 @@ func TestAgainstReference(t *testing.T) {
 		// one limit and not another.
 		{"stop-increment", testbench.Redis, []string{stopIncrement}},
 		{"stop-increment-valkey", testbench.Valkey, []string{stopIncrement}},
+		// With ratelua-rls's deny cache: a descriptor it answers is over
+		// its limit, so stops the others.
+		{"stop-increment-deny-cache", testbench.Redis, []string{stopIncrement, "RATELUA_DENY_CACHE=1000", "RATELUA_FALLBACK=1"}},
 		// Issue 33 row 6: REDIS_PERSECOND was refused.
 		// A run named persecond... gives each service a second server for
 		// its limits of unit second; the counters on each server are then
