@@ -228,21 +228,50 @@ func TestAgainstReference(t *testing.T) {
 		// ignores the variable), on both servers: the same answers.
 		{"own-counters", testbench.Redis, []string{"RATELUA_SHARE_REFERENCE_COUNTERS=false"}},
 		{"own-counters-valkey", testbench.Valkey, []string{"RATELUA_SHARE_REFERENCE_COUNTERS=false"}},
+		// Issue 33 row 6: STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT was
+		// refused; the streams' requests of several descriptors go over
+		// one limit and not another.
+		{"stop-increment", testbench.Redis, []string{stopIncrement}},
+		{"stop-increment-valkey", testbench.Valkey, []string{stopIncrement}},
+		// With ratelua-rls's deny cache: a descriptor it answers is over
+		// its limit, so stops the others.
+		{"stop-increment-deny-cache", testbench.Redis, []string{stopIncrement, "RATELUA_DENY_CACHE=1000", "RATELUA_FALLBACK=1"}},
+		// Issue 33 row 6: REDIS_PERSECOND was refused.
+		// A run named persecond... gives each service a second server for
+		// its limits of unit second; the counters on each server are then
+		// compared too.
+		{"persecond", testbench.Redis, nil},
+		{"persecond-stop-valkey", testbench.Valkey, []string{stopIncrement}},
 	}
 	for i, run := range runs {
 		t.Run(run.name, func(t *testing.T) {
 			refRedis := testbench.StartSingle(t, testbench.Options{Kind: run.kind})
 			ourRedis := testbench.StartSingle(t, testbench.Options{Kind: run.kind})
+			servers := []*testbench.Node{refRedis, ourRedis}
+			refEnv, ourEnv := run.env, run.env
+			var refSecond, ourSecond *testbench.Node
+			perSecond := strings.HasPrefix(run.name, "persecond")
+			if perSecond {
+				refSecond = testbench.StartSingle(t, testbench.Options{Kind: run.kind})
+				ourSecond = testbench.StartSingle(t, testbench.Options{Kind: run.kind})
+				servers = append(servers, refSecond, ourSecond)
+				refEnv = append(perSecondEnv(refSecond), run.env...)
+				ourEnv = append(perSecondEnv(ourSecond), run.env...)
+			}
 			s := newSession(t, func() (*service, *service) {
-				flush(t, refRedis, ourRedis)
-				return startService(t, "reference", bins["reference"], "testdata/config", refRedis.Addr, false, run.env...),
-					startService(t, "ratelua-rls", bins["ratelua-rls"], "testdata/config", ourRedis.Addr, false, run.env...)
+				flush(t, servers...)
+				return startService(t, "reference", bins["reference"], "testdata/config", refRedis.Addr, false, refEnv...),
+					startService(t, "ratelua-rls", bins["ratelua-rls"], "testdata/config", ourRedis.Addr, false, ourEnv...)
 			})
 			units := streams(t, uint64(100*(i+1)), perDomain())
 			if run.name == "defaults" {
 				units = append(units, jsonUnit(t))
 			}
 			s.run(units...)
+			if perSecond {
+				compareKeys(t, "REDIS_URL", refRedis, ourRedis)
+				comparePerSecond(t, refSecond, ourSecond)
+			}
 			n, rules := s.finish()
 			t.Logf("%d requests, every answer the same; the statistics of %d rules the same; %d restarts", n, rules, s.restarts)
 			reportCases(fmt.Sprintf("reference comparison, single node (%s), %s: %d requests agree, statistics of %d rules agree%s", run.kind, run.name, n, rules, s.restartNote()))
@@ -250,27 +279,50 @@ func TestAgainstReference(t *testing.T) {
 	}
 }
 
+// stopIncrement is the reference's setting that counts a request's hits
+// only on the descriptors that go over their limits, when one does.
+const stopIncrement = "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true"
+
 // TestAgainstReferenceCluster does the same on two six-node clusters (3
 // masters, 3 replicas) of redis-server, then of valkey-server, the
-// reference in its cluster mode.
+// reference in its cluster mode; then with
+// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT (RLS_COMPARE_CLUSTER_STOP=0
+// leaves those out).
 func TestAgainstReferenceCluster(t *testing.T) {
 	bins, err := binaries()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
-		t.Run(string(kind), func(t *testing.T) {
+	type run struct {
+		kind testbench.Kind
+		env  []string
+	}
+	runs := []run{{testbench.Redis, nil}, {testbench.Valkey, nil}}
+	if os.Getenv("RLS_COMPARE_CLUSTER_STOP") != "0" {
+		runs = append(runs, run{testbench.Redis, []string{stopIncrement}}, run{testbench.Valkey, []string{stopIncrement}})
+	}
+	for _, r := range runs {
+		kind := r.kind
+		name := string(kind)
+		if r.env != nil {
+			name += "-stop-increment"
+		}
+		t.Run(name, func(t *testing.T) {
 			refCluster := testbench.Start(t, testbench.Options{Kind: kind})
 			ourCluster := testbench.Start(t, testbench.Options{Kind: kind})
 			s := newSession(t, func() (*service, *service) {
 				flush(t, append(refCluster.Masters(), ourCluster.Masters()...)...)
-				return startService(t, "reference", bins["reference"], "testdata/config", strings.Join(refCluster.Addrs(), ","), true),
-					startService(t, "ratelua-rls", bins["ratelua-rls"], "testdata/config", strings.Join(ourCluster.Addrs(), ","), true)
+				return startService(t, "reference", bins["reference"], "testdata/config", strings.Join(refCluster.Addrs(), ","), true, r.env...),
+					startService(t, "ratelua-rls", bins["ratelua-rls"], "testdata/config", strings.Join(ourCluster.Addrs(), ","), true, r.env...)
 			})
-			s.run(streams(t, 7, perDomain())...)
+			seed := uint64(7)
+			if r.env != nil {
+				seed = 8
+			}
+			s.run(streams(t, seed, perDomain())...)
 			n, rules := s.finish()
 			t.Logf("%d requests, every answer the same; the statistics of %d rules the same; %d restarts", n, rules, s.restarts)
-			reportCases(fmt.Sprintf("reference comparison, six-node cluster (%s): %d requests agree, statistics of %d rules agree%s", kind, n, rules, s.restartNote()))
+			reportCases(fmt.Sprintf("reference comparison, six-node cluster (%s): %d requests agree, statistics of %d rules agree%s", name, n, rules, s.restartNote()))
 		})
 	}
 }

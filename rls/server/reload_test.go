@@ -266,3 +266,28 @@ func TestTLSToAPlainServerNamesTLS(t *testing.T) {
 		t.Fatalf("error %q, want it to name REDIS_TLS and say the server answers without TLS", err)
 	}
 }
+
+// TestPerSecondTLSIsItsOwn: the per-second deployment takes TLS from
+// REDIS_PERSECOND_TLS, not REDIS_TLS (the reference's two flags, one set
+// of files): with REDIS_TLS on and REDIS_PERSECOND_TLS off, the plain
+// per-second server connects; with REDIS_PERSECOND_TLS on, the error names
+// it.
+func TestPerSecondTLSIsItsOwn(t *testing.T) {
+	node := testbench.StartSingle(t, testbench.Options{Kind: testbench.Redis})
+	s := settings.Settings{RedisTLS: true, RedisTLSSkipVerify: true}
+	target := settings.RedisTarget{Prefix: "REDIS_PERSECOND", SocketType: "tcp", Type: "SINGLE", URL: node.Addr}
+	c, err := NewTargetClient(s, target)
+	if err != nil {
+		t.Fatalf("REDIS_PERSECOND_TLS off, REDIS_TLS on: %v", err)
+	}
+	c.Close()
+	target.TLS = true
+	c, err = NewTargetClient(settings.Settings{RedisTLSSkipVerify: true}, target)
+	if err == nil {
+		c.Close()
+		t.Fatal("a TLS client connected to a server without TLS")
+	}
+	if !strings.Contains(err.Error(), "REDIS_PERSECOND_TLS=true") || !strings.Contains(err.Error(), "answers without TLS") {
+		t.Fatalf("error %q, want it to name REDIS_PERSECOND_TLS and say the server answers without TLS", err)
+	}
+}

@@ -49,6 +49,21 @@ type Server struct {
 // New returns a server on client, logging to log, its statistics also
 // counted on meters if not nil.
 func New(s settings.Settings, client ratelua.Client, log *slog.Logger, meters metric.MeterProvider) (*Server, error) {
+	return NewOn(s, Clients{Main: client}, log, meters)
+}
+
+// Clients are the deployments a server decides on.
+type Clients struct {
+	// Main is REDIS_URL's deployment.
+	Main ratelua.Client
+	// PerSecond, if not nil, is REDIS_PERSECOND_URL's, for the limits
+	// whose unit is a second.
+	PerSecond ratelua.Client
+}
+
+// NewOn returns a server on clients, as New.
+func NewOn(s settings.Settings, clients Clients, log *slog.Logger, meters metric.MeterProvider) (*Server, error) {
+	client := clients.Main
 	counters, err := stats.New(s.NearLimitRatio, meters)
 	if err != nil {
 		return nil, err
@@ -63,6 +78,8 @@ func New(s settings.Settings, client ratelua.Client, log *slog.Logger, meters me
 	if s.ResponseHeaders {
 		opts.LimitHeader, opts.RemainingHeader, opts.ResetHeader = s.LimitHeader, s.RemainingHeader, s.ResetHeader
 	}
+	opts.StopIncrementWhenOverLimit = s.StopIncrement
+	opts.PerSecondClient = clients.PerSecond
 	svc, err := service.New(opts)
 	if err != nil {
 		return nil, err

@@ -24,10 +24,19 @@ type job struct {
 	// local by the deny cache, open by FailOpen, fallback by the
 	// limiter's in-memory fallback.
 	local, open, fallback bool
+	// uncounted: a reference job that counts none of its hits, decided
+	// on the count after the jobs before it
+	// (StopIncrementWhenOverLimit, see stopIncrements).
+	uncounted bool
 }
 
 // scriptN is the eventCount sent for the job's hits and those kept.
 func (j *job) scriptN() int64 {
+	if j.uncounted {
+		// None of its hits; those the deny cache kept are hits of
+		// earlier requests, owed to the server.
+		return int64(min(j.kept, uint64(j.d.maxN)))
+	}
 	if n := j.n + j.kept; n < j.n || n > uint64(j.d.maxN) {
 		return j.d.maxN
 	}
@@ -45,6 +54,13 @@ func (j *job) counts(share float64) (before, after, limit uint64) {
 		limit = config.ShareOf(uint64(j.limit), share)
 	}
 	after = uint64(top - min(max(j.out.Remaining, 0), top))
+	if j.uncounted {
+		// As the reference's, which reads the count after an INCRBY of 0
+		// and takes the hits off it for the count before: in uint64, so
+		// that a count below the hits wraps (all the hits then near the
+		// limit, if the count is).
+		return after - j.n, after, limit
+	}
 	if sent := uint64(j.scriptN()); after >= sent {
 		before = after - sent + min(j.kept, sent)
 	}
@@ -52,10 +68,11 @@ func (j *job) counts(share float64) (before, after, limit uint64) {
 }
 
 // decide decides every job through ratelua.Decide, in one round trip per
-// node when the client batches, each with its limiter's options (the deny
+// node of each deployment (the main one, the per-second one) when the
+// client batches, each with its limiter's options (the deny
 // cache of extension rules, the fallback, FailOpen): a reference rule's
 // at now, the request's time; an extension rule's at its limiter's clock.
-func decide(ctx context.Context, client ratelua.Client, jobs []*job, now time.Time) {
+func decide(ctx context.Context, jobs []*job, now time.Time) {
 	if len(jobs) == 0 {
 		return
 	}
@@ -66,7 +83,7 @@ func decide(ctx context.Context, client ratelua.Client, jobs []*job, now time.Ti
 			checks[i].At = now
 		}
 	}
-	for i, o := range ratelua.Decide(ctx, client, checks) {
+	for i, o := range decideOn(ctx, jobs, checks) {
 		j := jobs[i]
 		switch {
 		case o.Err != nil && !o.Result.Allowed:
@@ -93,4 +110,37 @@ func (s *Service) newJob(d *decider, domain string, entries []*rlpb.RateLimitDes
 		return &job{d: d, key: ownWindowKey(eventKey(domain, entries, shared), int64(d.span/time.Second), now.Unix())}
 	}
 	return &job{d: d, key: eventKey(domain, entries, shared)}
+}
+
+// decideOn decides checks (one per job) through ratelua.Decide on the
+// deployment of each job's limiter: one call for the main deployment's,
+// then one for the per-second deployment's, as the reference sends its
+// pipeline then the per-second one's. The outcomes are in the order of
+// checks.
+func decideOn(ctx context.Context, jobs []*job, checks []ratelua.Check) []ratelua.Outcome {
+	var main, perSecond []int
+	for i, j := range jobs {
+		if j.d.perSecond {
+			perSecond = append(perSecond, i)
+		} else {
+			main = append(main, i)
+		}
+	}
+	if len(perSecond) == 0 {
+		return ratelua.Decide(ctx, jobs[0].d.client, checks)
+	}
+	out := make([]ratelua.Outcome, len(checks))
+	for _, idx := range [][]int{main, perSecond} {
+		if len(idx) == 0 {
+			continue
+		}
+		part := make([]ratelua.Check, len(idx))
+		for k, i := range idx {
+			part[k] = checks[i]
+		}
+		for k, o := range ratelua.Decide(ctx, jobs[idx[0]].d.client, part) {
+			out[idx[k]] = o
+		}
+	}
+	return out
 }

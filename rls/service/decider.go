@@ -34,6 +34,8 @@ import (
 // the unit (the limits' hash).
 type decider struct {
 	limiter   *ratelua.Limiter
+	client    ratelua.Client // the deployment the limiter runs on
+	perSecond bool           // client is the per-second deployment
 	reference bool
 	shared    bool          // the reference's own counters (ShareReferenceCounters)
 	top       int64         // a reference rule's one limit: refMax
@@ -58,6 +60,8 @@ type limiterOptions struct {
 	FailOpen  bool
 	Observe   func(context.Context, ratelua.Event)
 	Clock     func() time.Time // nil: time.Now, and the server's for extension rules
+	// PerSecond: Client is the per-second deployment.
+	PerSecond bool
 	// Shared decides reference rules on envoyproxy/ratelimit's own
 	// counters (ShareReferenceCounters).
 	Shared bool
@@ -81,12 +85,12 @@ func newReferenceDecider(u pb.RateLimitResponse_RateLimit_Unit, o limiterOptions
 	if err != nil {
 		return nil, fmt.Errorf("rls: the %v window: %w", u, err)
 	}
-	return &decider{limiter: l, reference: true, shared: o.Shared, top: refMax, maxN: refMax, span: dur}, nil
+	return &decider{limiter: l, client: o.Client, perSecond: o.PerSecond, reference: true, shared: o.Shared, top: refMax, maxN: refMax, span: dur}, nil
 }
 
 // newDecider builds the limiter of an extension rule.
 func newDecider(r *config.Rule, o limiterOptions) (*decider, error) {
-	d := &decider{limits: r.Limits}
+	d := &decider{limits: r.Limits, client: o.Client, perSecond: o.PerSecond}
 	opts := ratelua.Options{Prefix: o.Prefix, Fallback: o.Fallback, FailOpen: o.FailOpen, Observe: o.Observe, Clock: o.Clock}
 	opts.DenyCache = o.DenyCache
 	var err error

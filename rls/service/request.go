@@ -115,7 +115,16 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 		}
 		jobs = append(jobs, sl.job)
 	}
-	decide(ctx, s.opts.Client, jobs, now)
+	sent := jobs
+	if s.opts.StopIncrementWhenOverLimit {
+		if err := s.stopIncrements(ctx, slots, now); err != nil {
+			for _, j := range jobs {
+				j.err = err
+			}
+			sent = nil
+		}
+	}
+	decide(ctx, sent, now)
 	if s.deny != nil {
 		for _, j := range jobs {
 			s.remember(j, now)
@@ -123,18 +132,23 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	}
 	for _, j := range jobs {
 		if j.err != nil {
-			// As the reference, which counts a descriptor's hits before
-			// its call: the hits, nothing else, and the backend's error.
-			for i := range slots {
-				if sl := &slots[i]; sl.rule != nil {
-					s.opts.Stats.Add(ctx, sl.statGroup, sl.statKey, stats.Counts{0: sl.job.n})
-				}
-			}
-			s.opts.Stats.Count(stats.RedisError)
-			return nil, status.Errorf(codes.Unavailable, "rate limit backend: %v", j.err)
+			return nil, s.backendError(ctx, slots, j.err)
 		}
 	}
 	return s.respond(ctx, req, slots, now), nil
+}
+
+// backendError is the answer of a request the server failed, counted as
+// the reference counts it, which counts a descriptor's hits before its
+// call: the hits, nothing else, and the backend's error.
+func (s *Service) backendError(ctx context.Context, slots []slot, err error) error {
+	for i := range slots {
+		if sl := &slots[i]; sl.rule != nil {
+			s.opts.Stats.Add(ctx, sl.statGroup, sl.statKey, stats.Counts{0: sl.job.n})
+		}
+	}
+	s.opts.Stats.Count(stats.RedisError)
+	return status.Errorf(codes.Unavailable, "rate limit backend: %v", err)
 }
 
 // appendReplaces marks the names r replaces.

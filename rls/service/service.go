@@ -16,6 +16,11 @@ import (
 type Options struct {
 	// Client is the Redis or Valkey deployment the limiters run on.
 	Client ratelua.Client
+	// PerSecondClient, if set, is the deployment of the limits whose unit
+	// is a second (the reference's REDIS_PERSECOND): reference rules and
+	// descriptors' own limits of unit SECOND, and extension rules whose
+	// every limit is of unit SECOND. Every other runs on Client.
+	PerSecondClient ratelua.Client
 	// Prefix starts every state key; empty means "rls".
 	Prefix string
 	// ShadowMode answers OK for every request (the reference's
@@ -59,6 +64,15 @@ type Options struct {
 	// each limit once. Without it, ratelua-rls keeps its own keys under
 	// Prefix. Extension rules keep theirs either way.
 	ShareReferenceCounters bool
+	// StopIncrementWhenOverLimit is the reference's
+	// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT, for the reference rules
+	// (and descriptors' own limits) of a request: when one of them would
+	// go over its limit (its count before the request, read first, plus
+	// its hits above requests_per_unit), only those that would go over
+	// count the request's hits; the others count nothing and answer from
+	// the count read. Extension rules take no part (they count admitted
+	// hits only). See stopIncrements.
+	StopIncrementWhenOverLimit bool
 	// ReferencePrefix starts the reference's keys: CACHE_KEY_PREFIX, as
 	// the reference uses it (no separator added).
 	ReferencePrefix string
@@ -121,7 +135,7 @@ func New(opts Options) (*Service, error) {
 		if config.UnitDuration(unit) == 0 {
 			continue
 		}
-		d, err := newReferenceDecider(unit, s.limiterOptions())
+		d, err := newReferenceDecider(unit, s.limiterOptions(unit == pb.RateLimitResponse_RateLimit_SECOND))
 		if err != nil {
 			return nil, err
 		}
@@ -130,8 +144,15 @@ func New(opts Options) (*Service, error) {
 	return s, nil
 }
 
-func (s *Service) limiterOptions() limiterOptions {
-	return limiterOptions{Prefix: s.opts.Prefix, Client: s.opts.Client, DenyCache: s.opts.DenyCache, Fallback: s.opts.Fallback, FailOpen: s.opts.FailOpen, Clock: s.opts.Clock, Shared: s.opts.ShareReferenceCounters}
+// limiterOptions are the options of a limiter, on the per-second
+// deployment if perSecond and there is one.
+func (s *Service) limiterOptions(perSecond bool) limiterOptions {
+	client := s.opts.Client
+	perSecond = perSecond && s.opts.PerSecondClient != nil
+	if perSecond {
+		client = s.opts.PerSecondClient
+	}
+	return limiterOptions{Prefix: s.opts.Prefix, Client: client, PerSecond: perSecond, DenyCache: s.opts.DenyCache, Fallback: s.opts.Fallback, FailOpen: s.opts.FailOpen, Clock: s.opts.Clock, Shared: s.opts.ShareReferenceCounters}
 }
 
 // SetConfig builds the limiters of c's rules and makes c the configuration
@@ -155,7 +176,7 @@ func (s *Service) SetConfig(c *config.Config) error {
 			a.deciders[r] = s.refs[r.Limits[0].Unit]
 			continue
 		}
-		d, err := newDecider(r, s.limiterOptions())
+		d, err := newDecider(r, s.limiterOptions(perSecondRule(r)))
 		if err != nil {
 			return fmt.Errorf("%s:%d: %w", r.File, r.Line, err)
 		}
@@ -171,4 +192,15 @@ func (s *Service) Config() *config.Config {
 		return a.config
 	}
 	return nil
+}
+
+// perSecondRule reports whether every limit of an extension rule is of
+// unit SECOND, so that it runs on the per-second deployment.
+func perSecondRule(r *config.Rule) bool {
+	for _, l := range r.Limits {
+		if l.Unit != pb.RateLimitResponse_RateLimit_SECOND {
+			return false
+		}
+	}
+	return len(r.Limits) > 0
 }

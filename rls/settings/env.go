@@ -29,11 +29,6 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 		RuntimeIgnoreDotFiles: r.bool("RUNTIME_IGNOREDOTFILES"),
 		RuntimeWatchRoot:      r.bool("RUNTIME_WATCH_ROOT"),
 		MergeDomains:          r.bool("MERGE_DOMAIN_CONFIG"),
-		RedisSocketType:       strings.ToLower(r.str("REDIS_SOCKET_TYPE")),
-		RedisType:             strings.ToUpper(r.str("REDIS_TYPE")),
-		RedisURL:              r.str("REDIS_URL"),
-		RedisAuth:             r.str("REDIS_AUTH"),
-		RedisTLS:              r.bool("REDIS_TLS"),
 		RedisTLSSkipVerify:    r.bool("REDIS_TLS_SKIP_HOSTNAME_VERIFICATION"),
 		RedisTLSCACert:        r.str("REDIS_TLS_CACERT"),
 		RedisTLSClientCert:    r.str("REDIS_TLS_CLIENT_CERT"),
@@ -45,6 +40,7 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 		ResetHeader:           r.str("LIMIT_RESET_HEADER"),
 		NearLimitRatio:        r.float("NEAR_LIMIT_RATIO"),
 		CacheKeyPrefix:        r.str("CACHE_KEY_PREFIX"),
+		StopIncrement:         r.bool("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT"),
 		HealthyWithConfig:     r.bool("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED"),
 		MetricsExporter:       strings.ToLower(r.str("OTEL_METRICS_EXPORTER")),
 		IETFHeaders:           r.bool("RATELUA_IETF_HEADERS"),
@@ -113,15 +109,14 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 			r.fail(name, v, "ratelua-rls exports OTLP over HTTP only (http/protobuf)")
 		}
 	}
-	switch s.RedisSocketType {
-	case "unix", "tcp":
-	default:
-		r.fail("REDIS_SOCKET_TYPE", s.RedisSocketType, "must be unix or tcp")
-	}
-	switch s.RedisType {
-	case "SINGLE", "CLUSTER":
-	default:
-		r.fail("REDIS_TYPE", s.RedisType, "must be SINGLE or CLUSTER (SENTINEL is not built in ratelua-rls)")
+	main := r.redisTarget("REDIS", true)
+	s.RedisSocketType, s.RedisType, s.RedisURL, s.RedisAuth, s.RedisSentinelAuth, s.RedisTLS = main.SocketType, main.Type, main.URL, main.Auth, main.SentinelAuth, main.TLS
+	perSecondOn := r.bool("REDIS_PERSECOND")
+	perSecond := r.redisTarget("REDIS_PERSECOND", perSecondOn)
+	if perSecondOn {
+		s.PerSecond = &perSecond
+	} else {
+		s.Unused = append(s.Unused, r.perSecondUnused()...)
 	}
 	if strings.ContainsAny(s.CacheKeyPrefix, "{}") {
 		r.fail("CACHE_KEY_PREFIX", s.CacheKeyPrefix, "may not contain '{' or '}'")

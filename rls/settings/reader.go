@@ -74,7 +74,10 @@ func (r *envReader) checkTable() []UnusedSetting {
 			unused = append(unused, UnusedSetting{Name: t.Name, Value: v, Why: t.Why})
 		}
 	}
-	for _, name := range []string{"REDIS_POOL_ON_EMPTY_BEHAVIOR"} {
+	for _, name := range []string{"REDIS_POOL_ON_EMPTY_BEHAVIOR", "REDIS_PERSECOND_POOL_ON_EMPTY_BEHAVIOR"} {
+		if on, _ := strconv.ParseBool(r.getenv("REDIS_PERSECOND")); perSecondOnly(name) && !on {
+			continue // the reference reads it only with a per-second pool
+		}
 		if v := strings.ToUpper(r.getenv(name)); v != "" && v != "WAIT" {
 			r.fail(name, r.getenv(name), "must be WAIT (the reference refuses CREATE and ERROR too)")
 		}

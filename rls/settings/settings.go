@@ -39,6 +39,12 @@ type Settings struct {
 	MergeDomains                                          bool
 
 	RedisSocketType, RedisType, RedisURL, RedisAuth string
+	// RedisSentinelAuth (REDIS_SENTINEL_AUTH) is the sentinels' password
+	// or user:password with REDIS_TYPE=SENTINEL.
+	RedisSentinelAuth string
+	// PerSecond (REDIS_PERSECOND=true, REDIS_PERSECOND_*) is a second
+	// deployment for the limits whose unit is a second; nil: none.
+	PerSecond                                       *RedisTarget
 	RedisTLS, RedisTLSSkipVerify                    bool
 	RedisTLSCACert, RedisTLSClientCert, RedisTLSKey string
 
@@ -53,7 +59,11 @@ type Settings struct {
 	LimitHeader, RemainingHeader, ResetHeader string
 	NearLimitRatio                            float64
 	CacheKeyPrefix                            string
-	HealthyWithConfig                         bool
+	// StopIncrement (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT) counts a
+	// request's hits only on the reference rules that go over their
+	// limits, when one does.
+	StopIncrement     bool
+	HealthyWithConfig bool
 
 	// Stats is where the statistics are exported (USE_STATSD,
 	// USE_DOG_STATSD, USE_PROMETHEUS, DISABLE_STATS, EXTRA_TAGS,

@@ -60,6 +60,16 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return 1
 	}
 	defer client.Close()
+	clients := server.Clients{Main: ratelua.Rueidis(client)}
+	if s.PerSecond != nil {
+		perSecond, err := server.NewTargetClient(s, *s.PerSecond)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		defer perSecond.Close()
+		clients.PerSecond = ratelua.Rueidis(perSecond)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	meters, err := stats.NewMeterProvider(ctx, s)
@@ -71,7 +81,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	if meters != nil {
 		mp = meters
 	}
-	srv, err := server.New(s, ratelua.Rueidis(client), log, mp)
+	srv, err := server.NewOn(s, clients, log, mp)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
