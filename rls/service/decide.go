@@ -17,8 +17,11 @@ type job struct {
 	n     uint64 // hits
 	limit uint32 // a reference rule's requests_per_unit
 	kept  uint64 // hits the deny cache answered before, sent with these
-	out   ratelua.Result
-	err   error
+	// charge counts the hits even when denied (a ChargeKey entry): an
+	// extension rule's job is decided by its decider's charge limiter.
+	charge bool
+	out    ratelua.Result
+	err    error
 
 	// How a reference rule's job was answered, besides by the server:
 	// local by the deny cache, open by FailOpen, fallback by the
@@ -26,13 +29,23 @@ type job struct {
 	local, open, fallback bool
 }
 
-// scriptN is the eventCount sent for the job's hits and those kept.
+// scriptN is the eventCount sent for the job's hits and those kept: at
+// most maxN, above which every answer is the same, except for an
+// extension rule's charge, which counts them all (up to the scripts'
+// 2^52).
 func (j *job) scriptN() int64 {
-	if n := j.n + j.kept; n < j.n || n > uint64(j.d.maxN) {
-		return j.d.maxN
+	top := j.d.maxN
+	if j.charge && j.d.charge != nil {
+		top = chargeMax
+	}
+	if n := j.n + j.kept; n < j.n || n > uint64(top) {
+		return top
 	}
 	return int64(j.n + j.kept)
 }
+
+// chargeMax is the most a charge sends: the scripts' largest eventCount.
+const chargeMax = 1 << 52
 
 // counts are a reference job's count of its window before and after the
 // request's hits (after its answer, whoever gave it) and the limit they
@@ -62,6 +75,9 @@ func decide(ctx context.Context, client ratelua.Client, jobs []*job, now time.Ti
 	checks := make([]ratelua.Check, len(jobs))
 	for i, j := range jobs {
 		checks[i] = ratelua.Check{Limiter: j.d.limiter, Key: j.key, N: j.scriptN()}
+		if j.charge && j.d.charge != nil {
+			checks[i].Limiter = j.d.charge
+		}
 		if j.d.reference {
 			checks[i].At = now
 		}

@@ -62,7 +62,11 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	slots := make([]slot, len(descs))
 	replaced := map[string]bool{}
 	for i, d := range descs {
-		m := a.config.Lookup(req.GetDomain(), d.GetEntries())
+		entries, charge, err := chargeEntries(d)
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: %v", i, err)
+		}
+		m := a.config.Lookup(req.GetDomain(), entries)
 		if !m.Known {
 			s.opts.Stats.DomainNotFound(req.GetDomain())
 			continue
@@ -78,8 +82,8 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 			if err := config.CheckRule(r); err != nil {
 				return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: limit override: %v", i, err)
 			}
-			slots[i] = slot{rule: r, limit: l, statKey: config.OverrideStatKey(req.GetDomain(), d.GetEntries()), statGroup: req.GetDomain() + ".(override)"}
-			slots[i].job = s.newJob(s.refs[l.Unit], req.GetDomain(), d.GetEntries(), nil, now)
+			slots[i] = slot{rule: r, limit: l, statKey: config.OverrideStatKey(req.GetDomain(), entries), statGroup: req.GetDomain() + ".(override)"}
+			slots[i].job = s.newJob(s.refs[l.Unit], req.GetDomain(), entries, nil, now)
 			continue
 		}
 		if m.Rule == nil {
@@ -91,7 +95,8 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 			continue
 		}
 		slots[i] = slot{rule: m.Rule, limit: m.Rule.Limits[0], statKey: m.StatKey, statGroup: m.Rule.Key}
-		slots[i].job = s.newJob(a.deciders[m.Rule], req.GetDomain(), d.GetEntries(), m.Shared, now)
+		slots[i].job = s.newJob(a.deciders[m.Rule], req.GetDomain(), entries, m.Shared, now)
+		slots[i].job.charge = charge
 	}
 	var jobs []*job
 	for i := range slots {
