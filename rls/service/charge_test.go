@@ -144,7 +144,7 @@ func TestChargeEntryBadInput(t *testing.T) {
 		want    string
 	}{
 		{[]*rlpb.RateLimitDescriptor_Entry{{Key: "bucket", Value: "k"}, {Key: ChargeKey, Value: "yes"}}, `ratelua.charge has value "yes"`},
-		{[]*rlpb.RateLimitDescriptor_Entry{{Key: ChargeKey, Value: "true"}, {Key: "bucket", Value: "k"}, {Key: ChargeKey, Value: "true"}}, "entries 0 and 2"},
+		{[]*rlpb.RateLimitDescriptor_Entry{{Key: ChargeKey, Value: "true"}, {Key: "bucket", Value: "k"}, {Key: ChargeKey, Value: "true"}}, "entries 0 (ratelua.charge) and 2 (ratelua.charge)"},
 	} {
 		_, err := svc.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "llm", HitsAddend: 3,
 			Descriptors: []*rlpb.RateLimitDescriptor{desc("bucket", "k"), {Entries: c.entries}}})

@@ -17,11 +17,14 @@ type job struct {
 	n     uint64 // hits
 	limit uint32 // a reference rule's requests_per_unit
 	kept  uint64 // hits the deny cache answered before, sent with these
-	// charge counts the hits even when denied (a ChargeKey entry): an
-	// extension rule's job is decided by its decider's charge limiter.
-	charge bool
-	out    ratelua.Result
-	err    error
+	// op is what the descriptor asks: a charge counts the hits even
+	// when denied (an extension rule's job is decided by its decider's
+	// charge limiter); a reserve or a settle goes by reserveOrSettle.
+	op   op
+	name string // a reserve's metadata field
+	id   int64  // a settle's reservation, or a reserve's once held
+	out  ratelua.Result
+	err  error
 
 	// How a reference rule's job was answered, besides by the server:
 	// local by the deny cache, open by FailOpen, fallback by the
@@ -35,7 +38,7 @@ type job struct {
 // 2^52).
 func (j *job) scriptN() int64 {
 	top := j.d.maxN
-	if j.charge && j.d.charge != nil {
+	if j.op == opCharge && j.d.charge != nil {
 		top = chargeMax
 	}
 	if n := j.n + j.kept; n < j.n || n > uint64(top) {
@@ -75,7 +78,7 @@ func decide(ctx context.Context, client ratelua.Client, jobs []*job, now time.Ti
 	checks := make([]ratelua.Check, len(jobs))
 	for i, j := range jobs {
 		checks[i] = ratelua.Check{Limiter: j.d.limiter, Key: j.key, N: j.scriptN()}
-		if j.charge && j.d.charge != nil {
+		if j.op == opCharge && j.d.charge != nil {
 			checks[i].Limiter = j.d.charge
 		}
 		if j.d.reference {
