@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/ratelua/ratelua/rls/stats"
 	"github.com/ratelua/ratelua/testbench"
 )
 
@@ -72,7 +73,11 @@ func TestReserveSettleOverGRPC(t *testing.T) {
 	forEachKind(t, func(t *testing.T, kind testbench.Kind) {
 		start := time.Unix(1_700_000_400, 0)
 		at := start
-		svc, _, _ := setupKind(t, kind, reserveConfig, Options{Clock: func() time.Time { return at }})
+		counters, err := stats.New(0.8, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc, _, _ := setupKind(t, kind, reserveConfig, Options{Stats: counters, Clock: func() time.Time { return at }})
 		client := grpcClient(t, svc)
 		ctx := context.Background()
 		call := func(d *rlpb.RateLimitDescriptor) *pb.RateLimitResponse {
@@ -123,6 +128,12 @@ func TestReserveSettleOverGRPC(t *testing.T) {
 		remaining("1 reserved", 0, over)
 		call(envoyDescriptor("api_key", SettleKey, id3, 0)) // actual 0: cancelled
 		remaining("cancelled", 1, ok)
+		// The statistics count the reserves' estimates (8, 8 over, 7, 1)
+		// and the checks (0 hits); a settle decides nothing.
+		got := counters.Snapshot()["llm.api_key"]
+		if got[stats.TotalHits] != 24 || got[stats.OverLimit] != 8 || got[stats.WithinLimit] != 16 {
+			t.Fatalf("statistics %v: want total_hits 24, over_limit 8, within_limit 16", got)
+		}
 	})
 }
 
