@@ -17,8 +17,14 @@ type job struct {
 	n     uint64 // hits
 	limit uint32 // a reference rule's requests_per_unit
 	kept  uint64 // hits the deny cache answered before, sent with these
-	out   ratelua.Result
-	err   error
+	// op is what the descriptor asks: a charge counts the hits even
+	// when denied (an extension rule's job is decided by its decider's
+	// charge limiter); a reserve or a settle goes by reserveOrSettle.
+	op   op
+	name string // a reserve's metadata field
+	id   int64  // a settle's reservation, or a reserve's once held
+	out  ratelua.Result
+	err  error
 
 	// How a reference rule's job was answered, besides by the server:
 	// local by the deny cache, open by FailOpen, fallback by the
@@ -30,18 +36,28 @@ type job struct {
 	uncounted bool
 }
 
-// scriptN is the eventCount sent for the job's hits and those kept.
+// scriptN is the eventCount sent for the job's hits and those kept: at
+// most maxN, above which every answer is the same, except for an
+// extension rule's charge, which counts them all (up to the scripts'
+// 2^52).
 func (j *job) scriptN() int64 {
 	if j.uncounted {
 		// None of its hits; those the deny cache kept are hits of
 		// earlier requests, owed to the server.
 		return int64(min(j.kept, uint64(j.d.maxN)))
 	}
-	if n := j.n + j.kept; n < j.n || n > uint64(j.d.maxN) {
-		return j.d.maxN
+	top := j.d.maxN
+	if j.op == opCharge && j.d.charge != nil {
+		top = chargeMax
+	}
+	if n := j.n + j.kept; n < j.n || n > uint64(top) {
+		return top
 	}
 	return int64(j.n + j.kept)
 }
+
+// chargeMax is the most a charge sends: the scripts' largest eventCount.
+const chargeMax = 1 << 52
 
 // counts are a reference job's count of its window before and after the
 // request's hits (after its answer, whoever gave it) and the limit they
@@ -79,6 +95,9 @@ func decide(ctx context.Context, jobs []*job, now time.Time) {
 	checks := make([]ratelua.Check, len(jobs))
 	for i, j := range jobs {
 		checks[i] = ratelua.Check{Limiter: j.d.limiter, Key: j.key, N: j.scriptN()}
+		if j.op == opCharge && j.d.charge != nil {
+			checks[i].Limiter = j.d.charge
+		}
 		if j.d.reference {
 			checks[i].At = now
 		}

@@ -33,7 +33,11 @@ import (
 // window's start (ownWindowKey), in a state key that names the script and
 // the unit (the limits' hash).
 type decider struct {
-	limiter   *ratelua.Limiter
+	limiter *ratelua.Limiter
+	// charge decides an extension rule's charges (ChargeKey): the
+	// limiter with CountDenied. nil for reference rules, which count
+	// every hit.
+	charge    *ratelua.Limiter
 	client    ratelua.Client // the deployment the limiter runs on
 	perSecond bool           // client is the per-second deployment
 	reference bool
@@ -88,15 +92,32 @@ func newReferenceDecider(u pb.RateLimitResponse_RateLimit_Unit, o limiterOptions
 	return &decider{limiter: l, client: o.Client, perSecond: o.PerSecond, reference: true, shared: o.Shared, top: refMax, maxN: refMax, span: dur}, nil
 }
 
-// newDecider builds the limiter of an extension rule.
+// newDecider builds the limiters of an extension rule: the one that
+// decides, and the one that charges (CountDenied: a hit is counted even
+// when denied), on the same state keys.
 func newDecider(r *config.Rule, o limiterOptions) (*decider, error) {
 	d := &decider{limits: r.Limits, client: o.Client, perSecond: o.PerSecond}
-	opts := ratelua.Options{Prefix: o.Prefix, Fallback: o.Fallback, FailOpen: o.FailOpen, Observe: o.Observe, Clock: o.Clock}
-	opts.DenyCache = o.DenyCache
-	var err error
 	for _, l := range r.Limits {
 		d.maxN = max(d.maxN, int64(l.RequestsPerUnit)+1, int64(l.Burst)+1)
 	}
+	opts := ratelua.Options{Prefix: o.Prefix, Fallback: o.Fallback, FailOpen: o.FailOpen, Observe: o.Observe, Clock: o.Clock}
+	opts.DenyCache = o.DenyCache
+	var err error
+	if d.limiter, err = newExtensionLimiter(r, o.Client, opts); err != nil {
+		return nil, fmt.Errorf("rls: rule %s: %w", r.Key, err)
+	}
+	// A charge is never answered by a deny cache (it would not be
+	// counted), and has no fallback: its answer is not used, and a
+	// fallback's count would be another process's.
+	opts.DenyCache, opts.Fallback, opts.CountDenied = 0, 0, true
+	if d.charge, err = newExtensionLimiter(r, o.Client, opts); err != nil {
+		return nil, fmt.Errorf("rls: rule %s: %w", r.Key, err)
+	}
+	return d, nil
+}
+
+// newExtensionLimiter builds the limiter of an extension rule with opts.
+func newExtensionLimiter(r *config.Rule, client ratelua.Client, opts ratelua.Options) (*ratelua.Limiter, error) {
 	switch r.Algorithm {
 	case "fixed_window", "sliding_window":
 		ws := make([]ratelua.Window, len(r.Limits))
@@ -111,30 +132,25 @@ func newDecider(r *config.Rule, o limiterOptions) (*decider, error) {
 			}
 			ws[i] = ratelua.Window{Max: int64(l.RequestsPerUnit), Duration: dur, Resolution: res}
 		}
-		d.limiter, err = ratelua.NewSlidingWindow(o.Client, opts, ws...)
+		return ratelua.NewSlidingWindow(client, opts, ws...)
 	case "token_bucket":
 		bs := make([]ratelua.Bucket, len(r.Limits))
 		for i, l := range r.Limits {
 			bs[i] = ratelua.Bucket{Capacity: int64(l.Capacity()), RefillAmount: int64(l.RequestsPerUnit), RefillInterval: l.Duration()}
 		}
-		d.limiter, err = ratelua.NewTokenBucket(o.Client, opts, bs...)
+		return ratelua.NewTokenBucket(client, opts, bs...)
 	case "zset_log":
 		ls := make([]ratelua.Log, len(r.Limits))
 		for i, l := range r.Limits {
 			ls[i] = ratelua.Log{Max: int64(l.RequestsPerUnit), Window: l.Duration()}
 		}
-		d.limiter, err = ratelua.NewZSetLog(o.Client, opts, ls...)
+		return ratelua.NewZSetLog(client, opts, ls...)
 	case "ar1":
 		ds := make([]ratelua.Decay, len(r.Limits))
 		for i, l := range r.Limits {
 			ds[i] = ratelua.Decay{Max: int64(l.RequestsPerUnit), Factor: 2, Resolution: l.Duration() / 2}
 		}
-		d.limiter, err = ratelua.NewAR1(o.Client, opts, ds...)
-	default:
-		err = fmt.Errorf("unknown algorithm %q", r.Algorithm)
+		return ratelua.NewAR1(client, opts, ds...)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("rls: rule %s: %w", r.Key, err)
-	}
-	return d, nil
+	return nil, fmt.Errorf("unknown algorithm %q", r.Algorithm)
 }

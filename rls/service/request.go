@@ -62,7 +62,12 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	slots := make([]slot, len(descs))
 	replaced := map[string]bool{}
 	for i, d := range descs {
-		m := a.config.Lookup(req.GetDomain(), d.GetEntries())
+		mk, err := markedEntries(d)
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: %v", i, err)
+		}
+		entries := mk.entries
+		m := a.config.Lookup(req.GetDomain(), entries)
 		if !m.Known {
 			s.opts.Stats.DomainNotFound(req.GetDomain())
 			continue
@@ -78,8 +83,8 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 			if err := config.CheckRule(r); err != nil {
 				return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: limit override: %v", i, err)
 			}
-			slots[i] = slot{rule: r, limit: l, statKey: config.OverrideStatKey(req.GetDomain(), d.GetEntries()), statGroup: req.GetDomain() + ".(override)"}
-			slots[i].job = s.newJob(s.refs[l.Unit], req.GetDomain(), d.GetEntries(), nil, now)
+			slots[i] = slot{rule: r, limit: l, statKey: config.OverrideStatKey(req.GetDomain(), entries), statGroup: req.GetDomain() + ".(override)"}
+			slots[i].job = s.newJob(s.refs[l.Unit], req.GetDomain(), entries, nil, now)
 			continue
 		}
 		if m.Rule == nil {
@@ -91,9 +96,14 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 			continue
 		}
 		slots[i] = slot{rule: m.Rule, limit: m.Rule.Limits[0], statKey: m.StatKey, statGroup: m.Rule.Key}
-		slots[i].job = s.newJob(a.deciders[m.Rule], req.GetDomain(), d.GetEntries(), m.Shared, now)
+		j := s.newJob(a.deciders[m.Rule], req.GetDomain(), entries, m.Shared, now)
+		j.op, j.name, j.id = mk.op, mk.name, mk.id
+		if (j.op == opReserve || j.op == opSettle) && (j.d.reference || !j.d.limiter.Script().Reserves()) {
+			return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: rule %s takes no reservations (%s and %s need an extension rule whose algorithm takes them: token_bucket)", i, m.Rule.Key, ReserveKey, SettleKey)
+		}
+		slots[i].job = j
 	}
-	var jobs []*job
+	var jobs, reservations []*job
 	for i := range slots {
 		sl := &slots[i]
 		if sl.rule != nil && sl.rule.Name != "" && replaced[sl.rule.Name] {
@@ -107,6 +117,13 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 			return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: %v", i, err)
 		}
 		sl.job.n = n
+		if sl.job.op == opReserve && n == 0 {
+			return nil, status.Errorf(codes.InvalidArgument, "descriptor %d: %s needs an estimate: hits_addend 0", i, ReserveKey)
+		}
+		if sl.job.op == opReserve || sl.job.op == opSettle {
+			reservations = append(reservations, sl.job)
+			continue
+		}
 		if sl.job.d.reference {
 			sl.job.limit = sl.limit.RequestsPerUnit
 			if s.deny != nil && s.answerLocally(sl.job, now) {
@@ -125,6 +142,10 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 		}
 	}
 	decide(ctx, sent, now)
+	for _, j := range reservations {
+		j.reserveOrSettle(ctx)
+	}
+	jobs = append(jobs, reservations...)
 	if s.deny != nil {
 		for _, j := range jobs {
 			s.remember(j, now)
@@ -135,7 +156,7 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 			return nil, s.backendError(ctx, slots, j.err)
 		}
 	}
-	return s.respond(ctx, req, slots, now), nil
+	return withReservations(s.respond(ctx, req, slots, now), reservations), nil
 }
 
 // backendError is the answer of a request the server failed, counted as

@@ -122,9 +122,12 @@ func (s *Service) status(sl *slot, now time.Time) (*pb.RateLimitResponse_Descrip
 		} else {
 			reset = ceilSeconds(out.RetryAfter)
 		}
-		if j.open {
+		switch {
+		case j.op == opSettle:
+			// A settle decides nothing: its reserve counted the estimate.
+		case j.open:
 			c = stats.Counts{0: j.n, 3: j.n}
-		} else {
+		default:
 			// Near the limit is near the tokens of a full bucket
 			// (its burst), which Capacity is, else the limit.
 			c = s.opts.Stats.ExtensionCounts(j.n, uint64(limit.Capacity()), out, r.ShadowMode)
