@@ -85,6 +85,12 @@ const (
 //     that finds nothing is not an error.
 //   - Observe sees each step, as KindReserve, KindSettle or KindCancel.
 func (l *Limiter) Reserve(ctx context.Context, eventKey string, estimate int64) (*Reservation, error) {
+	return l.reserve(ctx, eventKey, estimate, l.lifetime)
+}
+
+// reserve is Reserve with a reservation lifetime in the unit (a hot
+// key's batch has a short one).
+func (l *Limiter) reserve(ctx context.Context, eventKey string, estimate, lifetime int64) (*Reservation, error) {
 	res := &Reservation{l: l, key: eventKey, estimate: estimate, pending: -1}
 	refuse := func(err error) (*Reservation, error) {
 		r, err := l.failedWire(err)
@@ -114,8 +120,8 @@ func (l *Limiter) Reserve(ctx context.Context, eventKey string, estimate int64) 
 		}
 	}
 	res.id = newReservationID()
-	d.Res = &decide.Reservation{Op: decide.OpReserve, ID: res.id, Lifetime: l.lifetime,
-		Mode: "reserve:" + strconv.FormatInt(res.id, 10) + ":" + strconv.FormatInt(l.lifetime, 10)}
+	d.Res = &decide.Reservation{Op: decide.OpReserve, ID: res.id, Lifetime: lifetime,
+		Mode: "reserve:" + strconv.FormatInt(res.id, 10) + ":" + strconv.FormatInt(lifetime, 10)}
 	sent := false
 	if !l.chain.Local(ctx, &d) {
 		r, err, unanswered := l.chain.Wire.Send(ctx, d.Key, d.N, d.Res.Mode, now)

@@ -1,0 +1,310 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ratelua/ratelua"
+	"github.com/ratelua/ratelua/internal/limitertest"
+	"github.com/ratelua/ratelua/testbench"
+)
+
+// hotLimiter is a token bucket of capacity refilled capacity per hour
+// (nothing refills on its frozen clock), with Options.HotKeys hk and
+// opts, sending through a counting client.
+func hotLimiter(t *testing.T, client ratelua.Client, prefix string, capacity int64, hk ratelua.HotKeys, opts ratelua.Options) (*ratelua.Limiter, *faultClient, *limitertest.ManualClock) {
+	t.Helper()
+	clock := limitertest.NewManualClock(time.Unix(1_800_000_000, 0))
+	fc := &faultClient{Client: client}
+	opts.Prefix, opts.Clock, opts.HotKeys = prefix, clock.Now, &hk
+	l, err := ratelua.NewTokenBucket(fc, opts, ratelua.Bucket{Capacity: capacity, RefillAmount: capacity, RefillInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, fc, clock
+}
+
+// hammer makes workers goroutines decide key each per times on l, and
+// returns how many were admitted.
+func hammer(t *testing.T, l *ratelua.Limiter, key string, workers, per int) int64 {
+	t.Helper()
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range per {
+				r, err := l.Allow(context.Background(), key)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if r.Allowed {
+					admitted.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return admitted.Load()
+}
+
+// TestHotKeysHammeredKey: a key hammered by 8 goroutines is served from
+// batches, at most 0.1 server calls per decision; every decision is
+// admitted (the limit is not reached), and after Close the server's state
+// is exactly the units admitted.
+func TestHotKeysHammeredKey(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		const capacity, workers, per = 1_000_000, 8, 2000
+		var batches atomic.Int64
+		l, fc, _ := hotLimiter(t, ratelua.Rueidis(client), "hot-hammer", capacity, ratelua.HotKeys{}, ratelua.Options{
+			Observe: func(_ context.Context, e ratelua.Event) {
+				if e.Kind == ratelua.KindBatch && e.Local && e.Result.Allowed {
+					batches.Add(1)
+				}
+			},
+		})
+		key := "k" + strings.ReplaceAll(t.Name(), "/", "-")
+		admitted := hammer(t, l, key, workers, per)
+		if admitted != workers*per {
+			t.Fatalf("admitted %d of %d decisions under a limit of %d", admitted, workers*per, capacity)
+		}
+		calls := fc.sent.Load()
+		if per := float64(calls) / float64(admitted); per > 0.1 {
+			t.Fatalf("%d server calls for %d decisions: %.3f per decision, want at most 0.1", calls, admitted, per)
+		}
+		if batches.Load() < admitted*9/10 {
+			t.Fatalf("Observe saw %d decisions of a batch (KindBatch, Local) of %d", batches.Load(), admitted)
+		}
+		if err := l.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := remaining(t, l, key); got != capacity-admitted {
+			t.Fatalf("after Close the server has %d remaining, want %d - %d admitted = %d", got, capacity, admitted, capacity-admitted)
+		}
+	})
+}
+
+// TestHotKeysColdKey: a key below Rate makes exactly one call per
+// decision, as without HotKeys.
+func TestHotKeysColdKey(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		l, fc, clock := hotLimiter(t, ratelua.Rueidis(client), "hot-cold", 1000, ratelua.HotKeys{Rate: 50}, ratelua.Options{})
+		key := "k" + strings.ReplaceAll(t.Name(), "/", "-")
+		const decisions = 40
+		for i := range decisions {
+			r, err := l.Allow(context.Background(), key)
+			if err != nil || !r.Allowed {
+				t.Fatalf("decision %d: %+v, %v", i, r, err)
+			}
+			// 10 per second: a fifth of Rate.
+			clock.Advance(100 * time.Millisecond)
+		}
+		if got := fc.sent.Load(); got != decisions {
+			t.Fatalf("%d server calls for %d decisions of a cold key, want one each", got, decisions)
+		}
+	})
+}
+
+// TestHotKeysCloseGivesBack: Close settles the open batch with what it
+// admitted: the server's Remaining rises by exactly the batch's unused
+// units, to the capacity less the admissions; decisions after Close take
+// the ordinary path.
+func TestHotKeysCloseGivesBack(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		const capacity = 10_000
+		var reserved atomic.Int64
+		l, fc, _ := hotLimiter(t, ratelua.Rueidis(client), "hot-close", capacity, ratelua.HotKeys{MaxBatch: 500}, ratelua.Options{
+			Observe: func(_ context.Context, e ratelua.Event) {
+				if e.Kind == ratelua.KindReserve && e.Result.Allowed {
+					reserved.Add(e.N)
+				}
+			},
+		})
+		key := "k" + strings.ReplaceAll(t.Name(), "/", "-")
+		const decisions = 777
+		for i := range decisions {
+			if r, err := l.Allow(context.Background(), key); err != nil || !r.Allowed {
+				t.Fatalf("decision %d: %+v, %v", i, r, err)
+			}
+		}
+		before := remaining(t, l, key)
+		if before >= capacity-decisions {
+			t.Fatalf("before Close the server has %d remaining: no batch holds units beyond the %d admitted", before, decisions)
+		}
+		if got := capacity - reserved.Load(); before > got {
+			t.Fatalf("before Close the server has %d remaining, more than the capacity less what batches reserved (%d)", before, got)
+		}
+		if err := l.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if after := remaining(t, l, key); after != capacity-decisions {
+			t.Fatalf("after Close the server has %d remaining (%d before), want %d", after, before, capacity-decisions)
+		}
+		sent := fc.sent.Load()
+		for range 5 {
+			if _, err := l.Allow(context.Background(), key); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := fc.sent.Load() - sent; got != 5 {
+			t.Fatalf("5 decisions after Close made %d calls, want 5 (the ordinary path)", got)
+		}
+		if after := remaining(t, l, key); after != capacity-decisions-5 {
+			t.Fatalf("after 5 more decisions the server has %d remaining, want %d", after, capacity-decisions-5)
+		}
+	})
+}
+
+// TestHotKeysExhaustion: one goroutine takes a limit of 1,000 to the end
+// on a hot key: exactly 1,000 are admitted, none denied before the last
+// unit (the batches shrink toward 1 as Remaining falls: each reserve is at
+// most the last reply's Remaining / 2 + 1, and a reserve denied goes the
+// ordinary path), and the server ends at 0.
+func TestHotKeysExhaustion(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		const capacity = 1000
+		var mu sync.Mutex
+		var reserves []ratelua.Event
+		l, _, _ := hotLimiter(t, ratelua.Rueidis(client), "hot-exhaust", capacity, ratelua.HotKeys{MaxBatch: 200}, ratelua.Options{
+			Observe: func(_ context.Context, e ratelua.Event) {
+				if e.Kind == ratelua.KindReserve {
+					mu.Lock()
+					reserves = append(reserves, e)
+					mu.Unlock()
+				}
+			},
+		})
+		key := "k" + strings.ReplaceAll(t.Name(), "/", "-")
+		for i := range capacity {
+			if r, err := l.Allow(context.Background(), key); err != nil || !r.Allowed {
+				t.Fatalf("decision %d of a limit of %d denied: %+v, %v", i, capacity, r, err)
+			}
+		}
+		for range 3 {
+			if r, err := l.Allow(context.Background(), key); err != nil || r.Allowed {
+				t.Fatalf("a decision past the limit: %+v, %v", r, err)
+			}
+		}
+		if got := remaining(t, l, key); got != 0 {
+			t.Fatalf("the server has %d remaining after %d admissions of %d", got, capacity, capacity)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(reserves) < 3 {
+			t.Fatalf("%d reserves: the key never went hot", len(reserves))
+		}
+		left := int64(-1)
+		big := false
+		for _, e := range reserves {
+			if left >= 0 && e.N > left/2+1 {
+				t.Fatalf("a reserve of %d after a reply of %d remaining (at most %d)", e.N, left, left/2+1)
+			}
+			if e.N >= 100 {
+				big = true
+			}
+			if e.Result.Allowed {
+				left = e.Result.Remaining
+			}
+		}
+		if !big {
+			t.Fatalf("no batch reached 100 units: %v", reserves)
+		}
+		if last := reserves[len(reserves)-1]; last.N > 2 {
+			t.Fatalf("the last reserve was of %d units: batches did not shrink toward 1", last.N)
+		}
+		if err := l.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestHotKeysConcurrentExhaustion: 8 goroutines race for a limit of
+// 3,000: never more admissions than the limit, and after Close the
+// server's state is exactly the admissions (no unit lost or admitted
+// twice).
+func TestHotKeysConcurrentExhaustion(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		const capacity = 3000
+		l, _, _ := hotLimiter(t, ratelua.Rueidis(client), "hot-race", capacity, ratelua.HotKeys{}, ratelua.Options{})
+		key := "k" + strings.ReplaceAll(t.Name(), "/", "-")
+		admitted := hammer(t, l, key, 8, 500)
+		if admitted > capacity {
+			t.Fatalf("%d admitted under a limit of %d", admitted, capacity)
+		}
+		if err := l.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := remaining(t, l, key); got != capacity-admitted {
+			t.Fatalf("after Close the server has %d remaining, want %d - %d = %d", got, capacity, admitted, capacity-admitted)
+		}
+		if admitted < capacity {
+			// Every batch given back: what is left is admitted.
+			more := hammer(t, l, key, 1, int(capacity-admitted)+5)
+			if admitted+more != capacity {
+				t.Fatalf("%d admitted, then %d more: want %d in all", admitted, more, capacity)
+			}
+		}
+	})
+}
+
+// TestHotKeysRefused: HotKeys is refused at construction, with an error
+// naming why, for scripts without reserve and settle and for versions
+// before 7, and for fields out of range.
+func TestHotKeysRefused(t *testing.T) {
+	client := limitertest.NewEngineClient()
+	hk := &ratelua.HotKeys{}
+	opts := ratelua.Options{HotKeys: hk}
+	_, err := ratelua.NewAR1(client, opts, ratelua.Decay{Max: 10, Resolution: time.Second, Factor: 2})
+	if !errors.Is(err, ratelua.ErrNotSupported) || !strings.Contains(err.Error(), "HotKeys") {
+		t.Errorf("ar1: %v", err)
+	}
+	_, err = ratelua.NewFixedWindow(client, opts, ratelua.Fixed{Max: 10, Window: time.Minute})
+	if !errors.Is(err, ratelua.ErrNotSupported) {
+		t.Errorf("fixed_window: %v", err)
+	}
+	_, err = ratelua.NewConcurrency(client, opts, ratelua.Slots{Max: 10, Lease: time.Minute})
+	if !errors.Is(err, ratelua.ErrNotSupported) {
+		t.Errorf("concurrency: %v", err)
+	}
+	bucket := ratelua.Bucket{Capacity: 100, RefillAmount: 100, RefillInterval: time.Minute}
+	_, err = ratelua.NewTokenBucket(client, ratelua.Options{HotKeys: hk, Version: 6}, bucket)
+	var le *ratelua.LimitError
+	if !errors.As(err, &le) || le.Field != "HotKeys" || !strings.Contains(err.Error(), "version 7") {
+		t.Errorf("token_bucket v6: %v", err)
+	}
+	for _, c := range []struct {
+		field string
+		hk    ratelua.HotKeys
+	}{
+		{"HotKeys.Rate", ratelua.HotKeys{Rate: -1}},
+		{"HotKeys.Lifetime", ratelua.HotKeys{Lifetime: -time.Second}},
+		{"HotKeys.Lifetime", ratelua.HotKeys{Lifetime: 7 * time.Second}}, // the bucket fills in a minute: at most 6 s
+		{"HotKeys.MaxBatch", ratelua.HotKeys{MaxBatch: -1}},
+		{"HotKeys.Keys", ratelua.HotKeys{Keys: -1}},
+	} {
+		_, err := ratelua.NewTokenBucket(client, ratelua.Options{HotKeys: &c.hk}, bucket)
+		if !errors.As(err, &le) || le.Field != c.field {
+			t.Errorf("%+v: %v, want a *LimitError of %s", c.hk, err, c.field)
+		}
+	}
+	if _, err := ratelua.NewTokenBucket(client, ratelua.Options{HotKeys: &ratelua.HotKeys{Lifetime: 6 * time.Second}}, bucket); err != nil {
+		t.Errorf("a Lifetime of a tenth of the window: %v", err)
+	}
+	if _, err := ratelua.NewZSetLog(client, opts, ratelua.Log{Max: 10, Window: time.Minute}); err != nil {
+		t.Errorf("zset_log: %v", err)
+	}
+}
