@@ -314,7 +314,7 @@ func (hk *hotKeys) refillKey(ctx context.Context, k *hotKey, eventKey string, ol
 		r := rr
 		r.Remaining += b.b.Unused()
 		return r, true
-	case err == nil && rr.Limit >= 0:
+	case err == nil && rr.Limit >= 0 && res.kind != decide.KindFallback:
 		// Denied (by the server or the deny cache), or admitted only by
 		// DryRun: the reply's Remaining sizes the next batch; this
 		// decision goes the ordinary path, exactly.

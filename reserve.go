@@ -30,6 +30,7 @@ type Reservation struct {
 	estimate int64
 	at       time.Time // the time of the reserve (the fallback's reservations)
 	result   Result
+	kind     string // the reserve's decide.Kind (a hot key's batch is never the fallback's)
 	hold     hold
 
 	mu      sync.Mutex
@@ -149,7 +150,7 @@ func (l *Limiter) reserve(ctx context.Context, eventKey string, estimate, lifeti
 		l.cancelUnknown(eventKey, res.id)
 	}
 	r, err := l.chain.Finish(ctx, &d)
-	res.result = Result(r)
+	res.result, res.kind = Result(r), d.Kind
 	return res, err
 }
 
