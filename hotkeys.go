@@ -158,7 +158,7 @@ func newHotKeys(l *Limiter, h HotKeys) *hotKeys {
 			b := k.batch
 			k.batch = nil
 			k.mu.Unlock()
-			hk.giveBack(context.Background(), b, false)
+			hk.giveBack(context.Background(), b, b != nil && b.b.Unused() > 0)
 		}()
 	}
 	return hk
@@ -247,10 +247,11 @@ func (hk *hotKeys) allowN(ctx context.Context, eventKey string, n int64) (Result
 	// This call refills; the others wait for it.
 	old := k.batch
 	k.batch = nil
+	settleOld := old != nil && k.mustSettle(old, now)
 	ch := make(chan struct{})
 	k.refill = ch
 	k.mu.Unlock()
-	r, ok := hk.refillKey(ctx, k, eventKey, old, size, n, now)
+	r, ok := hk.refillKey(ctx, k, eventKey, old, settleOld, size, n, now)
 	k.mu.Lock()
 	k.refill = nil
 	close(ch)
@@ -283,20 +284,17 @@ func (hk *hotKeys) local(ctx context.Context, n int64, r Result, start time.Time
 	return r, nil
 }
 
-// refillKey gives the key's old batch back and reserves a new one of size
-// units, taking n of them at now. It reports ok with the answer when the
+// refillKey gives the key's old batch back (settling it when settleOld)
+// and reserves a new one of size units, taking n of them at now. It reports ok with the answer when the
 // new batch admitted the n events; else the ordinary path decides them.
-func (hk *hotKeys) refillKey(ctx context.Context, k *hotKey, eventKey string, old *hotBatch, size, n int64, now time.Time) (Result, bool) {
-	hk.giveBack(ctx, old, true)
+func (hk *hotKeys) refillKey(ctx context.Context, k *hotKey, eventKey string, old *hotBatch, settleOld bool, size, n int64, now time.Time) (Result, bool) {
+	hk.giveBack(ctx, old, settleOld)
 	res, err := hk.l.reserve(ctx, eventKey, size, hk.resLife)
 	if ctx.Err() != nil && !res.Held() {
 		return Result{}, false
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if old != nil && old.b.Unused() == 0 {
-		k.keepFull(old, now)
-	}
 	rr := res.Result()
 	switch {
 	case err == nil && rr.Allowed && !rr.DryRunDenied && res.hold == holdServer:
@@ -335,9 +333,14 @@ func (hk *hotKeys) refillKey(ctx context.Context, k *hotKey, eventKey string, ol
 	return Result{}, false
 }
 
-// keepFull notes a fully used batch left unsettled, or settles it when
-// hotOpenFull others are still open on the server (k.mu held).
-func (k *hotKey) keepFull(b *hotBatch, now time.Time) {
+// mustSettle reports whether batch b, retired at now, is to be settled
+// (k.mu held): when it has unused units, or when hotOpenFull fully used
+// batches of k are still open on the server; else it is noted as open,
+// left for its id to expire by itself.
+func (k *hotKey) mustSettle(b *hotBatch, now time.Time) bool {
+	if b.b.Unused() > 0 {
+		return true
+	}
 	live := k.full[:0]
 	for _, e := range k.full {
 		if now.Before(e) {
@@ -345,26 +348,26 @@ func (k *hotKey) keepFull(b *hotBatch, now time.Time) {
 		}
 	}
 	k.full = live
-	if len(k.full) < hotOpenFull {
-		k.full = append(k.full, b.expiry)
+	if len(k.full) >= hotOpenFull {
+		return true
 	}
+	k.full = append(k.full, b.expiry)
+	return false
 }
 
-// giveBack settles batch b (nil: nothing) with the units it admitted:
-// the unused ones go back to the server. A fully used batch is settled
-// only when unsettledOK is false (Close, a key let go) or too many are
-// open; it is then a settle of its whole estimate, which frees its id.
-func (hk *hotKeys) giveBack(ctx context.Context, b *hotBatch, unsettledOK bool) {
+// giveBack stops batch b's timer (nil: nothing) and, when settle, settles
+// it with the units it admitted: the unused ones go back to the server (a
+// fully used one frees its id).
+func (hk *hotKeys) giveBack(ctx context.Context, b *hotBatch, settle bool) {
 	if b == nil {
 		return
 	}
 	if b.timer != nil {
 		b.timer.Stop()
 	}
-	if b.b.Unused() == 0 && unsettledOK {
-		return
+	if settle {
+		_, _ = b.res.Settle(context.WithoutCancel(ctx), b.b.Used)
 	}
-	_, _ = b.res.Settle(context.WithoutCancel(ctx), b.b.Used)
 }
 
 // expire gives back batch b of k at its lifetime's end, if it is still
@@ -380,11 +383,9 @@ func (hk *hotKeys) expire(k *hotKey, b *hotBatch) {
 		return
 	}
 	k.batch = nil
-	if b.b.Unused() == 0 {
-		k.keepFull(b, hk.now())
-	}
+	settle := k.mustSettle(b, hk.now())
 	k.mu.Unlock()
-	hk.giveBack(context.Background(), b, true)
+	hk.giveBack(context.Background(), b, settle)
 }
 
 // forget drops eventKey's batch without giving it back: a reset dropped

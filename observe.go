@@ -50,7 +50,9 @@ const (
 	// KindSettle with N 0.
 	KindCancel = "cancel"
 	// KindBatch: admitted in the process from a hot key's batch
-	// (Options.HotKeys), with no round trip; Local is true. Result.Remaining
+	// (Options.HotKeys); Local is true. The decision that reserved the
+	// batch (after its KindReserve) is one too; the others made no round
+	// trip. Result.Remaining
 	// is the batch's reserve's Remaining plus the units the batch still
 	// holds. The batch's own reserve and settle are observed as
 	// KindReserve and KindSettle (or KindCancel).

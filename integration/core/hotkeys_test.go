@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,19 +17,25 @@ import (
 	"github.com/ratelua/ratelua/testbench"
 )
 
-// hotLimiter is a token bucket of capacity refilled capacity per hour
-// (nothing refills on its frozen clock), with Options.HotKeys hk and
+// hotLimiter is a token bucket of capacity refilled one unit an hour
+// (nothing refills on its frozen clock, nor in the Lifetimes a test
+// advances it by), with Options.HotKeys hk and
 // opts, sending through a counting client.
 func hotLimiter(t *testing.T, client ratelua.Client, prefix string, capacity int64, hk ratelua.HotKeys, opts ratelua.Options) (*ratelua.Limiter, *faultClient, *limitertest.ManualClock) {
 	t.Helper()
 	clock := limitertest.NewManualClock(time.Unix(1_800_000_000, 0))
 	fc := &faultClient{Client: client}
 	opts.Prefix, opts.Clock, opts.HotKeys = prefix, clock.Now, &hk
-	l, err := ratelua.NewTokenBucket(fc, opts, ratelua.Bucket{Capacity: capacity, RefillAmount: capacity, RefillInterval: time.Hour})
+	l, err := ratelua.NewTokenBucket(fc, opts, ratelua.Bucket{Capacity: capacity, RefillAmount: 1, RefillInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l, fc, clock
+}
+
+// hotKey is an event key of its own for t's run.
+func hotKey(t *testing.T) string {
+	return fmt.Sprintf("k%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), time.Now().UnixNano())
 }
 
 // hammer makes workers goroutines decide key each per times on l, and
@@ -77,7 +84,7 @@ func TestHotKeysHammeredKey(t *testing.T) {
 				}
 			},
 		})
-		key := "k" + strings.ReplaceAll(t.Name(), "/", "-")
+		key := hotKey(t)
 		admitted := hammer(t, l, key, workers, per)
 		if admitted != workers*per {
 			t.Fatalf("admitted %d of %d decisions under a limit of %d", admitted, workers*per, capacity)
@@ -103,7 +110,7 @@ func TestHotKeysHammeredKey(t *testing.T) {
 func TestHotKeysColdKey(t *testing.T) {
 	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
 		l, fc, clock := hotLimiter(t, ratelua.Rueidis(client), "hot-cold", 1000, ratelua.HotKeys{Rate: 50}, ratelua.Options{})
-		key := "k" + strings.ReplaceAll(t.Name(), "/", "-")
+		key := hotKey(t)
 		const decisions = 40
 		for i := range decisions {
 			r, err := l.Allow(context.Background(), key)
@@ -134,7 +141,7 @@ func TestHotKeysCloseGivesBack(t *testing.T) {
 				}
 			},
 		})
-		key := "k" + strings.ReplaceAll(t.Name(), "/", "-")
+		key := hotKey(t)
 		const decisions = 777
 		for i := range decisions {
 			if r, err := l.Allow(context.Background(), key); err != nil || !r.Allowed {
@@ -188,7 +195,7 @@ func TestHotKeysExhaustion(t *testing.T) {
 				}
 			},
 		})
-		key := "k" + strings.ReplaceAll(t.Name(), "/", "-")
+		key := hotKey(t)
 		for i := range capacity {
 			if r, err := l.Allow(context.Background(), key); err != nil || !r.Allowed {
 				t.Fatalf("decision %d of a limit of %d denied: %+v, %v", i, capacity, r, err)
@@ -240,7 +247,7 @@ func TestHotKeysConcurrentExhaustion(t *testing.T) {
 	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
 		const capacity = 3000
 		l, _, _ := hotLimiter(t, ratelua.Rueidis(client), "hot-race", capacity, ratelua.HotKeys{}, ratelua.Options{})
-		key := "k" + strings.ReplaceAll(t.Name(), "/", "-")
+		key := hotKey(t)
 		admitted := hammer(t, l, key, 8, 500)
 		if admitted > capacity {
 			t.Fatalf("%d admitted under a limit of %d", admitted, capacity)
@@ -307,4 +314,332 @@ func TestHotKeysRefused(t *testing.T) {
 	if _, err := ratelua.NewZSetLog(client, opts, ratelua.Log{Max: 10, Window: time.Minute}); err != nil {
 		t.Errorf("zset_log: %v", err)
 	}
+}
+
+// eventLog keeps the events an Observe hook sees.
+type eventLog struct {
+	mu     sync.Mutex
+	events []ratelua.Event
+}
+
+func (e *eventLog) Observe(_ context.Context, ev ratelua.Event) {
+	e.mu.Lock()
+	e.events = append(e.events, ev)
+	e.mu.Unlock()
+}
+
+// take returns the events seen since the last take.
+func (e *eventLog) take() []ratelua.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := e.events
+	e.events = nil
+	return out
+}
+
+// kinds is how many of events are of kind.
+func kinds(events []ratelua.Event, kind string) int {
+	n := 0
+	for _, e := range events {
+		if e.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// TestHotKeysBatchExpires: a batch admits nothing once Lifetime has
+// passed on the limiter's Clock: the next decision settles it with the
+// units it admitted (KindSettle, N the used units) before it reserves
+// another; Close then leaves the server at exactly the admissions.
+func TestHotKeysBatchExpires(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		const capacity = 100_000
+		var log eventLog
+		l, _, clock := hotLimiter(t, ratelua.Rueidis(client), "hot-expire", capacity, ratelua.HotKeys{}, ratelua.Options{Observe: log.Observe})
+		key := hotKey(t)
+		const first = 30
+		for range first {
+			if r, err := l.Allow(context.Background(), key); err != nil || !r.Allowed {
+				t.Fatal(r, err)
+			}
+		}
+		// The last batch's units admitted (on the frozen clock a batch is
+		// replaced only once used up): its KindBatch decisions, the one
+		// that reserved it among them.
+		var reserved, used int64
+		for _, e := range log.take() {
+			switch {
+			case e.Kind == ratelua.KindReserve && e.Result.Allowed:
+				reserved, used = e.N, 0
+			case e.Kind == ratelua.KindBatch:
+				used++
+			}
+		}
+		if reserved == 0 || used >= reserved {
+			t.Fatalf("%d decisions left no batch with units: the last reserved %d, used %d", first, reserved, used)
+		}
+		clock.Advance(ratelua.DefaultHotLifetime)
+		if r, err := l.Allow(context.Background(), key); err != nil || !r.Allowed {
+			t.Fatal(r, err)
+		}
+		events := log.take()
+		if len(events) < 2 || events[0].Kind != ratelua.KindSettle || events[0].N != used || events[1].Kind != ratelua.KindReserve {
+			t.Fatalf("the decision after the batch's Lifetime saw %+v, want a settle of the %d units used (of %d), then a reserve", events, used, reserved)
+		}
+		if err := l.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := remaining(t, l, key); got != capacity-first-1 {
+			t.Fatalf("after Close the server has %d remaining, want %d", got, capacity-first-1)
+		}
+	})
+}
+
+// TestHotKeysIdleBatchGivenBack: without a Clock, a batch whose key goes
+// quiet is given back when its Lifetime ends (a timer): the server's
+// state becomes the admissions without another decision or Close.
+func TestHotKeysIdleBatchGivenBack(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		const capacity = 1_000_000
+		settled := make(chan ratelua.Event, 16)
+		l, err := ratelua.NewTokenBucket(ratelua.Rueidis(client), ratelua.Options{Prefix: "hot-idle", HotKeys: &ratelua.HotKeys{},
+			Observe: func(_ context.Context, e ratelua.Event) {
+				if e.Kind == ratelua.KindSettle {
+					settled <- e
+				}
+			}},
+			// One unit an hour: nothing refills within the test.
+			ratelua.Bucket{Capacity: capacity, RefillAmount: 1, RefillInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := hotKey(t)
+		admitted := hammer(t, l, key, 1, 200)
+		if admitted != 200 {
+			t.Fatalf("%d of 200 admitted", admitted)
+		}
+		// Wait for the timer's settle (an event, not a time).
+		var last ratelua.Event
+	wait:
+		for {
+			select {
+			case last = <-settled:
+				if r, err := l.Peek(context.Background(), key); err == nil && r.Remaining == capacity-admitted {
+					break wait
+				}
+			case <-time.After(time.Minute):
+				t.Fatalf("no give-back brought the server to %d remaining within a minute (last settle %+v, remaining %d)", capacity-admitted, last, remaining(t, l, key))
+			}
+		}
+		if err := l.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestHotKeysSeveralLimits: a batch fits every limit: with limits of
+// 1,000,000 and 300 units, one hot key is admitted exactly 300 times.
+func TestHotKeysSeveralLimits(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		clock := limitertest.NewManualClock(time.Unix(1_800_000_000, 0))
+		l, err := ratelua.NewTokenBucket(ratelua.Rueidis(client), ratelua.Options{Prefix: "hot-several", Clock: clock.Now, HotKeys: &ratelua.HotKeys{}},
+			ratelua.Bucket{Capacity: 1_000_000, RefillAmount: 1_000_000, RefillInterval: time.Hour},
+			ratelua.Bucket{Capacity: 300, RefillAmount: 300, RefillInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := hotKey(t)
+		if admitted := hammer(t, l, key, 1, 500); admitted != 300 {
+			t.Fatalf("%d admitted under limits of 1,000,000 and 300", admitted)
+		}
+		if err := l.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := remaining(t, l, key); got != 0 {
+			t.Fatalf("the server has %d remaining", got)
+		}
+	})
+}
+
+// TestHotKeysZSetLog: the leases work for any script that reserves: a
+// log of 2,000 hammered by 8 goroutines admits at most 2,000, and after
+// Close exactly the admissions are recorded.
+func TestHotKeysZSetLog(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		clock := limitertest.NewManualClock(time.Unix(1_800_000_000, 0))
+		l, err := ratelua.NewZSetLog(ratelua.Rueidis(client), ratelua.Options{Prefix: "hot-log", Clock: clock.Now, HotKeys: &ratelua.HotKeys{}},
+			ratelua.Log{Max: 2000, Window: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := hotKey(t)
+		admitted := hammer(t, l, key, 8, 400)
+		if admitted > 2000 {
+			t.Fatalf("%d admitted under a limit of 2,000", admitted)
+		}
+		if err := l.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := remaining(t, l, key); got != 2000-admitted {
+			t.Fatalf("after Close the log has %d remaining, want 2,000 - %d", got, admitted)
+		}
+	})
+}
+
+// TestHotKeysDryRun: under DryRun every decision is admitted, and exactly
+// the limit's units are admitted without DryRunDenied: a batch is made
+// only of a reserve the limits admitted.
+func TestHotKeysDryRun(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		l, _, _ := hotLimiter(t, ratelua.Rueidis(client), "hot-dry", 500, ratelua.HotKeys{}, ratelua.Options{DryRun: true})
+		key := hotKey(t)
+		enforced := 0
+		for i := range 1000 {
+			r, err := l.Allow(context.Background(), key)
+			if err != nil || !r.Allowed {
+				t.Fatalf("decision %d under DryRun: %+v, %v", i, r, err)
+			}
+			if !r.DryRunDenied {
+				enforced++
+			}
+		}
+		if enforced != 500 {
+			t.Fatalf("%d of 1,000 decisions admitted without DryRunDenied under a limit of 500", enforced)
+		}
+	})
+}
+
+// TestHotKeysDenyCache: with the deny cache, a hot key is still admitted
+// exactly up to its limit and then denied.
+func TestHotKeysDenyCache(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		l, _, _ := hotLimiter(t, ratelua.Rueidis(client), "hot-deny", 500, ratelua.HotKeys{}, ratelua.Options{DenyCache: 100})
+		key := hotKey(t)
+		if admitted := hammer(t, l, key, 1, 1000); admitted != 500 {
+			t.Fatalf("%d admitted under a limit of 500", admitted)
+		}
+	})
+}
+
+// TestHotKeysFallback: while the server is down, a hot key's decisions
+// are the fallback's, never a batch made of the fallback's admission;
+// once the server answers again, the key leases again.
+func TestHotKeysFallback(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		var log eventLog
+		l, fc, clock := hotLimiter(t, ratelua.Rueidis(client), "hot-fallback", 100_000, ratelua.HotKeys{}, ratelua.Options{Fallback: 0.5, Observe: log.Observe})
+		key := hotKey(t)
+		fc.down.Store(true)
+		for i := range 300 {
+			if r, err := l.Allow(context.Background(), key); err != nil || !r.Allowed {
+				t.Fatalf("decision %d in an outage: %+v, %v", i, r, err)
+			}
+		}
+		events := log.take()
+		if n := kinds(events, ratelua.KindBatch); n != 0 {
+			t.Fatalf("%d decisions in an outage were admitted from a batch", n)
+		}
+		if n := kinds(events, ratelua.KindFallback); n < 290 {
+			t.Fatalf("%d of 300 decisions in an outage were the fallback's", n)
+		}
+		fc.down.Store(false)
+		// The key went the ordinary path for a Lifetime.
+		clock.Advance(ratelua.DefaultHotLifetime)
+		for range 300 {
+			if _, err := l.Allow(context.Background(), key); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := kinds(log.take(), ratelua.KindBatch); n == 0 {
+			t.Fatal("no batch once the server answered again")
+		}
+		if err := l.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestHotKeysFailOpen: while the server is down, a hot key's batch
+// admits its units already debited, and then every decision fails open
+// with ErrUnavailable: none comes from a batch it could not reserve.
+func TestHotKeysFailOpen(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		var log eventLog
+		l, fc, _ := hotLimiter(t, ratelua.Rueidis(client), "hot-failopen", 100_000, ratelua.HotKeys{MaxBatch: 50}, ratelua.Options{FailOpen: true, Observe: log.Observe})
+		key := hotKey(t)
+		for range 120 {
+			if r, err := l.Allow(context.Background(), key); err != nil || !r.Allowed {
+				t.Fatal(r, err)
+			}
+		}
+		log.take()
+		fc.down.Store(true)
+		unavailable := 0
+		for i := range 200 {
+			r, err := l.Allow(context.Background(), key)
+			switch {
+			case !r.Allowed:
+				t.Fatalf("decision %d in an outage under FailOpen: %+v, %v", i, r, err)
+			case errors.Is(err, ratelua.ErrUnavailable):
+				unavailable++
+			case err != nil:
+				t.Fatal(err)
+			}
+		}
+		local := kinds(log.take(), ratelua.KindBatch)
+		if local > 50 || local+unavailable != 200 {
+			t.Fatalf("in an outage: %d from the batch (at most its 50), %d failed open, of 200", local, unavailable)
+		}
+		fc.down.Store(false)
+	})
+}
+
+// TestHotKeysEvicted: with Keys 2, a third hot key lets the least
+// recently used go, and its batch is given back: after Close every key's
+// state is exactly its admissions.
+func TestHotKeysEvicted(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		const capacity = 100_000
+		l, _, _ := hotLimiter(t, ratelua.Rueidis(client), "hot-evict", capacity, ratelua.HotKeys{Keys: 2}, ratelua.Options{})
+		base := hotKey(t)
+		keys := []string{base + "a", base + "b", base + "c", base + "a"}
+		admitted := map[string]int64{}
+		for _, k := range keys {
+			admitted[k] += hammer(t, l, k, 1, 77)
+		}
+		if err := l.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for k, n := range admitted {
+			if got := remaining(t, l, k); got != capacity-n {
+				t.Fatalf("%s: %d remaining after %d admissions", k, got, n)
+			}
+		}
+	})
+}
+
+// TestHotKeysReset: Reset drops the key's batch with its state: the
+// decisions after it are debited afresh, and Close gives back only the
+// new batch.
+func TestHotKeysReset(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		const capacity = 100_000
+		l, _, _ := hotLimiter(t, ratelua.Rueidis(client), "hot-reset", capacity, ratelua.HotKeys{}, ratelua.Options{})
+		key := hotKey(t)
+		hammer(t, l, key, 1, 100)
+		if err := l.Reset(context.Background(), key); err != nil {
+			t.Fatal(err)
+		}
+		if got := remaining(t, l, key); got != capacity {
+			t.Fatalf("after Reset %d remaining", got)
+		}
+		after := hammer(t, l, key, 1, 60)
+		if err := l.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := remaining(t, l, key); got != capacity-after {
+			t.Fatalf("after Close %d remaining, want %d - %d", got, capacity, after)
+		}
+	})
 }
