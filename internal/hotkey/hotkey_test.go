@@ -67,6 +67,18 @@ func TestMeter(t *testing.T) {
 	if got := m.Rate(start.Add(300*time.Millisecond), life); got != 0 {
 		t.Fatalf("two Lifetimes of silence: %v per second, want 0", got)
 	}
+	// A burst, then silence with no reading between: the burst is gone.
+	var q Meter
+	q.Add(start, life, 100)
+	for _, gap := range []time.Duration{250, 1000, 60_000} {
+		if got := q.Rate(start.Add(gap*time.Millisecond), life); got != 0 {
+			t.Fatalf("a burst %v ms ago reads as %v per second, want 0", gap, got)
+		}
+	}
+	q.Add(start.Add(60_050*time.Millisecond), life, 1)
+	if got := q.Rate(start.Add(60_050*time.Millisecond), life); got != 10 {
+		t.Fatalf("one decision after a minute of silence: %v per second, want 10", got)
+	}
 }
 
 // TestBatchTake: a batch admits until its K units are used, never after
