@@ -123,6 +123,9 @@
 // process until its units are used or Lifetime has passed; then the batch
 // is settled with what it admitted, which gives the rest back (a fully
 // used batch is left to expire, at most 8 of them per key and process).
+// Lifetime is measured on Options.Clock when there is one (a batch past
+// it is then given back by the key's next decision, or by Close), else
+// by a timer. ratehttp and rategrpc, which call AllowN, lease as well.
 // K = clamp(rate x Lifetime, 1, MaxBatch), at most the smallest limit's
 // maximum and at most the last reply's Remaining / 2 + 1, so that K
 // shrinks toward 1 as the limit nears exhaustion; a K of 1 (or of no more

@@ -647,3 +647,34 @@ func TestHotKeysReset(t *testing.T) {
 		}
 	})
 }
+
+// TestHotKeysHammeredKeyCluster: on the six-node cluster, a key hammered
+// by 8 goroutines on the server's clock makes at most 0.1 calls per
+// decision, and after Close the server's state is exactly the
+// admissions.
+func TestHotKeysHammeredKeyCluster(t *testing.T) {
+	onCluster(t, func(t *testing.T, client rueidis.Client, _ *testbench.Cluster) {
+		const capacity = 1_000_000
+		fc := &faultClient{Client: ratelua.Rueidis(client)}
+		l, err := ratelua.NewTokenBucket(fc, ratelua.Options{Prefix: "hot-cluster", HotKeys: &ratelua.HotKeys{}},
+			// One unit an hour: nothing refills within the test.
+			ratelua.Bucket{Capacity: capacity, RefillAmount: 1, RefillInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := hotKey(t)
+		admitted := hammer(t, l, key, 8, 2000)
+		if admitted != 16000 {
+			t.Fatalf("%d of 16000 admitted", admitted)
+		}
+		if per := float64(fc.sent.Load()) / float64(admitted); per > 0.1 {
+			t.Fatalf("%d calls for %d decisions: %.3f per decision", fc.sent.Load(), admitted, per)
+		}
+		if err := l.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := remaining(t, l, key); got != capacity-admitted {
+			t.Fatalf("after Close %d remaining, want %d", got, capacity-admitted)
+		}
+	})
+}
