@@ -32,6 +32,9 @@ type batchLine struct {
 // endLine is a worker's totals, written after Close.
 type endLine struct {
 	decisions, admitted, calls, maxAllow, local int64
+	// pacedDecisions and pacedCalls are those of the paced phase (the
+	// decisions and calls that began in it).
+	pacedDecisions, pacedCalls int64
 }
 
 // readLog reads the log at path.
@@ -54,7 +57,7 @@ func readLog(path string) (workerLog, error) {
 			}
 			nums = append(nums, n)
 		}
-		want := map[string]int{"A": 1, "R": 3, "S": 2, "E": 5}
+		want := map[string]int{"A": 1, "R": 3, "S": 2, "E": 7}
 		if len(fields) == 0 || want[fields[0]] != len(nums) {
 			return w, fmt.Errorf("%s:%d: a malformed line %q", path, line, sc.Text())
 		}
@@ -67,7 +70,7 @@ func readLog(path string) (workerLog, error) {
 			w.settles = append(w.settles, batchLine{at: nums[0], units: nums[1]})
 		case lineEnd:
 			w.ended = true
-			w.end = endLine{nums[0], nums[1], nums[2], nums[3], nums[4]}
+			w.end = endLine{nums[0], nums[1], nums[2], nums[3], nums[4], nums[5], nums[6]}
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -124,10 +127,10 @@ func checkWindows(admits []int64, buckets []ratelua.Bucket, lifetime, slack time
 		run = time.Duration(admits[len(admits)-1]-admits[0]) + 1
 	}
 	for i, b := range buckets {
-		fill := time.Duration(float64(b.RefillInterval) * float64(b.Capacity) / float64(b.RefillAmount))
+		fill := float64(b.RefillInterval) * float64(b.Capacity) / float64(b.RefillAmount)
 		windows := []time.Duration{time.Second}
-		if fill < run {
-			windows = append(windows, fill)
+		if fill < float64(run) && time.Duration(fill) != time.Second {
+			windows = append(windows, time.Duration(fill))
 		}
 		windows = append(windows, run)
 		for _, w := range windows {

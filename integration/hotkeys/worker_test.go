@@ -43,7 +43,7 @@ type workerConfig struct {
 //	R <unix ns> <units> <latency ns>  a batch's reserve the server admitted
 //	S <unix ns> <units used>          a batch's settle (its give-back)
 //	E <decisions> <admitted> <calls> <max admitted Allow ns> <local>
-//	                                  the end, after Close
+//	  <paced decisions> <paced calls> the end, after Close
 const (
 	lineAdmit   = 'A'
 	lineReserve = 'R'
@@ -51,15 +51,20 @@ const (
 	lineEnd     = 'E'
 )
 
-// countingClient counts the calls sent to the server.
+// countingClient counts the calls sent to the server, and those sent
+// before paced apart.
 type countingClient struct {
 	ratelua.Client
-	calls atomic.Int64
+	paced        time.Time
+	calls, early atomic.Int64
 }
 
 // Run counts the call and sends it.
 func (c *countingClient) Run(ctx context.Context, call ratelua.Call, reply []int64) error {
 	c.calls.Add(1)
+	if time.Now().Before(c.paced) {
+		c.early.Add(1)
+	}
 	return c.Client.Run(ctx, call, reply)
 }
 
@@ -94,7 +99,9 @@ func work(text string) error {
 		return fmt.Errorf("connect to %v: %w", cfg.Addrs, err)
 	}
 	defer rc.Close()
-	client := &countingClient{Client: ratelua.Rueidis(rc)}
+	begin := time.Now()
+	end, paced := begin.Add(cfg.Duration), begin.Add(cfg.PacedFor)
+	client := &countingClient{Client: ratelua.Rueidis(rc), paced: paced}
 	var local atomic.Int64
 	opts := ratelua.Options{
 		Prefix:    cfg.Prefix,
@@ -116,16 +123,14 @@ func work(text string) error {
 		return fmt.Errorf("make the limiter: %w", err)
 	}
 	ctx := context.Background()
-	begin := time.Now()
-	end, paced := begin.Add(cfg.Duration), begin.Add(cfg.PacedFor)
-	var decisions, admitted, maxAllow atomic.Int64
+	var decisions, admitted, maxAllow, pacedDecisions atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, cfg.Goroutines)
 	for range cfg.Goroutines {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var n, a, longest int64
+			var n, a, longest, np int64
 			var admits []int64
 			defer func() {
 				if len(admits) > 0 {
@@ -138,6 +143,7 @@ func work(text string) error {
 					write(b)
 				}
 				decisions.Add(n)
+				pacedDecisions.Add(np)
 				admitted.Add(a)
 				for {
 					m := maxAllow.Load()
@@ -171,6 +177,7 @@ func work(text string) error {
 					}
 				}
 				if start.Before(paced) {
+					np++
 					time.Sleep(cfg.Pace)
 				}
 			}
@@ -184,7 +191,7 @@ func work(text string) error {
 	if err := l.Close(ctx); err != nil {
 		return fmt.Errorf("close the limiter: %w", err)
 	}
-	write(fmt.Appendf(nil, "%c %d %d %d %d %d\n", lineEnd, decisions.Load(), admitted.Load(), client.calls.Load(), maxAllow.Load(), local.Load()))
+	write(fmt.Appendf(nil, "%c %d %d %d %d %d %d %d\n", lineEnd, decisions.Load(), admitted.Load(), client.calls.Load(), maxAllow.Load(), local.Load(), pacedDecisions.Load(), client.early.Load()))
 	if err, _ := writeErr.Load().(error); err != nil {
 		return fmt.Errorf("write the log: %w", err)
 	}
