@@ -137,14 +137,8 @@ func TestHotKeysColdKey(t *testing.T) {
 func TestHotKeysCloseGivesBack(t *testing.T) {
 	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
 		const capacity = 10_000
-		var reserved atomic.Int64
-		l, fc, _ := hotLimiter(t, ratelua.Rueidis(client), "hot-close", capacity, ratelua.HotKeys{MaxBatch: 500}, ratelua.Options{
-			Observe: func(_ context.Context, e ratelua.Event) {
-				if e.Kind == ratelua.KindReserve && e.Result.Allowed {
-					reserved.Add(e.N)
-				}
-			},
-		})
+		var log eventLog
+		l, fc, _ := hotLimiter(t, ratelua.Rueidis(client), "hot-close", capacity, ratelua.HotKeys{MaxBatch: 500}, ratelua.Options{Observe: log.Observe})
 		key := hotKey(t)
 		const decisions = 777
 		for i := range decisions {
@@ -152,15 +146,33 @@ func TestHotKeysCloseGivesBack(t *testing.T) {
 				t.Fatalf("decision %d: %+v, %v", i, r, err)
 			}
 		}
-		before := remaining(t, l, key)
-		if before >= capacity-decisions {
-			t.Fatalf("before Close the server has %d remaining: no batch holds units beyond the %d admitted", before, decisions)
+		// The open batch's unused units: the last reserve's, less its
+		// KindBatch decisions (the earlier batches were used up on the
+		// frozen clock).
+		var unused int64
+		for _, e := range log.take() {
+			switch {
+			case e.Kind == ratelua.KindReserve && e.Result.Allowed:
+				unused = e.N
+			case e.Kind == ratelua.KindBatch:
+				unused--
+			}
 		}
-		if got := capacity - reserved.Load(); before > got {
-			t.Fatalf("before Close the server has %d remaining, more than the capacity less what batches reserved (%d)", before, got)
+		before := remaining(t, l, key)
+		if unused < 1 || before != capacity-decisions-unused {
+			t.Fatalf("before Close the server has %d remaining, want %d - %d admitted - %d held unused", before, capacity, decisions, unused)
 		}
 		if err := l.Close(context.Background()); err != nil {
 			t.Fatal(err)
+		}
+		var settled []ratelua.Event
+		for _, e := range log.take() {
+			if e.Kind == ratelua.KindSettle {
+				settled = append(settled, e)
+			}
+		}
+		if len(settled) != 1 || settled[0].Err != nil {
+			t.Fatalf("Close made the settles %+v, want one, of the open batch", settled)
 		}
 		if after := remaining(t, l, key); after != capacity-decisions {
 			t.Fatalf("after Close the server has %d remaining (%d before), want %d", after, before, capacity-decisions)
