@@ -690,3 +690,63 @@ func TestHotKeysHammeredKeyCluster(t *testing.T) {
 		}
 	})
 }
+
+// TestHotKeysReserveDeniedDecidesExactly: another process takes the
+// limit down to 2 units behind a hot key's back; the key's next batch,
+// sized from its own stale reply, is denied, and the request is decided
+// on the ordinary path all the same: the key is admitted exactly its
+// batch's unused units and the 2 left, and denied only once the server
+// has none.
+func TestHotKeysReserveDeniedDecidesExactly(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		const capacity = 10_000
+		var log eventLog
+		hot, _, clock := hotLimiter(t, ratelua.Rueidis(client), "hot-stale", capacity, ratelua.HotKeys{MaxBatch: 100}, ratelua.Options{Observe: log.Observe})
+		other, err := ratelua.NewTokenBucket(ratelua.Rueidis(client), ratelua.Options{Prefix: "hot-stale", Clock: clock.Now},
+			ratelua.Bucket{Capacity: capacity, RefillAmount: 1, RefillInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := hotKey(t)
+		hammer(t, hot, key, 1, 150)
+		var unused int64
+		for _, e := range log.take() {
+			switch {
+			case e.Kind == ratelua.KindReserve && e.Result.Allowed:
+				unused = e.N
+			case e.Kind == ratelua.KindBatch:
+				unused--
+			}
+		}
+		left := remaining(t, other, key)
+		if r, err := other.AllowN(context.Background(), key, left-2); err != nil || !r.Allowed || r.Remaining != 2 {
+			t.Fatalf("the other process's AllowN(%d): %+v, %v", left-2, r, err)
+		}
+		admitted := int64(0)
+		for i := 0; ; i++ {
+			r, err := hot.Allow(context.Background(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Allowed {
+				if got := remaining(t, other, key); got != 0 {
+					t.Fatalf("decision %d denied while the server has %d", i, got)
+				}
+				break
+			}
+			admitted++
+		}
+		if admitted != unused+2 {
+			t.Fatalf("admitted %d: want the batch's %d unused and the 2 left", admitted, unused)
+		}
+		denied := 0
+		for _, e := range log.take() {
+			if e.Kind == ratelua.KindReserve && !e.Result.Allowed {
+				denied++
+			}
+		}
+		if denied == 0 {
+			t.Fatal("no reserve was denied: the test did not reach its case")
+		}
+	})
+}
