@@ -750,3 +750,36 @@ func TestHotKeysReserveDeniedDecidesExactly(t *testing.T) {
 		}
 	})
 }
+
+// TestHotKeysCooledKeyGivesBack: a hot key whose batch's Lifetime passed
+// and that has gone cold since gives the batch back at its next decision,
+// which then goes the ordinary path: the server's state is exactly the
+// admissions without Close.
+func TestHotKeysCooledKeyGivesBack(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		const capacity = 100_000
+		var log eventLog
+		l, fc, clock := hotLimiter(t, ratelua.Rueidis(client), "hot-cooled", capacity, ratelua.HotKeys{}, ratelua.Options{Observe: log.Observe})
+		key := hotKey(t)
+		admitted := hammer(t, l, key, 1, 40)
+		if kinds(log.take(), ratelua.KindBatch) == 0 {
+			t.Fatal("40 decisions on a frozen clock made no batch")
+		}
+		if got := remaining(t, l, key); got >= capacity-admitted {
+			t.Fatalf("%d remaining after %d admissions: no batch holds units", got, admitted)
+		}
+		// Ten Lifetimes of silence: the key is cold.
+		clock.Advance(10 * ratelua.DefaultHotLifetime)
+		sent := fc.sent.Load()
+		if r, err := l.Allow(context.Background(), key); err != nil || !r.Allowed {
+			t.Fatal(r, err)
+		}
+		events := log.take()
+		if kinds(events, ratelua.KindSettle) != 1 || kinds(events, ratelua.KindReserve) != 0 || fc.sent.Load()-sent != 2 {
+			t.Fatalf("the cold decision saw %+v in %d calls, want the batch's settle and one ordinary call", events, fc.sent.Load()-sent)
+		}
+		if got := remaining(t, l, key); got != capacity-admitted-1 {
+			t.Fatalf("%d remaining, want %d", got, capacity-admitted-1)
+		}
+	})
+}
