@@ -241,7 +241,18 @@ func (hk *hotKeys) allowN(ctx context.Context, eventKey string, n int64) (Result
 	}
 	size := hotkey.Size(k.meter.Rate(now, hk.cfg.Lifetime), hk.cfg.Rate, hk.cfg.Lifetime, min(hk.cfg.MaxBatch, hk.ceiling), k.remaining)
 	if k.gone || size <= n || now.Before(k.coldUntil) || !hk.start() {
+		b := k.batch
+		if b == nil || now.Before(b.b.Expires) || !hk.start() {
+			k.mu.Unlock()
+			return hk.ordinary(ctx, k, eventKey, n)
+		}
+		// Past its Lifetime, and no batch replaces it: given back before
+		// the ordinary path decides (its units may be what it needs).
+		k.batch = nil
+		settle := k.mustSettle(b, now)
 		k.mu.Unlock()
+		hk.giveBack(ctx, b, settle)
+		hk.busy.Done()
 		return hk.ordinary(ctx, k, eventKey, n)
 	}
 	// This call refills; the others wait for it.
