@@ -423,7 +423,16 @@ func (hk *hotKeys) close(ctx context.Context) error {
 	hk.mu.Lock()
 	hk.closed = true
 	hk.mu.Unlock()
-	hk.busy.Wait()
+	waited := make(chan struct{})
+	go func() {
+		hk.busy.Wait()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+	case <-ctx.Done():
+		return fmt.Errorf("ratelua: Close: the reserves and settles under way had not ended: %w", ctx.Err())
+	}
 	hk.mu.Lock()
 	var keys []*hotKey
 	hk.keys.Each(func(_ string, k *hotKey) { keys = append(keys, k) })
@@ -459,7 +468,8 @@ func (hk *hotKeys) close(ctx context.Context) error {
 // expired left its units spent). Without HotKeys it does nothing. Close
 // is how a process gives its units back: call it before the process
 // ends (a process that dies without it loses its batches' units, counted
-// as spent, never admitted twice).
+// as spent, never admitted twice). Once ctx is done it returns its error;
+// what it had not given back stays spent.
 func (l *Limiter) Close(ctx context.Context) error {
 	if l.hot == nil {
 		return nil
