@@ -241,7 +241,18 @@ func (hk *hotKeys) allowN(ctx context.Context, eventKey string, n int64) (Result
 	}
 	size := hotkey.Size(k.meter.Rate(now, hk.cfg.Lifetime), hk.cfg.Rate, hk.cfg.Lifetime, min(hk.cfg.MaxBatch, hk.ceiling), k.remaining)
 	if k.gone || size <= n || now.Before(k.coldUntil) || !hk.start() {
+		b := k.batch
+		if b == nil || now.Before(b.b.Expires) || !hk.start() {
+			k.mu.Unlock()
+			return hk.ordinary(ctx, k, eventKey, n)
+		}
+		// Past its Lifetime, and no batch replaces it: given back before
+		// the ordinary path decides (its units may be what it needs).
+		k.batch = nil
+		settle := k.mustSettle(b, now)
 		k.mu.Unlock()
+		hk.giveBack(ctx, b, settle)
+		hk.busy.Done()
 		return hk.ordinary(ctx, k, eventKey, n)
 	}
 	// This call refills; the others wait for it.
@@ -412,7 +423,16 @@ func (hk *hotKeys) close(ctx context.Context) error {
 	hk.mu.Lock()
 	hk.closed = true
 	hk.mu.Unlock()
-	hk.busy.Wait()
+	waited := make(chan struct{})
+	go func() {
+		hk.busy.Wait()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+	case <-ctx.Done():
+		return fmt.Errorf("ratelua: Close: the reserves and settles under way had not ended: %w", ctx.Err())
+	}
 	hk.mu.Lock()
 	var keys []*hotKey
 	hk.keys.Each(func(_ string, k *hotKey) { keys = append(keys, k) })
@@ -448,7 +468,8 @@ func (hk *hotKeys) close(ctx context.Context) error {
 // expired left its units spent). Without HotKeys it does nothing. Close
 // is how a process gives its units back: call it before the process
 // ends (a process that dies without it loses its batches' units, counted
-// as spent, never admitted twice).
+// as spent, never admitted twice). Once ctx is done it returns its error;
+// what it had not given back stays spent.
 func (l *Limiter) Close(ctx context.Context) error {
 	if l.hot == nil {
 		return nil

@@ -137,14 +137,8 @@ func TestHotKeysColdKey(t *testing.T) {
 func TestHotKeysCloseGivesBack(t *testing.T) {
 	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
 		const capacity = 10_000
-		var reserved atomic.Int64
-		l, fc, _ := hotLimiter(t, ratelua.Rueidis(client), "hot-close", capacity, ratelua.HotKeys{MaxBatch: 500}, ratelua.Options{
-			Observe: func(_ context.Context, e ratelua.Event) {
-				if e.Kind == ratelua.KindReserve && e.Result.Allowed {
-					reserved.Add(e.N)
-				}
-			},
-		})
+		var log eventLog
+		l, fc, _ := hotLimiter(t, ratelua.Rueidis(client), "hot-close", capacity, ratelua.HotKeys{MaxBatch: 500}, ratelua.Options{Observe: log.Observe})
 		key := hotKey(t)
 		const decisions = 777
 		for i := range decisions {
@@ -152,15 +146,33 @@ func TestHotKeysCloseGivesBack(t *testing.T) {
 				t.Fatalf("decision %d: %+v, %v", i, r, err)
 			}
 		}
-		before := remaining(t, l, key)
-		if before >= capacity-decisions {
-			t.Fatalf("before Close the server has %d remaining: no batch holds units beyond the %d admitted", before, decisions)
+		// The open batch's unused units: the last reserve's, less its
+		// KindBatch decisions (the earlier batches were used up on the
+		// frozen clock).
+		var unused int64
+		for _, e := range log.take() {
+			switch {
+			case e.Kind == ratelua.KindReserve && e.Result.Allowed:
+				unused = e.N
+			case e.Kind == ratelua.KindBatch:
+				unused--
+			}
 		}
-		if got := capacity - reserved.Load(); before > got {
-			t.Fatalf("before Close the server has %d remaining, more than the capacity less what batches reserved (%d)", before, got)
+		before := remaining(t, l, key)
+		if unused < 1 || before != capacity-decisions-unused {
+			t.Fatalf("before Close the server has %d remaining, want %d - %d admitted - %d held unused", before, capacity, decisions, unused)
 		}
 		if err := l.Close(context.Background()); err != nil {
 			t.Fatal(err)
+		}
+		var settled []ratelua.Event
+		for _, e := range log.take() {
+			if e.Kind == ratelua.KindSettle {
+				settled = append(settled, e)
+			}
+		}
+		if len(settled) != 1 || settled[0].Err != nil {
+			t.Fatalf("Close made the settles %+v, want one, of the open batch", settled)
 		}
 		if after := remaining(t, l, key); after != capacity-decisions {
 			t.Fatalf("after Close the server has %d remaining (%d before), want %d", after, before, capacity-decisions)
@@ -406,11 +418,14 @@ func TestHotKeysBatchExpires(t *testing.T) {
 func TestHotKeysIdleBatchGivenBack(t *testing.T) {
 	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
 		const capacity = 1_000_000
-		settled := make(chan ratelua.Event, 16)
+		settled := make(chan ratelua.Event, 1)
 		l, err := ratelua.NewTokenBucket(ratelua.Rueidis(client), ratelua.Options{Prefix: "hot-idle", HotKeys: &ratelua.HotKeys{},
 			Observe: func(_ context.Context, e ratelua.Event) {
 				if e.Kind == ratelua.KindSettle {
-					settled <- e
+					select {
+					case settled <- e:
+					default: // one pending is enough to wake the test
+					}
 				}
 			}},
 			// One unit an hour: nothing refills within the test.
@@ -423,15 +438,12 @@ func TestHotKeysIdleBatchGivenBack(t *testing.T) {
 		if admitted != 200 {
 			t.Fatalf("%d of 200 admitted", admitted)
 		}
-		// Wait for the timer's settle (an event, not a time).
+		// Wait for the timer's settle (an event, not a time), unless the
+		// last batch was used up (nothing to give back).
 		var last ratelua.Event
-	wait:
-		for {
+		for remaining(t, l, key) != capacity-admitted {
 			select {
 			case last = <-settled:
-				if r, err := l.Peek(context.Background(), key); err == nil && r.Remaining == capacity-admitted {
-					break wait
-				}
 			case <-time.After(time.Minute):
 				t.Fatalf("no give-back brought the server to %d remaining within a minute (last settle %+v, remaining %d)", capacity-admitted, last, remaining(t, l, key))
 			}
@@ -675,6 +687,99 @@ func TestHotKeysHammeredKeyCluster(t *testing.T) {
 		}
 		if got := remaining(t, l, key); got != capacity-admitted {
 			t.Fatalf("after Close %d remaining, want %d", got, capacity-admitted)
+		}
+	})
+}
+
+// TestHotKeysReserveDeniedDecidesExactly: another process takes the
+// limit down to 2 units behind a hot key's back; the key's next batch,
+// sized from its own stale reply, is denied, and the request is decided
+// on the ordinary path all the same: the key is admitted exactly its
+// batch's unused units and the 2 left, and denied only once the server
+// has none.
+func TestHotKeysReserveDeniedDecidesExactly(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		const capacity = 10_000
+		var log eventLog
+		hot, _, clock := hotLimiter(t, ratelua.Rueidis(client), "hot-stale", capacity, ratelua.HotKeys{MaxBatch: 100}, ratelua.Options{Observe: log.Observe})
+		other, err := ratelua.NewTokenBucket(ratelua.Rueidis(client), ratelua.Options{Prefix: "hot-stale", Clock: clock.Now},
+			ratelua.Bucket{Capacity: capacity, RefillAmount: 1, RefillInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := hotKey(t)
+		hammer(t, hot, key, 1, 150)
+		var unused int64
+		for _, e := range log.take() {
+			switch {
+			case e.Kind == ratelua.KindReserve && e.Result.Allowed:
+				unused = e.N
+			case e.Kind == ratelua.KindBatch:
+				unused--
+			}
+		}
+		left := remaining(t, other, key)
+		if r, err := other.AllowN(context.Background(), key, left-2); err != nil || !r.Allowed || r.Remaining != 2 {
+			t.Fatalf("the other process's AllowN(%d): %+v, %v", left-2, r, err)
+		}
+		admitted := int64(0)
+		for i := 0; ; i++ {
+			r, err := hot.Allow(context.Background(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Allowed {
+				if got := remaining(t, other, key); got != 0 {
+					t.Fatalf("decision %d denied while the server has %d", i, got)
+				}
+				break
+			}
+			admitted++
+		}
+		if admitted != unused+2 {
+			t.Fatalf("admitted %d: want the batch's %d unused and the 2 left", admitted, unused)
+		}
+		denied := 0
+		for _, e := range log.take() {
+			if e.Kind == ratelua.KindReserve && !e.Result.Allowed {
+				denied++
+			}
+		}
+		if denied == 0 {
+			t.Fatal("no reserve was denied: the test did not reach its case")
+		}
+	})
+}
+
+// TestHotKeysCooledKeyGivesBack: a hot key whose batch's Lifetime passed
+// and that has gone cold since gives the batch back at its next decision,
+// which then goes the ordinary path: the server's state is exactly the
+// admissions without Close.
+func TestHotKeysCooledKeyGivesBack(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		const capacity = 100_000
+		var log eventLog
+		l, fc, clock := hotLimiter(t, ratelua.Rueidis(client), "hot-cooled", capacity, ratelua.HotKeys{}, ratelua.Options{Observe: log.Observe})
+		key := hotKey(t)
+		admitted := hammer(t, l, key, 1, 40)
+		if kinds(log.take(), ratelua.KindBatch) == 0 {
+			t.Fatal("40 decisions on a frozen clock made no batch")
+		}
+		if got := remaining(t, l, key); got >= capacity-admitted {
+			t.Fatalf("%d remaining after %d admissions: no batch holds units", got, admitted)
+		}
+		// Ten Lifetimes of silence: the key is cold.
+		clock.Advance(10 * ratelua.DefaultHotLifetime)
+		sent := fc.sent.Load()
+		if r, err := l.Allow(context.Background(), key); err != nil || !r.Allowed {
+			t.Fatal(r, err)
+		}
+		events := log.take()
+		if kinds(events, ratelua.KindSettle) != 1 || kinds(events, ratelua.KindReserve) != 0 || fc.sent.Load()-sent != 2 {
+			t.Fatalf("the cold decision saw %+v in %d calls, want the batch's settle and one ordinary call", events, fc.sent.Load()-sent)
+		}
+		if got := remaining(t, l, key); got != capacity-admitted-1 {
+			t.Fatalf("%d remaining, want %d", got, capacity-admitted-1)
 		}
 	})
 }
