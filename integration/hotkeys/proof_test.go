@@ -228,15 +228,15 @@ func TestHotKeysFleet(t *testing.T) {
 	})
 }
 
-// TestHotKeysSIGKILL: one of 4 workers is SIGKILLed mid-run, while it
-// holds batches. The units it lost (the server's day bucket less every
+// TestHotKeysSIGKILL: on both servers and their clusters, one of 4
+// workers is SIGKILLed mid-run, while it holds batches. The units it lost (the server's day bucket less every
 // admission logged) are shown, are at least 0 (no unit was admitted twice:
 // every admission was debited) and at most the units of the batches it
 // reserved within a Lifetime (+ twice the slack) of its death, the only
 // ones that could still hold units; so the server's state is the
 // admissions plus at most the killed worker's batches.
 func TestHotKeysSIGKILL(t *testing.T) {
-	eachTarget(t, false, func(t *testing.T, tg target) {
+	eachTarget(t, true, func(t *testing.T, tg target) {
 		dir := t.TempDir()
 		prefix, key := "hotkill", fmt.Sprintf("kill-%s-%d", tg.name, time.Now().UnixNano())
 		var cmds []*exec.Cmd
