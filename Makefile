@@ -208,19 +208,23 @@ demo:
 ## redis-server then valkey-server (pinned with taskset). Writes
 ## BENCHMARKS.md and bench/charts/*.png. A separate Go module (bench/), so the
 ## peers' dependencies stay out of ratelua's go.mod. About an hour.
-## SECTIONS (instructions,main,sweep,client,cluster) and ROUNDS (3; the
+## SECTIONS (instructions,main,sweep,client,cluster,hotkeys) and ROUNDS (3; the
 ## best is quoted) choose what runs. The instructions section (first, about
 ## 4 minutes) counts every main-table row's instructions per decision
 ## inside the server's call() under callgrind, in four workloads (fresh
 ## keys, 4 calls per key, denied, long-lived keys): deterministic, the
 ## figure BENCHMARKS.md leads with; alone it rewrites only its part:
 ##   make bench SECTIONS=instructions
+## The hotkeys section (about a minute a round) measures decisions/s on one
+## hot key with and without Options.HotKeys, 1 to 4 processes, both servers;
+## alone it rewrites only its part:
+##   make bench SECTIONS=hotkeys
 ## Issue 24's targets need the main section only:
 ##   make bench SECTIONS=main ROUNDS=2     # both servers, about 17 minutes
 ## BENCHFLAGS adds flags, e.g. a subset:
 ##   make bench SECTIONS=main ROUNDS=1 BENCHFLAGS='-only "token_bucket|GCRA" -dur 1s'
 ## (-only: a regexp on contender names; -servers redis: one server)
-SECTIONS ?= instructions,main,sweep,client,cluster
+SECTIONS ?= instructions,main,sweep,client,cluster,hotkeys
 ROUNDS ?= 3
 .PHONY: bench
 bench:

@@ -106,6 +106,11 @@ func newCore(client Client, opts Options, s spec) (core, error) {
 		clock: opts.Clock, failOpen: opts.FailOpen, functions: opts.Functions,
 		name: script.String(), exact: opts.ExactKeys,
 	}
+	if opts.HotKeys != nil && (script.Version < 7 || !script.Reserves()) {
+		// The Limiter checks the rest; a Semaphore's script never reserves.
+		_, err := checkHotKeys(*opts.HotKeys, script, nil)
+		return core{}, err
+	}
 	switch {
 	case opts.DenyCache < 0:
 		return core{}, &LimitError{Index: -1, Field: "DenyCache", Reason: fmt.Sprintf("must be at least 0, got %d", opts.DenyCache)}

@@ -27,6 +27,9 @@ func (l *Limiter) AllowN(ctx context.Context, eventKey string, n int64) (Result,
 	if n < 1 || n > maxScriptInt {
 		return l.refuse(ctx, n, &LimitError{Index: -1, Field: "n", Reason: fmt.Sprintf("must be in [1, 2^52], got %d", n)})
 	}
+	if l.hot != nil {
+		return l.hot.allowN(ctx, eventKey, n)
+	}
 	return l.call(ctx, eventKey, n)
 }
 
@@ -38,6 +41,12 @@ func (l *Limiter) Peek(ctx context.Context, eventKey string) (Result, error) {
 
 // Reset deletes the state of eventKey: its next event starts fresh.
 func (l *Limiter) Reset(ctx context.Context, eventKey string) error {
+	if l.hot != nil {
+		// The reset drops the key's reservations: its batch goes with
+		// them, before and after (a refill may have run meanwhile).
+		l.hot.forget(eventKey)
+		defer l.hot.forget(eventKey)
+	}
 	_, err := l.call(ctx, eventKey, -1)
 	return err
 }

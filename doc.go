@@ -109,6 +109,63 @@
 // KindCancel. ratehttp and rategrpc reserve per request (Limit.Reserve)
 // and settle what the handler reports (their Settle).
 //
+// # Hot keys
+//
+// Every decision is one round trip to the node that owns its key: right
+// for many cold keys, slow for a few hot ones (a global API limit, a
+// tenant's plan). Options.HotKeys serves a hot key from local leases of
+// quota. A key is cold, one call per decision as without the option,
+// until its decisions in this process reach HotKeys.Rate per second (an
+// estimate over the last Lifetime). A hot key reserves a batch of K units
+// in one call (Limiter.Reserve's operation, with a reservation lifetime of
+// Lifetime plus the larger of Lifetime and a second, so that its id
+// expires fast on the server) and admits Allow and AllowN from it in the
+// process until its units are used or Lifetime has passed; then the batch
+// is settled with what it admitted, which gives the rest back (a fully
+// used batch is left to expire, at most 8 of them per key and process).
+// Lifetime is measured on Options.Clock when there is one (a batch past
+// it is then given back by the key's next decision, or by Close), else
+// by a timer. ratehttp and rategrpc, which call AllowN, lease as well.
+// K = clamp(rate x Lifetime, 1, MaxBatch), at most the smallest limit's
+// maximum and at most the last reply's Remaining / 2 + 1, so that K
+// shrinks toward 1 as the limit nears exhaustion; a K of 1 (or of no more
+// than the events asked) reserves nothing and goes the ordinary path. A
+// reserve of K that is denied decides the request on the ordinary path,
+// exactly: a denial never comes while the server has the units. With
+// several limits a batch fits all of them (the script admits a reserve
+// only when every limit has K). Limiter.Close gives every unused unit back
+// and ends the leasing: call it when the process ends; later decisions go
+// the ordinary path. Decide, AllowBatch, Peek and Reserve are never served
+// from a batch; Reset and ResetMany drop the key's batch with its state.
+//
+// Nothing is admitted that the server did not debit first, so across
+// every process admissions never exceed the units the server counted.
+// What a user gives up, exactly: units sit at most Lifetime in a process
+// before they are admitted, so in any window of length W the admissions
+// are at most what a limit counts over W + Lifetime (Lifetime must be at
+// most a tenth of the shortest limit's window; construction refuses
+// more); and a denial can precede the true exhaustion by at most the
+// units held in batches of other processes (at most the sum of their
+// batches, each at most the Remaining / 2 + 1 of its reserve's reply). A
+// process that dies without Close loses its batches' unused units,
+// counted as spent until the limits give them back, never admitted twice.
+//
+// The options keep their meaning. DenyCache answers and caches a batch's
+// reserve as it does AllowN(K); a denial it answers sends the request the
+// ordinary path, where it answers as ever. Fallback: a batch is never
+// made of the fallback's admission (a reserve the fallback decided is
+// cancelled in the process), and the key goes the ordinary path, hence
+// the fallback, for a Lifetime; the batch's units are never fallback
+// admissions. DryRun: a batch is made only of a reserve the limits
+// admitted; one denied (and admitted by DryRun) sends the request the
+// ordinary path, which answers with DryRunDenied. FailOpen: a reserve
+// with no answer makes no batch (it is cancelled in the background), and
+// the key goes the ordinary path, which fails open, for a Lifetime.
+// Observe sees each decision admitted from a batch as KindBatch, with
+// Local true, and the batch's reserve and settle as KindReserve and
+// KindSettle. Only scripts that take reservations (Script.Reserves,
+// version 7 or later) lease; others are refused at construction.
+//
 // # Production
 //
 // Options.Observe sees every decision (an Event of Kind allowed, denied,

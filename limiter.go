@@ -41,6 +41,7 @@ type Result struct {
 type Limiter struct {
 	core
 	quotas []quota
+	hot    *hotKeys // Options.HotKeys; nil: off
 }
 
 // quota is a limit as a policy: at most max events in window.
@@ -70,6 +71,13 @@ func newLimiter(client Client, opts Options, s spec) (*Limiter, error) {
 	}
 	l := &Limiter{core: c, quotas: s.quotas}
 	l.bindWire()
+	if opts.HotKeys != nil {
+		h, err := checkHotKeys(*opts.HotKeys, c.script, s.quotas)
+		if err != nil {
+			return nil, err
+		}
+		l.hot = newHotKeys(l, h)
+	}
 	return l, nil
 }
 

@@ -49,6 +49,14 @@ const (
 	// KindCancel: a reservation cancelled (Reservation.Cancel), as
 	// KindSettle with N 0.
 	KindCancel = "cancel"
+	// KindBatch: admitted in the process from a hot key's batch
+	// (Options.HotKeys); Local is true. The decision that reserved the
+	// batch (after its KindReserve) is one too; the others made no round
+	// trip. Result.Remaining
+	// is the batch's reserve's Remaining plus the units the batch still
+	// holds. The batch's own reserve and settle are observed as
+	// KindReserve and KindSettle (or KindCancel).
+	KindBatch = "batch"
 )
 
 // Event is one decision, script load or fallback switch of a limiter, as
@@ -76,6 +84,7 @@ type Event struct {
 	// decisions share the batch's), or how long the load took.
 	Latency time.Duration
 	// Local is true when the decision was made in the process without a
-	// round trip: the deny cache, the fallback, an argument refused in Go.
+	// round trip: the deny cache, the fallback, a hot key's batch
+	// (KindBatch), an argument refused in Go.
 	Local bool
 }

@@ -67,6 +67,14 @@ type Options struct {
 	// DefaultReservationLifetime (5 minutes); it is rounded up to the
 	// limiter's unit of time.
 	ReservationLifetime time.Duration
+	// HotKeys, if set, turns on local leases of quota for hot keys: a key
+	// whose rate in this process reaches HotKeys.Rate reserves batches of
+	// units and admits Allow and AllowN from them in the process (see
+	// HotKeys and "Hot keys" in the package documentation; Limiter.Close
+	// gives the unused units back). Only for a script that takes
+	// reservations (Script.Reserves, version 7 or later): other scripts,
+	// and NewConcurrency, refuse it. nil: off, one call per decision.
+	HotKeys *HotKeys
 	// Observe, if set, sees every decision (a reservation's reserve,
 	// settle and cancel too), script load and fallback switch, on the
 	// caller's goroutine: it must be fast and concurrent-safe.

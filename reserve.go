@@ -30,6 +30,7 @@ type Reservation struct {
 	estimate int64
 	at       time.Time // the time of the reserve (the fallback's reservations)
 	result   Result
+	kind     string // the reserve's decide.Kind (a hot key's batch is never the fallback's)
 	hold     hold
 
 	mu      sync.Mutex
@@ -85,6 +86,12 @@ const (
 //     that finds nothing is not an error.
 //   - Observe sees each step, as KindReserve, KindSettle or KindCancel.
 func (l *Limiter) Reserve(ctx context.Context, eventKey string, estimate int64) (*Reservation, error) {
+	return l.reserve(ctx, eventKey, estimate, l.lifetime)
+}
+
+// reserve is Reserve with a reservation lifetime in the unit (a hot
+// key's batch has a short one).
+func (l *Limiter) reserve(ctx context.Context, eventKey string, estimate, lifetime int64) (*Reservation, error) {
 	res := &Reservation{l: l, key: eventKey, estimate: estimate, pending: -1}
 	refuse := func(err error) (*Reservation, error) {
 		r, err := l.failedWire(err)
@@ -114,8 +121,8 @@ func (l *Limiter) Reserve(ctx context.Context, eventKey string, estimate int64) 
 		}
 	}
 	res.id = newReservationID()
-	d.Res = &decide.Reservation{Op: decide.OpReserve, ID: res.id, Lifetime: l.lifetime,
-		Mode: "reserve:" + strconv.FormatInt(res.id, 10) + ":" + strconv.FormatInt(l.lifetime, 10)}
+	d.Res = &decide.Reservation{Op: decide.OpReserve, ID: res.id, Lifetime: lifetime,
+		Mode: "reserve:" + strconv.FormatInt(res.id, 10) + ":" + strconv.FormatInt(lifetime, 10)}
 	sent := false
 	if !l.chain.Local(ctx, &d) {
 		r, err, unanswered := l.chain.Wire.Send(ctx, d.Key, d.N, d.Res.Mode, now)
@@ -143,7 +150,7 @@ func (l *Limiter) Reserve(ctx context.Context, eventKey string, estimate int64) 
 		l.cancelUnknown(eventKey, res.id)
 	}
 	r, err := l.chain.Finish(ctx, &d)
-	res.result = Result(r)
+	res.result, res.kind = Result(r), d.Kind
 	return res, err
 }
 

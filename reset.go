@@ -21,6 +21,17 @@ func (l *Limiter) ResetMany(ctx context.Context, eventKeys []string) error {
 		return err
 	}
 	calls := make([]Call, len(eventKeys))
+	if l.hot != nil {
+		// The resets drop the keys' batches, before and after.
+		for _, k := range eventKeys {
+			l.hot.forget(k)
+		}
+		defer func() {
+			for _, k := range eventKeys {
+				l.hot.forget(k)
+			}
+		}()
+	}
 	for i, k := range eventKeys {
 		l.chain.Forget(k)
 		calls[i] = l.newCall(l.Key(k), l.appendArgs(make([]string, 0, 4+len(l.limits)), -1, now))

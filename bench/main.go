@@ -25,7 +25,10 @@
 // alone it rewrites only that part of BENCHMARKS.md), main (cost and
 // memory of every contender), sweep
 // (scaling of sliding_window and zset_log), client (ns/op and allocs/op on
-// a canned reply), cluster (decisions/s on a six-node cluster).
+// a canned reply), cluster (decisions/s on a six-node cluster), hotkeys
+// (decisions/s on one hot key, with and without Options.HotKeys, from 1 to
+// 4 worker processes: this program run again; run alone it rewrites only
+// its part of BENCHMARKS.md).
 //
 // The charts are drawn with gonum.org/v1/plot, a dependency of this bench
 // module only (never of ratelua's go.mod): it renders PNG line and bar
@@ -63,7 +66,7 @@ const (
 	sectionInstructions = "instructions"
 )
 
-var allSections = []string{sectionInstructions, sectionMain, sectionSweep, sectionClient, sectionCluster}
+var allSections = []string{sectionInstructions, sectionMain, sectionSweep, sectionClient, sectionCluster, sectionHotKeys}
 
 type config struct {
 	out      string
@@ -81,6 +84,9 @@ type config struct {
 func (c config) has(section string) bool { return slices.Contains(c.sections, section) }
 
 func main() {
+	if work := os.Getenv(hotWorkerEnv); work != "" {
+		os.Exit(hotWorker(work))
+	}
 	var cfg config
 	kinds := flag.String("servers", "redis,valkey", "servers to run, in order")
 	only := flag.String("only", "", "run only the contenders (and client benchmarks) whose name matches this regexp; the floor always runs")
@@ -145,6 +151,31 @@ func run(ctx context.Context, cfg config) error {
 			return nil
 		}
 	}
+	var hot []hotServer
+	if cfg.has(sectionHotKeys) {
+		for _, kind := range cfg.kinds {
+			hs, err := runHotKeys(ctx, cfg, kind)
+			if err != nil {
+				return fmt.Errorf("%s hotkeys: %w", kind, err)
+			}
+			hot = append(hot, hs)
+		}
+	}
+	path := filepath.Join(cfg.out, "BENCHMARKS.md")
+	hotPart := hotKeysPart(path)
+	if len(hot) > 0 {
+		var b strings.Builder
+		hotSection(&b, cfg, hot)
+		hotPart = b.String()
+		if len(cfg.sections) == 1 {
+			if err := spliceHotKeys(path, hotPart); err != nil {
+				return err
+			}
+			fmt.Print(hotPart)
+			log.Printf("wrote the hot-key section of %s in %v", path, time.Since(rep.started).Round(time.Second))
+			return nil
+		}
+	}
 	if cfg.has(sectionClient) {
 		figs, err := runClient(ctx, cfg.rounds, cfg.only)
 		if err != nil {
@@ -199,9 +230,14 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(cfg.out, "BENCHMARKS.md")
 	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
 		return fmt.Errorf("write: %w", err)
+	}
+	if hotPart != "" {
+		// The hot-key section of this run, or the one the file had.
+		if err := spliceHotKeys(path, hotPart); err != nil {
+			return err
+		}
 	}
 	if len(rep.instructions) > 0 {
 		var b strings.Builder

@@ -15,11 +15,11 @@
 //
 //   - ratelua.decisions (counter, {decision}): every decision, with
 //     ratelua.script ("token_bucket@v2"), ratelua.prefix, ratelua.result
-//     (allowed, denied, dry_run, fail_open, error, fallback: the Kind of
-//     the event), ratelua.limit (the index of the deciding limit, -1 when
-//     none decided), ratelua.allowed (what the caller got) and
+//     (allowed, denied, dry_run, fail_open, error, fallback, batch: the
+//     Kind of the event), ratelua.limit (the index of the deciding limit,
+//     -1 when none decided), ratelua.allowed (what the caller got) and
 //     ratelua.local (answered in the process: the deny cache, the
-//     fallback, an argument refused in Go);
+//     fallback, a hot key's batch, an argument refused in Go);
 //   - ratelua.decision.duration (histogram, s): how long callers waited,
 //     with ratelua.script, ratelua.prefix and ratelua.result;
 //   - ratelua.script.loads (counter, {load}): the EVAL after NOSCRIPT and

@@ -40,6 +40,7 @@ const (
 	KindReserve       = "reserve"
 	KindSettle        = "settle"
 	KindCancel        = "cancel"
+	KindBatch         = "batch"
 )
 
 // The operations of a decision other than a plain call (Reservation.Op): a

@@ -84,3 +84,11 @@ func (c *LRU[V]) pushFront(e *lruEntry[V]) {
 	c.ring.next.prev = e
 	c.ring.next = e
 }
+
+// Each calls f with every key and value, most recently used first,
+// without marking them used. f must not change c.
+func (c *LRU[V]) Each(f func(key string, v V)) {
+	for e := c.ring.next; e != &c.ring; e = e.next {
+		f(e.key, e.value)
+	}
+}

@@ -1,5 +1,5 @@
 // Package harness is the one server harness of the integration suites
-// (integration, integration/core, integration/middleware,
+// (integration, integration/core, integration/middleware, integration/hotkeys,
 // integration/cli): the shared single nodes and six-node clusters of
 // redis-server and valkey-server, each started on first use and closed
 // when the package's tests end, the rule for a server that cannot start
