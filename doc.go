@@ -131,7 +131,10 @@
 // shrinks toward 1 as the limit nears exhaustion; a K of 1 (or of no more
 // than the events asked) reserves nothing and goes the ordinary path. A
 // reserve of K that is denied decides the request on the ordinary path,
-// exactly: a denial never comes while the server has the units. With
+// exactly. When the server denies a hot key, the process holds that
+// denial for a Lifetime (decisions of as many events or more are denied
+// in the process, observed as KindDenied with Local; a Reset drops it), so
+// that a spent limit costs one call per Lifetime, not one per decision. With
 // several limits a batch fits all of them (the script admits a reserve
 // only when every limit has K). Limiter.Close gives every unused unit back
 // and ends the leasing: call it when the process ends; later decisions go
@@ -144,9 +147,10 @@
 // before they are admitted, so in any window of length W the admissions
 // are at most what a limit counts over W + Lifetime (Lifetime must be at
 // most a tenth of the shortest limit's window; construction refuses
-// more); and a denial can precede the true exhaustion by at most the
-// units held in batches of other processes (at most the sum of their
-// batches, each at most the Remaining / 2 + 1 of its reserve's reply). A
+// more); a denial can precede the true exhaustion by at most the units
+// held in batches of other processes (at most the sum of their batches,
+// each at most the Remaining / 2 + 1 of its reserve's reply); and a
+// denial can outlast it by at most a Lifetime (the held denial). A
 // process that dies without Close loses its batches' unused units,
 // counted as spent until the limits give them back, never admitted twice.
 //

@@ -122,6 +122,12 @@ type hotKey struct {
 	refill    chan struct{} // closed when the refill under way ends; nil when none
 	full      []time.Time   // the server expiries of fully used batches left unsettled
 	gone      bool          // let go by the LRU, or the limiter closed: leases no more
+	// A hot key's last denial by the server, held in the process until
+	// heldUntil (Lifetime after it) for decisions of heldN events or more.
+	held      Result
+	heldAt    time.Time
+	heldUntil time.Time
+	heldN     int64
 }
 
 // hotBatch is a batch a key holds: its reservation and its accounting.
@@ -239,6 +245,16 @@ func (hk *hotKeys) allowN(ctx context.Context, eventKey string, n int64) (Result
 		}
 		break
 	}
+	if n >= k.heldN && now.Before(k.heldUntil) {
+		// Denied by the server within the last Lifetime: denied here too.
+		r := k.held
+		r.RetryAfter = max(r.RetryAfter-now.Sub(k.heldAt), k.heldUntil.Sub(now))
+		k.mu.Unlock()
+		if o := &hk.l.chain.Observe; o.Hook != nil {
+			o.Hook(ctx, decide.Event{Kind: KindDenied, N: n, Result: wire.Result(r), Latency: time.Since(start), Local: true})
+		}
+		return r, nil
+	}
 	size := hotkey.Size(k.meter.Rate(now, hk.cfg.Lifetime), hk.cfg.Rate, hk.cfg.Lifetime, min(hk.cfg.MaxBatch, hk.ceiling), k.remaining)
 	if k.gone || size <= n || now.Before(k.coldUntil) || !hk.start() {
 		b := k.batch
@@ -279,8 +295,15 @@ func (hk *hotKeys) allowN(ctx context.Context, eventKey string, n int64) (Result
 func (hk *hotKeys) ordinary(ctx context.Context, k *hotKey, eventKey string, n int64) (Result, error) {
 	r, err := hk.l.call(ctx, eventKey, n)
 	if err == nil && r.Limit >= 0 {
+		now := hk.now()
 		k.mu.Lock()
 		k.remaining = r.Remaining
+		if !r.Allowed && !k.gone && k.meter.Rate(now, hk.cfg.Lifetime) >= hk.cfg.Rate {
+			// A hot key denied: the process holds the denial for a
+			// Lifetime, so that a spent limit costs this process one call
+			// per Lifetime rather than one per decision.
+			k.held, k.heldAt, k.heldUntil, k.heldN = r, now, now.Add(hk.cfg.Lifetime), n
+		}
 		k.mu.Unlock()
 	}
 	return r, err
@@ -414,6 +437,7 @@ func (hk *hotKeys) forget(eventKey string) {
 		k.batch.timer.Stop()
 	}
 	k.batch, k.remaining, k.full = nil, -1, nil
+	k.heldUntil = time.Time{} // the held denial goes with the state
 	k.mu.Unlock()
 }
 

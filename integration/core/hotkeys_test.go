@@ -783,3 +783,62 @@ func TestHotKeysCooledKeyGivesBack(t *testing.T) {
 		}
 	})
 }
+
+// TestHotKeysSpentKeyHoldsItsDenial: once the server denies a hot key,
+// the process denies it locally for a Lifetime, so that a spent limit
+// costs one call per Lifetime and not one per decision (issue 32: at
+// most 0.1 calls per decision, the limit spent or not); it never admits
+// more than the limit, and asks the server again after the Lifetime, or
+// at once after a Reset.
+func TestHotKeysSpentKeyHoldsItsDenial(t *testing.T) {
+	eachServer(t, func(t *testing.T, client rueidis.Client, _ *testbench.Node) {
+		const capacity, workers, per = 500, 8, 400
+		var held atomic.Int64
+		l, fc, clock := hotLimiter(t, ratelua.Rueidis(client), "hot-held", capacity, ratelua.HotKeys{Lifetime: 100 * time.Millisecond}, ratelua.Options{
+			Observe: func(_ context.Context, e ratelua.Event) {
+				if e.Kind == ratelua.KindDenied && e.Local {
+					held.Add(1)
+				}
+			},
+		})
+		key := hotKey(t)
+		admitted := hammer(t, l, key, workers, per)
+		if admitted != capacity {
+			t.Fatalf("admitted %d of %d decisions under a limit of %d on a frozen clock, want exactly the limit", admitted, workers*per, capacity)
+		}
+		calls := fc.sent.Load()
+		if r := float64(calls) / float64(workers*per); r > 0.1 {
+			t.Fatalf("%d server calls for %d decisions, the limit spent: %.3f per decision, want at most 0.1", calls, workers*per, r)
+		}
+		if held.Load() == 0 {
+			t.Fatal("Observe saw no denial held in the process (KindDenied, Local)")
+		}
+		// Within the Lifetime: held, no call.
+		before := fc.sent.Load()
+		r, err := l.Allow(context.Background(), key)
+		if err != nil || r.Allowed || r.RetryAfter <= 0 {
+			t.Fatalf("a decision of a spent hot key: %+v, %v", r, err)
+		}
+		if fc.sent.Load() != before {
+			t.Fatal("a held denial made a server call")
+		}
+		// After it: the server is asked again (and denies: nothing refilled).
+		clock.Advance(101 * time.Millisecond)
+		if r, err := l.Allow(context.Background(), key); err != nil || r.Allowed {
+			t.Fatalf("after the Lifetime: %+v, %v", r, err)
+		}
+		if fc.sent.Load() == before {
+			t.Fatal("the denial was held past its Lifetime: no server call")
+		}
+		// A Reset drops the held denial with the key's state.
+		if err := l.Reset(context.Background(), key); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := l.Allow(context.Background(), key); err != nil || !r.Allowed {
+			t.Fatalf("after a Reset: %+v, %v", r, err)
+		}
+		if err := l.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
