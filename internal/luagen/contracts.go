@@ -273,7 +273,7 @@ var contracts = map[string]Entry{
 	},
 	"sliding_window.v7": {
 		Keys: keys,
-		Argv: append(staleV6Argv(), []string{
+		Argv: append(reservationArgv(staleV6Argv()), []string{
 			"ARGV[5..] 1 to 16 limits, each the integers: max, duration, resolution",
 			"max: events allowed in the window, 1..10^9",
 			"duration: the window, in the unit, 1..2^52",
@@ -285,7 +285,7 @@ var contracts = map[string]Entry{
 			"duration",
 			"resolution",
 		},
-		Reply:        reply,
+		Reply:        reservationReply(),
 		Fresh:        "every limit counts 0 events: bucket b = floor(t / resolution) holds the events at time t, and at time now a limit counts the buckets b > floor((now - duration) / resolution)",
 		State:        "a hash: field 'l' = <limits>, <limits> = ARGV[2] and ARGV[5..] joined by spaces, as the call that wrote the state sent them (a call with other limits or another unit starts fresh; one with the same limits need not check them again; the key must be written by the script only); field 'm' = '<last write time> <events> <boundary> <room> <index> <reset>' then ' <ring total> <span from the oldest non-empty bucket to the newest> <count of the newest bucket>' per limit (the newest bucket, that of the last write, lives in 'm' only; every bucket before the oldest non-empty one has left the ring); the head is a summary written by a call with several limits that records (all 0 otherwise, and where the summary alone would make 'm' longer than 64 bytes, the default hash-max-listpack-value): until time <boundary> no limit's newest bucket or window edge moves, <room> is the least max - window over the limits, <index> the first limit with that room, <reset> the latest newest bucket * resolution + duration, and <events> the events recorded since by calls allowed before the boundary, which then rewrite the head alone (the totals and newest counts leave them out); field '<i>.<b mod N>' = '<b>:<count>:<step to the next non-empty bucket>' for an older non-empty bucket b of limit i (N = ceil(duration / resolution)), written when a write moves the limit's newest bucket past b; v7 adds a denial memo (state version 7): field 'e' = '<asked> <from> <until> <remaining> <retry> <reset> <index>' (until, retry and reset counted from <from>; retry -1: never) and field 'd' = the 'm' it was computed from, written by a denied call of mode '0' that records events and read no bucket field; while 'm' equals 'd' and 0 <= now - from < until (no head or window edge moves, every denying limit's retry lies ahead), a call asking as many events that records nothing replies from it",
 		StateVersion: 7,
