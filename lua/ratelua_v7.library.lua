@@ -2339,15 +2339,16 @@ local meta = stored[2]
 -- fields it holds (see the general code). No fast path, quiet case or memo
 -- matches a marked "l", and a reserve or a settle unmarks it for this call:
 -- the general code takes them all (held: k, or false for a key unmarked).
-local held, lfield = false, stored[1]
+-- (marked: "l" is this call's limits, marked or not.)
+local held, lfield, marked = false, stored[1], false
 if op or (lfield ~= limits and lfield) then
   if op then
     held = 0
   end
   if lfield == limits then
-    stored[1] = false
+    stored[1], marked = false, true
   elseif lfield and string.sub(lfield, 1, #limits + 2) == limits .. ' #' then
-    held = tonumber(string.sub(lfield, #limits + 3)) or 0
+    held, marked = tonumber(string.sub(lfield, #limits + 3)) or 0, true
   end
 end
 
@@ -3074,7 +3075,7 @@ local t = {
 }
 
 local last, at, events = nil, nil, 0
-if meta and (stored[1] == limits or held) then
+if meta and (stored[1] == limits or marked) then
   last, events, at = match(meta, '^(%d+) (%d+) %d+ %-?%d+ %d+ %d+()')
   events = tonumber(events) or 0
 end
