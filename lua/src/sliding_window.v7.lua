@@ -9,7 +9,12 @@
 -- ARGV[2]  unit of now and of every duration: 's', 'ms' or 'us'
 -- ARGV[3]  now in that unit, or '' for the server clock (TIME)
 -- ARGV[4]  mode: '0' a denied call records nothing in any limit;
---          '1' every call records its events, allowed or not
+--          '1' every call records its events, allowed or not;
+--          v7: 'reserve:<id>:<lifetime>' or 'settle:<id>' (lua/README.md,
+--          Reserve, then settle): ARGV[1] is the estimate of a reserve,
+--          decided as mode '0' and held until now + lifetime, or the
+--          actual cost of a settle, whose refund goes back to the bucket
+--          of the reserve's time in every limit whose window counts it
 -- ARGV[5..] 1 to 16 limits of three integers:
 --          max         events allowed in the window, 1..10^9
 --          duration    the window in the unit, 1..2^52
@@ -85,6 +90,9 @@
 -- its general code (the denied one walking the chain). The general code is
 -- v5's, on the new layout.
 
+-- v7 also takes reserve and settle (issue 31): a key holding reservations
+-- marks "l" (see the general code) and takes the general code only; a key
+-- that never held one keeps the paths and the cost above.
 -- What v7 does apart from v6 (issue 35; v7 is in development): the replies
 -- are v6's; the state is v6's and two fields more, so it has a state
 -- version of its own (7: v7 neither reads nor shares v6's state). A denied
