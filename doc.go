@@ -100,7 +100,7 @@
 // and applies at most once. A reservation can be settled for
 // Options.ReservationLifetime (DefaultReservationLifetime); one never
 // settled stays spent. Only scripts whose contract takes the modes
-// (Script.Reserves: token_bucket from v7) reserve; the others are refused
+// (Script.Reserves: token_bucket, zset_log and sliding_window from v7) reserve; the others are refused
 // with ErrNotSupported. DenyCache, Fallback, DryRun, FailOpen and Observe
 // apply to each step as Limiter.Reserve says:
 // a denied reserve is cached as a denied AllowN, a settle never is and

@@ -55,7 +55,7 @@ const (
 // actual cost (Settle) or give it back (Cancel) within
 // Options.ReservationLifetime; one that was not admitted has nothing to
 // settle, and its Settle and Cancel do nothing. A script that does not
-// take reservations (Script.Reserves: token_bucket from v7, and the
+// take reservations (Script.Reserves: token_bucket, zset_log and sliding_window from v7, and the
 // others once their scripts take the modes) is refused with an error
 // naming it and wrapping ErrNotSupported, and nothing is sent. A
 // reserve whose outcome is unknown (no answer, or the caller's context

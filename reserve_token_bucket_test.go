@@ -211,14 +211,13 @@ func TestSettleAppliesOnce(t *testing.T) {
 	}
 }
 
-// TestReservationRefusedElsewhere: sliding_window and ar1 v7 refuse a
+// TestReservationRefusedElsewhere: ar1 v7 refuses a
 // reserve or a settle with an error that says so (and why), nothing
 // written; concurrency takes its own modes only.
 func TestReservationRefusedElsewhere(t *testing.T) {
 	for _, c := range []struct {
 		name, limits, why string
 	}{
-		{SlidingWindow, "5 60 1", "sliding_window v7 does not take reserve or settle (not yet"},
 		{AR1, "5 2000 60", "ar1 v7 does not take reserve or settle (its state keeps one decayed count"},
 		{Concurrency, "5 60", "ARGV[4] mode must be"},
 	} {

@@ -71,7 +71,7 @@ func (s Script) Run(ctx context.Context, client Client, key string, args []strin
 
 // Reserves reports whether the script takes reservations: its contract
 // names the modes 'reserve:<id>:<lifetime>' and 'settle:<id>' of ARGV[4]
-// (token_bucket from v7). Limiter.Reserve refuses a script that does not
+// (token_bucket, zset_log and sliding_window from v7). Limiter.Reserve refuses a script that does not
 // (ErrNotSupported).
 func (s Script) Reserves() bool {
 	return len(s.Argv) > 3 && strings.Contains(s.Argv[3], "'reserve:<id>:<lifetime>'") && strings.Contains(s.Argv[3], "'settle:<id>'")

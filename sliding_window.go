@@ -42,7 +42,8 @@ func NewSlidingWindow(client Client, opts Options, windows ...Window) (*Limiter,
 			for i, w := range windows {
 				limits[i] = model.SlidingWindowLimit{Max: fallback.ScaleMax(w.Max, share), Duration: u.Count(w.Duration), Resolution: u.Count(w.Resolution)}
 			}
-			return func() model.Model { return &model.SlidingWindow{Limits: limits} }
+			// Reserves: the fallback holds reservations as the script does.
+			return func() model.Model { return &model.SlidingWindow{Limits: limits, Reserves: true} }
 		},
 		args: func(u unit) ([]string, error) {
 			return limitArgs(windows, func(c *check, w Window) []string {

@@ -118,12 +118,12 @@ func TestReserveSettles(t *testing.T) {
 		if status.Code(err) != codes.ResourceExhausted || left() != 81 {
 			t.Fatalf("denied by a later limit: %v, %d left, want 81", err, left())
 		}
-		sw, err := ratelua.NewSlidingWindow(client, ratelua.Options{}, ratelua.Window{Max: 5, Duration: time.Minute, Resolution: time.Second})
+		ar, err := ratelua.NewAR1(client, ratelua.Options{}, ratelua.Decay{Max: 5, Factor: 2, Resolution: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := rategrpc.New(rategrpc.Options{}, rategrpc.Limit{Limiter: sw, Name: "w", Reserve: func(context.Context, string) int64 { return 1 }}); !errors.Is(err, rategrpc.ErrInvalidConfig) {
-			t.Errorf("a Reserve on sliding_window: %v", err)
+		if _, err := rategrpc.New(rategrpc.Options{}, rategrpc.Limit{Limiter: ar, Name: "w", Reserve: func(context.Context, string) int64 { return 1 }}); !errors.Is(err, rategrpc.ErrInvalidConfig) {
+			t.Errorf("a Reserve on ar1: %v", err)
 		}
 	})
 }

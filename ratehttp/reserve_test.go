@@ -225,12 +225,12 @@ func TestReserveCancelledWhenALaterLimitDenies(t *testing.T) {
 	if w.Code != http.StatusTooManyRequests || left(t, l) != 100 {
 		t.Fatalf("denied by the later limit: %d, %d left, want 100 (cancelled)", w.Code, left(t, l))
 	}
-	sw, err := ratelua.NewSlidingWindow(limitertest.NewEngineClient(), ratelua.Options{}, ratelua.Window{Max: 5, Duration: time.Minute, Resolution: time.Second})
+	ar, err := ratelua.NewAR1(limitertest.NewEngineClient(), ratelua.Options{}, ratelua.Decay{Max: 5, Factor: 2, Resolution: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, bad := range []ratehttp.Limit{
-		{Limiter: sw, Name: "w", Reserve: func(*http.Request) int64 { return 1 }},
+		{Limiter: ar, Name: "w", Reserve: func(*http.Request) int64 { return 1 }},
 		{Limiter: l, Name: "t", Reserve: func(*http.Request) int64 { return 1 }, Cost: func(*http.Request) int64 { return 1 }},
 	} {
 		if _, err := ratehttp.New(ratehttp.Options{}, bad); !errors.Is(err, ratehttp.ErrInvalidConfig) || !strings.Contains(err.Error(), "Reserve") {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -27,7 +28,7 @@ type reserveRig struct {
 	script string
 	sha    string
 	key    string
-	limits []string // token_bucket: refill 1 token per 1 ms (reset_after in ms is the tokens missing); zset_log: windows of 10^8 ms
+	limits []string // token_bucket: refill 1 token per 1 ms (reset_after in ms is the tokens missing); zset_log and sliding_window: windows of 10^8 ms
 	caps   []int64  // capacities or maxima
 }
 
@@ -72,6 +73,10 @@ func TestReserveSettleConcurrent(t *testing.T) {
 			// zset_log: windows of 10^8 ms (nothing leaves them).
 			{ratelua.ZSetLog, "one limit", []string{"500", "100000000"}, []int64{500}},
 			{ratelua.ZSetLog, "two limits", []string{"500", "100000000", "800", "100000000"}, []int64{500, 800}},
+			// sliding_window: windows of 10^8 ms in buckets of 10^5 ms
+			// (every call at reserveNow is in one bucket, a bucket's start).
+			{ratelua.SlidingWindow, "one limit", []string{"500", "100000000", "100000"}, []int64{500}},
+			{ratelua.SlidingWindow, "two limits", []string{"500", "100000000", "100000", "800", "100000000", "100000"}, []int64{500, 800}},
 		} {
 			script, err := ratelua.NewRegistry().Latest(shape.script)
 			if err != nil {
@@ -128,7 +133,7 @@ func unsettled(t *testing.T, ctx context.Context, r *reserveRig) {
 	left := r.caps[0] - admitted
 	peek := r.peek(ctx)
 	reset := admitted // token_bucket: the tokens missing, 1 per ms
-	if r.script == ratelua.ZSetLog {
+	if r.script != ratelua.TokenBucket {
 		reset = 100_000_000 // the window
 	}
 	if admitted > r.caps[0] || peek[1] != left || peek[3] != reset {
@@ -204,6 +209,25 @@ func overruns(t *testing.T, ctx context.Context, r *reserveRig) {
 		}
 	})
 	actuals := sum(estimates) + sum(overruns)
+	if r.script == ratelua.SlidingWindow {
+		// The one bucket holds exactly the actual costs ("m": the first
+		// limit's ring total, written by the last settle), in debt past
+		// max: a peek and a reserve wait until it leaves the window.
+		meta, err := r.raw.Do(ctx, r.raw.B().Hget().Key(r.key).Field("m").Build()).ToString()
+		words := strings.Fields(meta)
+		if err != nil || len(words) < 9 || words[6] != strconv.FormatInt(actuals, 10) {
+			t.Fatalf("overruns: state m %q (%v), want the first ring's total %d (the %d estimates and %d overruns)", meta, err, actuals, sum(estimates), sum(overruns))
+		}
+		if actuals <= r.caps[0] {
+			t.Fatalf("overruns: the test must end past max: %d events", actuals)
+		}
+		want := []int64{0, 0, 100_000_000, 100_000_000, 1}
+		if peek := r.peek(ctx); fmt.Sprint(peek) != fmt.Sprint(want) {
+			t.Fatalf("overruns: peek %v, want %v", peek, want)
+		}
+		r.later(ctx, 100_000_000)
+		return
+	}
 	if r.script == ratelua.ZSetLog {
 		// The log holds exactly the actual costs, in debt past max: a peek
 		// and a reserve wait until they leave the window (all at now).

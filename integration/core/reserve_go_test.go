@@ -138,14 +138,14 @@ func TestReserveSettleOnServers(t *testing.T) {
 			t.Fatalf("an expired reservation stays spent: remaining %d, want 6", got)
 		}
 		// A script without reservations: refused, nothing sent.
-		sw, err := ratelua.NewSlidingWindow(fc, ratelua.Options{Prefix: "res-sw"}, ratelua.Window{Max: 5, Duration: time.Minute, Resolution: time.Second})
+		ar, err := ratelua.NewAR1(fc, ratelua.Options{Prefix: "res-ar1"}, ratelua.Decay{Max: 5, Factor: 2, Resolution: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
 		sent = fc.sent.Load()
-		res, err := sw.Reserve(ctx, "k", 1)
-		if !errors.Is(err, ratelua.ErrNotSupported) || !strings.Contains(err.Error(), "sliding_window") || res.Held() || res.Result().Allowed || fc.sent.Load() != sent {
-			t.Fatalf("reserve on sliding_window: %+v, %v (%d calls sent), want ErrNotSupported naming it", res.Result(), err, fc.sent.Load()-sent)
+		res, err := ar.Reserve(ctx, "k", 1)
+		if !errors.Is(err, ratelua.ErrNotSupported) || !strings.Contains(err.Error(), "ar1") || res.Held() || res.Result().Allowed || fc.sent.Load() != sent {
+			t.Fatalf("reserve on ar1: %+v, %v (%d calls sent), want ErrNotSupported naming it", res.Result(), err, fc.sent.Load()-sent)
 		}
 		if _, err := l.Reserve(ctx, "k", 0); !errors.Is(err, ratelua.ErrInvalidLimit) || !strings.Contains(err.Error(), "estimate") {
 			t.Fatalf("reserve 0: %v", err)

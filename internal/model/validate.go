@@ -159,7 +159,7 @@ func acceptsConcurrency(keys, argv []string) bool {
 
 // Reservable holds the scripts whose newest version (v7) takes reserve
 // and settle.
-var Reservable = map[string]bool{"token_bucket": true, "zset_log": true}
+var Reservable = map[string]bool{"token_bucket": true, "zset_log": true, "sliding_window": true}
 
 // ParseReservation reads a reservation's mode, 'reserve:<id>:<lifetime>'
 // or 'settle:<id>' with id and lifetime canonical integers in [1, 2^52]

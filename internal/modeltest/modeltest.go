@@ -370,6 +370,7 @@ func ForVersion(m model.Model, version int) model.Model {
 		m.KeepsStale = version < 6
 	case *model.SlidingWindow:
 		m.KeepsStale = version < 6
+		m.Reserves = version >= 7
 	case *model.ZSetLog:
 		m.KeepsStale = version < 6
 		m.Reserves = version >= 7

@@ -9,7 +9,12 @@
 -- ARGV[2]  unit of now and of every duration: 's', 'ms' or 'us'
 -- ARGV[3]  now in that unit, or '' for the server clock (TIME)
 -- ARGV[4]  mode: '0' a denied call records nothing in any limit;
---          '1' every call records its events, allowed or not
+--          '1' every call records its events, allowed or not;
+--          v7: 'reserve:<id>:<lifetime>' or 'settle:<id>' (lua/README.md,
+--          Reserve, then settle): ARGV[1] is the estimate of a reserve,
+--          decided as mode '0' and held until now + lifetime, or the
+--          actual cost of a settle, whose refund goes back to the bucket
+--          of the reserve's time in every limit whose window counts it
 -- ARGV[5..] 1 to 16 limits of three integers:
 --          max         events allowed in the window, 1..10^9
 --          duration    the window in the unit, 1..2^52
@@ -85,6 +90,9 @@
 -- its general code (the denied one walking the chain). The general code is
 -- v5's, on the new layout.
 
+-- v7 also takes reserve and settle (issue 31): a key holding reservations
+-- marks "l" (see the general code) and takes the general code only; a key
+-- that never held one keeps the paths and the cost above.
 -- What v7 does apart from v6 (issue 35; v7 is in development): the replies
 -- are v6's; the state is v6's and two fields more, so it has a state
 -- version of its own (7: v7 neither reads nor shares v6's state). A denied
@@ -163,6 +171,31 @@ if #TEXT > 64 then
   end
 end
 -- #end
+-- MAX_RESERVATIONS bounds the reservations one key holds (open, or
+-- expired and not yet dropped): a reserve of a new id on a key holding
+-- that many live ones is refused (v7).
+local MAX_RESERVATIONS = 1000
+
+-- predecessor sets P to the non-empty bucket before bucket TARGET on a
+-- limit's chain, walked from its oldest bucket FIRST (< TARGET), and PC
+-- and PS to its count and step; NAME and BUCKETS name the limit's fields
+-- (v7: a refund unlinks a bucket it empties).
+-- #define predecessor(P, PC, PS, TARGET, FIRST, NAME, BUCKETS)
+P, PC, PS = FIRST, 0, 0
+while true do
+  local pred_b, pred_c, pred_s = match(redis.call('HGET', key, format(NAME, P % BUCKETS)) or '',
+    '^(%d+):(%d+):(%d+)$')
+  if pred_b == nil or tonumber(pred_b) ~= P or pred_s == '0' or P >= TARGET then
+    error('ratelua: sliding_window state of ' .. key .. ' is inconsistent')
+  end
+  PC, PS = tonumber(pred_c), tonumber(pred_s)
+  if P + PS == TARGET then
+    break
+  end
+  P = P + PS
+end
+-- #end
+
 -- #call: what follows runs on every call (in ratelua_v7, the function body)
 -- KEYS, ARGV and redis as locals: a global is a table lookup on every use
 -- (about 150 instructions; a local, a register).
@@ -176,11 +209,31 @@ if ARGV[3] ~= '' then
   -- #expand integer(now, ARGV[3], 0, MAX_TIME)
 end
 local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
+-- A reservation's mode (v7, issue 31): parsed only when the mode is not '0'
+-- or '1'. A reserve decides as mode '0'; least is the smallest ARGV[1] it
+-- takes.
+local op, id, lifetime, least = nil, 0, 0, 0
+if mode ~= '0' and mode ~= '1' then
+  -- #expand reservation(op, id, lifetime, mode)
+  if op then
+    mode = '0'
+    if op == 'reserve' then
+      least = 1
+    end
+  end
+end
 if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
-  or (mode ~= '0' and mode ~= '1') or n < 3 or n % 3 ~= 0 or n > 3 * MAX_LIMITS then
+  or (mode ~= '0' and mode ~= '1') or n < 3 or n % 3 ~= 0 or n > 3 * MAX_LIMITS
+  or (op and count < least) then
   -- #expand rare(helpers)
-  -- #expand no_reservation('sliding_window', 'not yet: a refund to the bucket it was recorded in is to come', count, now)
-  return helpers.refuse(KEYS, ARGV, 3)
+  -- #expand reservation_refuse(helpers, op, count, now)
+  local args = ARGV
+  if op then
+    -- The mode is right: refuse names the wrong argument after it.
+    args = { unpack(ARGV) }
+    args[4] = '0'
+  end
+  return helpers.refuse(KEYS, args, 3)
 end
 n = n / 3
 if count < 0 then
@@ -208,6 +261,23 @@ else
 end
 -- #expand wrong_type(stored, 'sliding_window')
 local meta = stored[2]
+-- Reserve, then settle (v7): a key holding reservations, or a refund's
+-- empty newest bucket, marks "l" as "<limits> #<k>", k the reservation
+-- fields it holds (see the general code). No fast path, quiet case or memo
+-- matches a marked "l", and a reserve or a settle unmarks it for this call:
+-- the general code takes them all (held: k, or false for a key unmarked).
+-- (marked: "l" is this call's limits, marked or not.)
+local held, lfield, marked = false, stored[1], false
+if op or (lfield ~= limits and lfield) then
+  if op then
+    held = 0
+  end
+  if lfield == limits then
+    stored[1], marked = false, true
+  elseif lfield and string.sub(lfield, 1, #limits + 2) == limits .. ' #' then
+    held, marked = tonumber(string.sub(lfield, #limits + 3)) or 0, true
+  end
+end
 
 -- The denial memo: a denied call that records events in mode '0', whose
 -- reply came from "m" alone (no bucket field read), saves its reply in "e"
@@ -805,7 +875,7 @@ local t = {
 }
 
 local last, at, events = nil, nil, 0
-if meta and stored[1] == limits then
+if meta and (stored[1] == limits or marked) then
   last, events, at = match(meta, '^(%d+) (%d+) %d+ %-?%d+ %d+ %d+()')
   events = tonumber(events) or 0
 end
@@ -855,9 +925,69 @@ end
 if not now then
   -- #expand server_now(now, unit)
 end
+-- A marked key is stale as any other (see the quiet case): deleted with
+-- its reservations.
+if held and last ~= nil and last > now then
+  local widest = 0
+  for i = 6, #ARGV, 3 do
+    local duration = ARGV[i] + 0
+    if duration > widest then
+      widest = duration
+    end
+  end
+  local gone, server = nil, ARGV[3] == ''
+  -- #expand stale(gone, last, now, widest, server, unit)
+  if gone then
+    redis.call('DEL', key)
+    last, lfield = nil, nil
+    if held then
+      held = 0
+    end
+  end
+end
+if held and last == nil then
+  held = 0 -- the key's state and reservations are gone
+  if not op then
+    held = false
+  end
+end
 local stamp = now
 if last ~= nil and last > now then
   stamp = last
+end
+-- A reserve or a settle: its reservation's field "r<id>" is "<expiry>
+-- <estimate> <stamp>", the time it was recorded at being <stamp>; live
+-- while now < expiry. A reserve of a live id (retried) records nothing and
+-- replies as admitted, read as a peek; a settle of an id not live applies
+-- nothing and replies as a peek with retry_after -1 and limit_index 0; a
+-- settle of a live one refunds estimate - actual from the bucket of
+-- <stamp> in every limit whose window still counts it (down to 0), or
+-- records actual - estimate at stamp (never denied).
+local rfield, estimate, rstamp, retried, refund = nil, nil, nil, false, 0
+if op then
+  rfield = format('r%d', id)
+  local text = last ~= nil and redis.call('HGET', key, rfield)
+  if text then
+    local x, e, r = match(text, '^(%d+) (%d+) (%d+)$')
+    if x and x + 0 > now then
+      estimate, rstamp = e + 0, r + 0
+    end
+  else
+    rfield = false -- not held
+  end
+  if op == 'reserve' then
+    if estimate then
+      retried, count = true, 0
+    end
+  elseif estimate then
+    refund = estimate - count
+    count = 0
+    if refund < 0 then
+      count, refund = -refund, 0
+    end
+  else
+    count = 0
+  end
 end
 
 -- Advance every ring to stamp: name the buckets leaving it and the partly
@@ -977,6 +1107,10 @@ for o = 0, last_o, 20 do
         first = first + s
       end
     end
+    if total == 0 then
+      -- (v7: what is left is the newest bucket, emptied by a refund.)
+      first, written = false, false
+    end
     t[o + TOTAL], t[o + NEWEST], t[o + OLDEST] = total, written, first
     if low == partial and first == partial then
       if partial == written then
@@ -994,8 +1128,94 @@ for o = 0, last_o, 20 do
     allowed = false
   end
 end
-local record = count > 0 and (allowed or mode == '1')
+if estimate and op == 'settle' then
+  -- The refund, bucket by bucket (written at once: a settle is refused no
+  -- more), then the decision of the peek that replies: asked 1 after the
+  -- overrun, count, is recorded.
+  allowed = true
+  for o = 0, last_o, 20 do
+    local i = o / 20 + 1
+    local resolution, buckets = t[o + RESOLUTION], t[o + BUCKETS]
+    local b = rstamp % resolution
+    if b < 0 then
+      b = b + resolution
+    elseif b >= resolution then
+      b = b - resolution
+    end
+    b = (rstamp - b) / resolution
+    local written, first = t[o + NEWEST], t[o + OLDEST]
+    if refund > 0 and written and b > t[o + LOW] and b >= first and b <= written then
+      local name = t[o + FIELD_FORMAT] or format('%d.%%d', i)
+      t[o + FIELD_FORMAT] = name
+      local given = 0
+      if b == written then
+        given = t[o + NEWEST_COUNT]
+        if given > refund then
+          given = refund
+        end
+        t[o + NEWEST_COUNT] = t[o + NEWEST_COUNT] - given
+      else
+        local field = format(name, b % buckets)
+        local v = redis.call('HGET', key, field)
+        local vb, vc, vs = match(v or '', '^(%d+):(%d+):(%d+)$')
+        if vb ~= nil and tonumber(vb) == b then
+          vc, vs = tonumber(vc), tonumber(vs)
+          given = vc
+          if given > refund then
+            given = refund
+          end
+          if given < vc then
+            redis.call('HSET', key, field, format('%d:%d:%d', b, vc - given, vs))
+          else
+            -- Emptied: unlinked from the chain (every bucket in it but the
+            -- newest holds at least one event).
+            redis.call('HDEL', key, field)
+            if b == first then
+              t[o + OLDEST] = b + vs
+            else
+              local p, pc, ps
+              -- #expand predecessor(p, pc, ps, b, first, name, buckets)
+              redis.call('HSET', key, format(name, p % buckets), format('%d:%d:%d', p, pc, ps + vs))
+            end
+          end
+        end
+      end
+      t[o + TOTAL], t[o + WINDOW] = t[o + TOTAL] - given, t[o + WINDOW] - given
+      t[o + PARTIAL_VALUE] = false
+      if t[o + TOTAL] == 0 then
+        t[o + NEWEST], t[o + OLDEST], t[o + NEWEST_COUNT] = false, false, 0
+      end
+    end
+    if t[o + WINDOW] + count + 1 > t[o + MAX] then
+      allowed = false
+    end
+  end
+  asked = 1
+end
+if retried then
+  allowed = true
+end
+local record = (count > 0 and (allowed or mode == '1')) or (estimate and op == 'settle')
 local save = record or leaving > 16
+local had = held
+if op == 'reserve' and record and not rfield and held >= MAX_RESERVATIONS then
+  -- A reserve of a new id on a full key: the expired reservations are
+  -- dropped first; refused, nothing written, if none is.
+  local all, gone = redis.call('HGETALL', key), {}
+  for j = 1, #all, 2 do
+    if string.byte(all[j]) == 114 and match(all[j + 1], '^%d+') + 0 <= now then
+      gone[#gone + 1] = all[j]
+    end
+  end
+  if held - #gone >= MAX_RESERVATIONS then
+    return redis.error_reply('ERR ratelua: KEYS[1] holds ' .. MAX_RESERVATIONS .. ' open reservations, the most'
+      .. ' a key holds: settle or cancel one, or wait for its lifetime to pass, before ARGV[4] reserves another')
+  end
+  for j = 1, #gone, 1000 do
+    redis.call('HDEL', key, unpack(gone, j, math.min(j + 999, #gone)))
+  end
+  held = held - #gone
+end
 
 -- Record, and reply from the state after this call: when allowed, the limit
 -- with the fewest remaining decides; when denied, the one with the longest
@@ -1027,13 +1247,32 @@ for o = 0, last_o, 20 do
           name = format('%d.%%d', i)
           t[o + FIELD_FORMAT] = name
         end
-        t[k + 1], t[k + 2] = format(name, written % buckets), format('%d:%d:%d', written, wc, ws)
-        k = k + 2
+        if wc == 0 then
+          -- A refund emptied it (v7, a marked key, never the oldest: its
+          -- ring would be empty): its predecessor links to head instead.
+          local p, pc, ps
+          -- #expand predecessor(p, pc, ps, written, first, name, buckets)
+          redis.call('HSET', key, format(name, p % buckets), format('%d:%d:%d', p, pc, ps + ws))
+          t[o + PARTIAL_VALUE] = false
+          newest = false
+        else
+          t[k + 1], t[k + 2] = format(name, written % buckets), format('%d:%d:%d', written, wc, ws)
+          k = k + 2
+        end
       end
     end
     top = current + count
     if top > max + 1 then
       top = max + 1
+      if held then
+        -- v7, a marked key: refunds of at most max (the open reservations
+        -- recorded in one bucket were admitted) may come out of the
+        -- bucket; at 2 * max + 1 it still holds more than max after them.
+        top = current + count
+        if top > max + max + 1 then
+          top = max + max + 1
+        end
+      end
     end
     total = total + top - current
     window = window + top - current
@@ -1135,7 +1374,20 @@ for o = 0, last_o, 20 do
     end
   end
   if window > 0 then
-    local reset = written * resolution + duration - now
+    local nb = written
+    if top == 0 and first ~= written then
+      -- v7: the newest bucket emptied by a refund (a marked key): the
+      -- newest one holding events decides.
+      if newest and newest ~= written and wc > 0 then
+        nb = newest
+      else
+        local p, pc, ps
+        local name = t[o + FIELD_FORMAT] or format('%d.%%d', i)
+        -- #expand predecessor(p, pc, ps, written, first, name, buckets)
+        nb = p
+      end
+    end
+    local reset = nb * resolution + duration - now
     if reset > MAX_TIME then
       reset = MAX_TIME
     elseif reset < 0 then
@@ -1183,15 +1435,64 @@ if save then
     end
     meta = format('%d 0 0 0 0 0' .. string.rep(' %d %d %d', n), time, unpack(t, mb + 1, mb + 3 * n))
   end
-  if last == nil then
+  if held then
+    -- v7: a reserve or a settle, or a marked key. "l" stays marked while
+    -- the key holds reservation fields or a limit's newest bucket is empty
+    -- (a refund's) with others not: the fast paths take neither.
+    local settled = op == 'settle' and estimate
+    if settled then
+      held = held - 1
+    elseif op == 'reserve' and record and not rfield then
+      held = held + 1
+    end
+    local mark = limits
+    for a = mb + 3, mb + 3 * n, 3 do
+      if t[a - 2] > 0 and t[a] == 0 then
+        mark = false
+      end
+    end
+    if held > 0 or not mark then
+      mark = limits .. format(' #%d', held)
+    end
+    if settled and held == 0 and reset_after == 0 then
+      redis.call('DEL', key) -- nothing left to remember
+    else
+      redis.call('HSET', key, 'l', mark, 'm', meta, unpack(t, base + 1, k))
+      if settled then
+        -- Forgotten, and the denial memo dropped.
+        redis.call('HDEL', key, rfield, 'd', 'e')
+      end
+      if record then
+        local ttl, span = nil, reset_after
+        if op == 'reserve' then
+          redis.call('HSET', key, rfield or format('r%d', id), format('%d %d %d', now + lifetime, count, stamp))
+          if lifetime > span then
+            span = lifetime
+          end
+        end
+        -- #expand ttl_ms(ttl, unit, span)
+        if (op == 'reserve' and had > 0) or (op ~= 'reserve' and held > 0) then
+          -- A key holding reservations: its TTL never shortens.
+          redis.call('PEXPIRE', key, ttl, 'GT')
+        else
+          redis.call('PEXPIRE', key, ttl)
+        end
+      end
+    end
+  elseif last == nil then
     redis.call('HSET', key, 'l', limits, 'm', meta, unpack(t, base + 1, k))
   else
     redis.call('HSET', key, 'm', meta, unpack(t, base + 1, k))
   end
-  if record then
+  if record and not held then
     local ttl
     -- #expand ttl_ms(ttl, unit, reset_after)
     redis.call('PEXPIRE', key, ttl)
+  end
+end
+if op then
+  if op == 'settle' and not estimate then
+    return { 0, remaining, -1, reset_after, 0 }
   end
 end
 if allowed then

@@ -136,8 +136,8 @@ test("settle outside the middleware, bad reports and configuration errors", () =
   assert.throws(() => settle({}, -1), (e) => e.field === "actual");
   const c = new Redis({ lazyConnect: true, enableOfflineQueue: false });
   const tb = new TokenBucket(c, [{ capacity: 10, refillAmount: 10, refillInterval: "1m" }]);
-  const sw = new SlidingWindow(c, [{ max: 1, durationMs: 60e3 }]);
+  const sw = new SlidingWindow(c, [{ max: 1, durationMs: 60e3 }], { version: 6 });
   assert.throws(() => rateLimit({ limits: [{ limiter: tb, name: "t", reserve: maxTokens, cost: maxTokens }] }), (e) => e instanceof ConfigError && /both cost and reserve/.test(e.message));
-  assert.throws(() => rateLimit({ limits: [{ limiter: sw, name: "s", reserve: maxTokens }] }), /limit 0 reserves, but its limiter \(sliding_window@v7\)/);
+  assert.throws(() => rateLimit({ limits: [{ limiter: sw, name: "s", reserve: maxTokens }] }), /limit 0 reserves, but its limiter \(sliding_window@v6\)/);
   assert.throws(() => rateLimit({ limits: [{ limiter: tb, name: "t", lifetime: "1m" }] }), /lifetime but no reserve/);
 });

@@ -138,7 +138,7 @@ const idle = () => new Redis({ lazyConnect: true, enableOfflineQueue: false });
 test("a script without the modes is refused before any call", async () => {
   const c = idle();
   const makers = {
-    sliding_window: () => new SlidingWindow(c, [{ max: 3, durationMs: 60e3, resolutionMs: 1000 }]),
+    "sliding_window@v6": () => new SlidingWindow(c, [{ max: 3, durationMs: 60e3, resolutionMs: 1000 }], { version: 6 }),
     "zset_log@v6": () => new ZSetLog(c, [{ max: 3, windowMs: 60e3 }], { version: 6 }),
     ar1: () => new AR1(c, [{ max: 3, factor: 2, resolutionMs: 60e3 }]),
     "token_bucket@v6": () => new TokenBucket(c, [{ capacity: 3, refillAmount: 1, refillIntervalMs: 60e3 }], { version: 6 }),
@@ -154,7 +154,7 @@ test("a script without the modes is refused before any call", async () => {
 
 test("which scripts take the modes follows the manifest", () => {
   const taking = [...SCRIPTS.values()].filter(reserves).map(String);
-  assert.ok(taking.includes("token_bucket@v7") && taking.includes("zset_log@v7"), String(taking));
+  assert.ok(taking.includes("token_bucket@v7") && taking.includes("zset_log@v7") && taking.includes("sliding_window@v7"), String(taking));
   assert.ok(taking.every((s) => s.endsWith("@v7")), String(taking));
 });
 

@@ -147,10 +147,10 @@ def test_config_errors():
     import redis.asyncio
     client = redis.asyncio.Redis()  # never connected
     tb = ratelua.aio.TokenBucket(client, ratelua.Bucket(10, 10, 60))
-    sw = ratelua.aio.SlidingWindow(client, ratelua.Window(1, 60, 1))
+    sw = ratelua.aio.SlidingWindow(client, ratelua.Window(1, 60, 1), version=6)
     with pytest.raises(ConfigError, match="both cost and reserve"):
         RateLimitMiddleware(model(), Limit(tb, name="t", reserve=tokens_of, cost=tokens_of))
-    with pytest.raises(ConfigError, match=r"limit 0 reserves, but its limiter \(sliding_window@v7\)"):
+    with pytest.raises(ConfigError, match=r"limit 0 reserves, but its limiter \(sliding_window@v6\)"):
         RateLimitMiddleware(model(), Limit(sw, name="s", reserve=tokens_of))
     with pytest.raises(ConfigError, match="lifetime but no reserve"):
         RateLimitMiddleware(model(), Limit(tb, name="t", lifetime=60))

@@ -200,12 +200,12 @@ class NoServer:
 
 
 @pytest.mark.parametrize("make", [
-    lambda c: ratelua.SlidingWindow(c, ratelua.Window(3, 60, 1)),
+    lambda c: ratelua.SlidingWindow(c, ratelua.Window(3, 60, 1), version=6),
     lambda c: ratelua.ZSetLog(c, ratelua.Log(3, 60), version=6),
     lambda c: ratelua.AR1(c, ratelua.Decay(3, 2, 60)),
     lambda c: ratelua.TokenBucket(c, ratelua.Bucket(3, 1, 60), version=6),
     lambda c: ratelua.TokenBucket(c, ratelua.Bucket(3, 1, 60), version=5),
-], ids=["sliding_window", "zset_log-v6", "ar1", "token_bucket-v6", "token_bucket-v5"])
+], ids=["sliding_window-v6", "zset_log-v6", "ar1", "token_bucket-v6", "token_bucket-v5"])
 def test_a_script_without_the_modes_is_refused_before_any_call(make):
     l = make(NoServer())
     if l.reserves:
@@ -220,6 +220,7 @@ def test_which_scripts_take_the_modes_follows_the_manifest():
     from ratelua.scripts import SCRIPTS
     taking = sorted(str(s) for s in SCRIPTS.values() if reserves(s))
     assert "token_bucket@v7" in taking
+    assert "sliding_window@v7" in taking
     assert all(s.endswith("@v7") for s in taking), taking
 
 
