@@ -26,6 +26,8 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 10, algorithm: token_bucket}
   - key: window
     rate_limit: {unit: minute, requests_per_unit: 10, algorithm: sliding_window}
+  - key: decay
+    rate_limit: {unit: minute, requests_per_unit: 10, algorithm: ar1}
   - key: plain
     rate_limit: {unit: minute, requests_per_unit: 10}
 `
@@ -147,7 +149,7 @@ func TestReserveSettleBadInput(t *testing.T) {
 		want string
 	}{
 		{envoyDescriptor("plain", ReserveKey, "res", 3), "rule llm.plain takes no reservations"},
-		{envoyDescriptor("window", SettleKey, "5", 3), "rule llm.window takes no reservations"},
+		{envoyDescriptor("decay", SettleKey, "5", 3), "rule llm.decay takes no reservations"},
 		{envoyDescriptor("api_key", ReserveKey, "res", 0), "needs an estimate: hits_addend 0"},
 		{envoyDescriptor("api_key", ReserveKey, "a b", 3), `ratelua.reserve has value "a b"`},
 		{envoyDescriptor("api_key", SettleKey, "007", 3), `ratelua.settle has value "007"`},
@@ -162,4 +164,45 @@ func TestReserveSettleBadInput(t *testing.T) {
 	if err != nil || keys.(int64) != 0 {
 		t.Fatalf("DBSIZE %v, %v: a refused request wrote", keys, err)
 	}
+}
+
+// TestReserveSettleOnSlidingWindowRule: a sliding_window extension rule
+// takes reservations too (its v7 script does): a reserve of 8 of 10
+// leaves 2, a settle of 3 sent three times refunds 5 once, and a reserve
+// past what remains is denied with no id.
+func TestReserveSettleOnSlidingWindowRule(t *testing.T) {
+	forEachKind(t, func(t *testing.T, kind testbench.Kind) {
+		at := time.Unix(1_700_000_400, 0)
+		svc, _, _ := setupKind(t, kind, reserveConfig, Options{Clock: func() time.Time { return at }})
+		client := grpcClient(t, svc)
+		call := func(d *rlpb.RateLimitDescriptor) *pb.RateLimitResponse {
+			t.Helper()
+			resp, err := client.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "llm", Descriptors: []*rlpb.RateLimitDescriptor{d}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp
+		}
+		remaining := func(step string, want uint32) {
+			t.Helper()
+			st := call(envoyDescriptor("window", "", "", 0)).Statuses[0]
+			if st.Code != pb.RateLimitResponse_OK || st.LimitRemaining != want {
+				t.Fatalf("%s: a check answers %v remaining %d, want OK remaining %d", step, st.Code, st.LimitRemaining, want)
+			}
+		}
+		resp := call(envoyDescriptor("window", ReserveKey, "res", 8))
+		id := resp.GetDynamicMetadata().GetFields()["res"].GetStringValue()
+		if resp.OverallCode != pb.RateLimitResponse_OK || id == "" {
+			t.Fatalf("a reserve of 8 of 10: %v, id %q; want OK and an id", resp.OverallCode, id)
+		}
+		remaining("8 reserved", 2)
+		resp = call(envoyDescriptor("window", ReserveKey, "res", 8))
+		if resp.OverallCode != pb.RateLimitResponse_OVER_LIMIT || resp.GetDynamicMetadata().GetFields()["res"] != nil {
+			t.Fatalf("a reserve of 8 when 2 remain: %v, metadata %v; want OVER_LIMIT and no id", resp.OverallCode, resp.GetDynamicMetadata())
+		}
+		for range 3 {
+			call(envoyDescriptor("window", SettleKey, id, 3))
+			remaining("settled with 3 of 8", 7)
+		}
+	})
 }
