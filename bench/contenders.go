@@ -374,7 +374,13 @@ func rateluaContenders() []contender {
 			cs = append(cs, c, twin(c, r.build))
 		}
 		cs = append(cs, concurrencyContenders(version)...)
-		cs = append(cs, reserveContenders(version, tb1)...)
+		cs = append(cs, reserveContenders(version, "token_bucket", rowTokenBucket1, func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+			return ratelua.NewTokenBucket(ratelua.Rueidis(c), o, tb1)
+		})...)
+		cs = append(cs, reserveContenders(version, "zset_log", "zset_log, max 100", func(c rueidis.Client, o ratelua.Options) (*ratelua.Limiter, error) {
+			return ratelua.NewZSetLog(ratelua.Rueidis(c), o, ratelua.Log{Max: 100, Window: time.Minute})
+		})...)
+		cs = append(cs, reserveContenders(version, "sliding_window", rowWindow1, windowBuild(sw1))...)
 	}
 	return cs
 }
@@ -394,23 +400,23 @@ func (r reserveRunner) Decide(ctx context.Context, eventKey string) error {
 
 func (r reserveRunner) StateKeys(eventKey string) []string { return []string{r.l.Key(eventKey)} }
 
-// reserveContenders are token_bucket's reserve + settle pair of a version
-// (0: the newest) and its FCALL twin, beside the row of one Allow: a
-// bucket of 100 per minute (the 1-limit row's), a reserve of 2 tokens
-// settled with 1, two script calls costed together (a denied reserve
-// makes one). None when the version takes no reservations, or a pinned
-// version is the newest.
-func reserveContenders(version int, b ratelua.Bucket) []contender {
-	newest := newestVersion("token_bucket")
+// reserveContenders are a script's reserve + settle pair of a version
+// (0: the newest) and its FCALL twin, beside the row of one Allow (base,
+// the same limits, built by build): a reserve of 2 units settled with 1,
+// two script calls costed together (a denied reserve makes one). None
+// when the version takes no reservations, or a pinned version is the
+// newest.
+func reserveContenders(version int, script, base string, build buildFunc) []contender {
+	newest := newestVersion(script)
 	v := version
 	if v == 0 {
 		v = newest
-	} else if v == newest || !embedded("token_bucket", v) {
+	} else if v == newest || !embedded(script, v) {
 		return nil
 	}
 	reserves := false
 	for _, s := range ratelua.Scripts() {
-		if s.Name == "token_bucket" && s.Version == v {
+		if s.Name == script && s.Version == v {
 			reserves = s.Reserves()
 		}
 	}
@@ -419,13 +425,12 @@ func reserveContenders(version int, b ratelua.Bucket) []contender {
 	}
 	row := func(functions bool) contender {
 		c := contender{
-			name: rowName(v, rowTokenBucket1+", reserve + settle"), group: groupRatelua, cmds: scriptCmds, calls: 2,
+			name: rowName(v, base+", reserve + settle"), group: groupRatelua, cmds: scriptCmds, calls: 2,
 			functions: functions, version: version,
 			make: func(e *env) (runner, error) {
 				// A prefix of its own ("rs", as long as the others), so that
-				// it never meets the state the 1-limit row left.
-				l, err := ratelua.NewTokenBucket(ratelua.Rueidis(e.rc),
-					ratelua.Options{Prefix: "rs", Clock: e.now, Version: version, Functions: functions}, b)
+				// it never meets the state the Allow row left.
+				l, err := build(e.rc, ratelua.Options{Prefix: "rs", Clock: e.now, Version: version, Functions: functions})
 				if err != nil {
 					return nil, err
 				}
