@@ -277,7 +277,8 @@ test-rls: servers
 ## 1,000 keys; RLS_BENCH_SECONDS each, default 5): requests per second and
 ## p50/p99 latency of each, ratelua-rls's as ratios to the reference's.
 ## RLS_BENCH_BEFORE=<a ratelua-rls binary> adds it to the same run (e.g. the
-## last release's: go install github.com/ratelua/ratelua/rls/cmd/ratelua-rls@v0.2.0).
+## last release's: go install github.com/ratelua/ratelua/rls/cmd/ratelua-rls@v0.2.0);
+## RLS_BENCH_STATSD=1 runs every service with statsd on (the reference's default).
 bench-rls: servers
 	cd rls/reference && GOWORK=off $(GO) test -count=1 -run '^$$' -bench AgainstReference -benchtime=1x .
 

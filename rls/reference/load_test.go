@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -79,7 +80,8 @@ func load(s *service, clients, descriptors int, d time.Duration) loadResult {
 // once with the reference's configuration and once deciding three sliding
 // windows per rule. It reports requests per second and p50/p99 latency of
 // each, and ours as ratios to the reference's. Run it with make bench-rls
-// (-benchtime=1x: one measured run).
+// (-benchtime=1x: one measured run); RLS_BENCH_STATSD=1 turns statsd on
+// in every service.
 func BenchmarkAgainstReference(b *testing.B) {
 	bins, err := binaries()
 	if err != nil {
@@ -93,19 +95,41 @@ func BenchmarkAgainstReference(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("RLS_BENCH_CLIENTS")); err == nil && v > 0 {
 		clientCounts = []int{v}
 	}
+	// RLS_BENCH_STATSD=1 runs both services with statsd on (the
+	// reference's default), to a UDP sink of the bench that drops what it
+	// reads.
+	var extra []string
+	if os.Getenv("RLS_BENCH_STATSD") == "1" {
+		sink, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { sink.Close() })
+		go func() {
+			buf := make([]byte, 65536)
+			for {
+				if _, _, err := sink.ReadFrom(buf); err != nil {
+					return
+				}
+			}
+		}()
+		port := sink.LocalAddr().(*net.UDPAddr).Port
+		extra = []string{"USE_STATSD=true", "STATSD_HOST=127.0.0.1", fmt.Sprintf("STATSD_PORT=%d", port)}
+		fmt.Println("statsd on (USE_STATSD=true) in every service, to a sink on port", port)
+	}
 	refRedis := testbench.StartSingle(b, testbench.Options{Kind: testbench.Redis})
 	ourRedis := testbench.StartSingle(b, testbench.Options{Kind: testbench.Redis})
 	extRedis := testbench.StartSingle(b, testbench.Options{Kind: testbench.Redis})
-	ref := startService(b, "reference", bins["reference"], "testdata/bench", refRedis.Addr, false)
-	ours := startService(b, "ratelua-rls", bins["ratelua-rls"], "testdata/bench", ourRedis.Addr, false)
-	ext := startService(b, "ratelua-rls-sliding", bins["ratelua-rls"], "testdata/benchext", extRedis.Addr, false)
+	ref := startService(b, "reference", bins["reference"], "testdata/bench", refRedis.Addr, false, extra...)
+	ours := startService(b, "ratelua-rls", bins["ratelua-rls"], "testdata/bench", ourRedis.Addr, false, extra...)
+	ext := startService(b, "ratelua-rls-sliding", bins["ratelua-rls"], "testdata/benchext", extRedis.Addr, false, extra...)
 	// RLS_BENCH_BEFORE names another ratelua-rls binary (e.g. the last
 	// release's) measured in the same run on the reference's configs, so
 	// that a change is shown before and after side by side.
 	var before *service
 	if path := os.Getenv("RLS_BENCH_BEFORE"); path != "" {
 		beforeRedis := testbench.StartSingle(b, testbench.Options{Kind: testbench.Redis})
-		before = startService(b, "ratelua-rls-before", path, "testdata/bench", beforeRedis.Addr, false)
+		before = startService(b, "ratelua-rls-before", path, "testdata/bench", beforeRedis.Addr, false, extra...)
 	}
 	d := time.Duration(secs) * time.Second
 	for range b.N {
