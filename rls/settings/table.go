@@ -149,7 +149,7 @@ func Table() []Setting {
 		{Name: "REDIS_PERSECOND_SENTINEL_AUTH", Parser: kindString, Status: Implemented, Why: "as REDIS_SENTINEL_AUTH, for the per-second deployment"},
 		{Name: "REDIS_PERSECOND_PIPELINE_WINDOW", Default: "0", Parser: kindDuration, Status: Unused, Why: pool},
 		{Name: "REDIS_PERSECOND_PIPELINE_LIMIT", Default: "0", Parser: kindInt, Status: Unused, Why: pool},
-		{Name: "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", Default: "false", Parser: kindBool, Status: Refused, Off: "false", Why: "the reference marks /healthcheck failed when its radix pool closes its last connection and OK when it opens one (a pool trace); rueidis, which ratelua-rls uses, keeps no pool of counted connections to trace, so the setting would do nothing and /healthcheck would say OK while Redis is unreachable"},
+		{Name: "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", Default: "false", Parser: kindBool, Status: Refused, Off: "false", Why: "not built: with it the reference's /healthcheck follows its radix pools' connections (a pool trace marks it failed when the last open connection closes, OK when one opens); ratelua-rls does not count rueidis's connections, so /healthcheck would say OK while Redis is unreachable"},
 		{Name: "REDIS_TIMEOUT", Default: "10s", Parser: kindDuration, Status: Unused, Why: "a request is bounded by its gRPC deadline, else RATELUA_REQUEST_TIMEOUT"},
 		{Name: "REDIS_PERSECOND_TIMEOUT", Default: "10s", Parser: kindDuration, Status: Unused, Why: "a request is bounded by its gRPC deadline, else RATELUA_REQUEST_TIMEOUT"},
 		{Name: "REDIS_POOL_ON_EMPTY_BEHAVIOR", Default: "WAIT", Parser: kindString, Status: Unused, Why: pool + "; CREATE and ERROR are refused, as the reference refuses them"},
