@@ -236,6 +236,14 @@ func TestAgainstReference(t *testing.T) {
 		// With ratelua-rls's deny cache: a descriptor it answers is over
 		// its limit, so stops the others.
 		{"stop-increment-deny-cache", testbench.Redis, []string{stopIncrement, "RATELUA_DENY_CACHE=1000", "RATELUA_FALLBACK=1"}},
+		// Issue 33 row 6: LOCAL_CACHE_SIZE_IN_BYTES was refused. The
+		// reference's local cache on both sides: a descriptor found over
+		// its limit is over until its window ends, its hits never counted
+		// on the server; on both servers, and with stopIncrement (a
+		// descriptor the cache answers stops the others).
+		{"local-cache", testbench.Redis, []string{localCache}},
+		{"local-cache-valkey", testbench.Valkey, []string{localCache}},
+		{"local-cache-stop", testbench.Redis, []string{localCache, stopIncrement}},
 		// Issue 33 row 6: REDIS_PERSECOND was refused.
 		// A run named persecond... gives each service a second server for
 		// its limits of unit second; the counters on each server are then
@@ -278,6 +286,9 @@ func TestAgainstReference(t *testing.T) {
 		})
 	}
 }
+
+// localCache turns on the reference's local cache (1 MiB).
+const localCache = "LOCAL_CACHE_SIZE_IN_BYTES=1048576"
 
 // stopIncrement is the reference's setting that counts a request's hits
 // only on the descriptors that go over their limits, when one does.

@@ -67,10 +67,13 @@ func freePort(t testing.TB) int {
 type service struct {
 	name      string
 	denyCache bool // RATELUA_DENY_CACHE is set
-	client    pb.RateLimitServiceClient
-	http      int
-	log       string
-	stop      func() // stops the process (once; the test's end too)
+	// localCache: LOCAL_CACHE_SIZE_IN_BYTES is set (the reference's local
+	// cache, whose over_limit_with_local_cache is compared)
+	localCache bool
+	client     pb.RateLimitServiceClient
+	http       int
+	log        string
+	stop       func() // stops the process (once; the test's end too)
 }
 
 // startService runs binary with the reference's settings on redisURL
@@ -132,6 +135,7 @@ func startService(t testing.TB, name, binary, configDir, redisURL string, cluste
 	s := &service{name: name, client: pb.NewRateLimitServiceClient(conn), http: httpPort, log: logPath, stop: stop}
 	for _, e := range extra {
 		s.denyCache = s.denyCache || strings.HasPrefix(e, "RATELUA_DENY_CACHE=")
+		s.localCache = s.localCache || strings.HasPrefix(e, "LOCAL_CACHE_SIZE_IN_BYTES=")
 	}
 	ping := &pb.RateLimitRequest{Domain: "basic", Descriptors: []*rlpb.RateLimitDescriptor{{Entries: []*rlpb.RateLimitDescriptor_Entry{{Key: "readiness", Value: "probe"}}}}}
 	deadline := time.Now().Add(60 * time.Second)

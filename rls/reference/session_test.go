@@ -101,8 +101,8 @@ func (s *session) finish() (requests, rules int) {
 	if s.rules == 0 {
 		s.t.Error("no statistics to compare")
 	}
-	if s.ours.denyCache && s.cached == 0 {
-		s.t.Error("the deny cache answered no hit")
+	if (s.ours.denyCache || s.ours.localCache) && s.cached == 0 {
+		s.t.Error("the deny cache (or local cache) answered no hit")
 	}
 	return s.requests, s.rules
 }

@@ -21,7 +21,7 @@ func Check(dir string, s settings.Settings) (*config.Config, error) {
 		return nil, err
 	}
 	// The limits must also make limiters (bounds the parser checks too).
-	svc, err := service.New(service.Options{Client: offline{}, DenyCache: s.DenyCache, Fallback: s.Fallback, FailOpen: s.FailOpen})
+	svc, err := service.New(service.Options{Client: offline{}, DenyCache: s.DenyCache, LocalCache: s.LocalCacheEntries(), Fallback: s.Fallback, FailOpen: s.FailOpen})
 	if err != nil {
 		return nil, err
 	}

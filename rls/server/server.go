@@ -71,7 +71,7 @@ func NewOn(s settings.Settings, clients Clients, log *slog.Logger, meters metric
 	opts := service.Options{
 		Client: client, Prefix: s.Prefix(), ShadowMode: s.ShadowMode, QuotaMode: s.QuotaMode,
 		DynamicMetadata: s.DynamicMetadata, IETFHeaders: s.IETFHeaders,
-		DenyCache: s.DenyCache, Fallback: s.Fallback, FailOpen: s.FailOpen, Stats: counters,
+		DenyCache: s.DenyCache, LocalCache: s.LocalCacheEntries(), Fallback: s.Fallback, FailOpen: s.FailOpen, Stats: counters,
 		MaxDescriptors: s.MaxDescriptors, RequestTimeout: s.RequestTimeout,
 		ShareReferenceCounters: s.ShareCounters, ReferencePrefix: s.CacheKeyPrefix,
 	}

@@ -34,9 +34,16 @@ import (
 // instances on one server, another instance reads a count short of the
 // hits this one keeps, which changes an answer only under a higher limit
 // than the one the cache answered for.
+//
+// As the reference's local cache (LOCAL_CACHE_SIZE_IN_BYTES, newLocalCache)
+// it is not exact but the reference's: a key the server reported over its
+// limit is over for the rest of its window under any limit, and the hits it
+// answers are dropped, never sent, as the reference drops them.
 type denyCache struct {
 	mu      sync.Mutex
 	entries *lru.LRU[denyEntry] // by state key
+	// reference: the reference's local cache (any limit, hits dropped).
+	reference bool
 }
 
 // denyEntry is what the cache knows of one state key.
@@ -51,13 +58,27 @@ func newDenyCache(max int) *denyCache {
 	return &denyCache{entries: lru.New[denyEntry](max)}
 }
 
+// newLocalCache returns the reference's local cache of at most max state
+// keys: a key is answered over the limit, under any limit, from the answer
+// over its limit until its window ends, and the hits it answers are not
+// kept, so the server never counts them.
+func newLocalCache(max int) *denyCache {
+	return &denyCache{entries: lru.New[denyEntry](max), reference: true}
+}
+
 // answer reports whether the count of key in window is known to be above
 // limit, and that count before n more hits, which it keeps.
 func (c *denyCache) answer(key string, window int64, limit, n uint64) (uint64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d := c.entry(key, window)
-	if d == nil || d.count <= limit {
+	if d == nil {
+		return 0, false
+	}
+	if c.reference {
+		return d.count, true
+	}
+	if d.count <= limit {
 		return 0, false
 	}
 	before := d.count

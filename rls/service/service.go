@@ -51,8 +51,16 @@ type Options struct {
 	// descriptor is decided by its limiter (ratelua.Decide), a request's
 	// calls in one round trip per node.
 	DenyCache int
-	Fallback  float64
-	FailOpen  bool
+	// LocalCache, above 0, is the reference's local cache
+	// (LOCAL_CACHE_SIZE_IN_BYTES) for the reference rules, of at most
+	// LocalCache state keys, in place of their deny cache: a descriptor the
+	// server answered over its limit is answered over the limit, under any
+	// limit, until its window ends, its hits counted as
+	// over_limit_with_local_cache and never sent to the server, as the
+	// reference does. Extension rules keep DenyCache.
+	LocalCache int
+	Fallback   float64
+	FailOpen   bool
 	// ShareReferenceCounters decides every reference rule, and every
 	// descriptor's own limit, on envoyproxy/ratelimit's own counters: the
 	// key <ReferencePrefix><domain>_<key>_<value>_..._<window start> (a
@@ -127,7 +135,10 @@ func New(opts Options) (*Service, error) {
 		opts.Stats = (*stats.Stats)(nil) // counts nothing
 	}
 	s := &Service{opts: opts, refs: map[pb.RateLimitResponse_RateLimit_Unit]*decider{}}
-	if opts.DenyCache > 0 {
+	switch {
+	case opts.LocalCache > 0:
+		s.deny = newLocalCache(opts.LocalCache)
+	case opts.DenyCache > 0:
 		s.deny = newDenyCache(opts.DenyCache)
 	}
 	for u := range pb.RateLimitResponse_RateLimit_Unit_name {

@@ -25,7 +25,9 @@ import (
 //
 // Here the read is a peek of each reference job (N 0, writing nothing),
 // whose remaining is the one limit less the count; a job the deny cache
-// answered is over its limit already, so marked. An uncounted job is sent
+// answered is over its limit already, so marked; one the reference's local
+// cache answered (LOCAL_CACHE_SIZE_IN_BYTES) marks every other job
+// uncounted without a read, as the reference reads no count then. An uncounted job is sent
 // in its place as a peek (see job.scriptN). With fewer than two reference
 // jobs nothing changes (a lone job counts whether marked or not), and no
 // peek is sent. When a peek is not the server's answer (the fallback,
@@ -48,6 +50,15 @@ func (s *Service) stopIncrements(ctx context.Context, slots []slot, now time.Tim
 		}
 	}
 	if refs < 2 || len(peeks) == 0 {
+		return nil
+	}
+	if marked && s.deny != nil && s.deny.reference {
+		// The reference's local cache answered one: the reference then
+		// reads no count, and every other descriptor counts none of its
+		// hits.
+		for _, j := range peeks {
+			j.uncounted = true
+		}
 		return nil
 	}
 	checks := make([]ratelua.Check, len(peeks))

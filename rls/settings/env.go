@@ -45,6 +45,7 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 		MetricsExporter:       strings.ToLower(r.str("OTEL_METRICS_EXPORTER")),
 		IETFHeaders:           r.bool("RATELUA_IETF_HEADERS"),
 		DenyCache:             r.int("RATELUA_DENY_CACHE"),
+		LocalCacheBytes:       r.int("LOCAL_CACHE_SIZE_IN_BYTES"),
 		Fallback:              r.float("RATELUA_FALLBACK"),
 		FailOpen:              r.bool("RATELUA_FAIL_OPEN"),
 		ShareCounters:         r.bool("RATELUA_SHARE_REFERENCE_COUNTERS"),
@@ -135,6 +136,9 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 	}
 	if !(s.Fallback == 0 || s.Fallback >= 0.001 && s.Fallback <= 1) {
 		r.fail("RATELUA_FALLBACK", r.getenv("RATELUA_FALLBACK"), "must be 0 (no fallback) or a share from 0.001 to 1, such as 0.5")
+	}
+	if s.LocalCacheBytes < 0 {
+		r.fail("LOCAL_CACHE_SIZE_IN_BYTES", strconv.Itoa(s.LocalCacheBytes), "must be 0 (no local cache) or a number of bytes above 0")
 	}
 	if s.DenyCache < 0 {
 		r.fail("RATELUA_DENY_CACHE", strconv.Itoa(s.DenyCache), "must be 0 (no deny cache) or a number of descriptors above 0")

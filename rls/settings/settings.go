@@ -86,6 +86,11 @@ type Settings struct {
 	// command logs each once at the start.
 	Unused []UnusedSetting
 
+	// LocalCacheBytes (LOCAL_CACHE_SIZE_IN_BYTES), above 0, is the size of
+	// the reference's local cache of the keys over their limit; see
+	// LocalCacheEntries.
+	LocalCacheBytes int
+
 	// ratelua's own.
 	IETFHeaders bool
 	DenyCache   int
