@@ -48,12 +48,12 @@ func TestSettleIDOnServers(t *testing.T) {
 				t.Errorf("SettleID(%d, %d): %v, want a *LimitError naming %s", c.id, c.actual, err, c.field)
 			}
 		}
-		w, err := ratelua.NewSlidingWindow(fc, ratelua.Options{Prefix: "sid"}, ratelua.Window{Max: 5, Duration: 60e9, Resolution: 60e9})
+		w, err := ratelua.NewAR1(fc, ratelua.Options{Prefix: "sid"}, ratelua.Decay{Max: 5, Factor: 2, Resolution: 60e9})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := w.SettleID(ctx, "k", 5, 1); !errors.Is(err, ratelua.ErrNotSupported) {
-			t.Errorf("SettleID on sliding_window: %v, want ErrNotSupported", err)
+			t.Errorf("SettleID on ar1: %v, want ErrNotSupported", err)
 		}
 		if fc.sent.Load() != sent {
 			t.Fatalf("refused settles sent %d calls", fc.sent.Load()-sent)
