@@ -32,8 +32,8 @@ func crossUntold(writer, reader string) bool {
 
 // TestCrossStateOnServers (issue 30, L2): every v5 and v6 state of the
 // five scripts, written by its own script on the server's clock, then
-// every v6 script of sliding_window, ar1, zset_log and token_bucket
-// called on it by EVAL (an event in mode 1 and a decision, with each of
+// every v6 and newest (the Go API's default) script of sliding_window,
+// ar1, zset_log and token_bucket called on it by EVAL (an event in mode 1 and a decision, with each of
 // its limit layouts): the key is byte-identical after (DUMP) or the call
 // is refused with "ERR ratelua: KEYS[1] holds ..." and the key unchanged,
 // except where lua/README.md says the type cannot tell. Before, a hash,
@@ -53,27 +53,32 @@ func TestCrossStateOnServers(t *testing.T) {
 						if writer == reader && (version == 6 || reader == ratelua.ZSetLog) {
 							continue // its own layout (zset_log v5 and v6 share one)
 						}
-						src := scriptV6(t, reader)
-						for _, rlim := range crossLimits[reader] {
-							for _, count := range []string{"1", "0"} {
-								client.Do(ctx, client.B().Del().Key(key).Build())
-								if err := eval(ctx, client, w.Source, key, append([]string{"2", "ms", "", "0"}, wlim...)...).Error(); err != nil {
-									t.Fatalf("%s writing its state: %v", w, err)
-								}
-								before := dump(ctx, t, client, key)
-								if before == "" {
-									t.Fatalf("%s wrote no state", w)
-								}
-								err := eval(ctx, client, src, key, append([]string{count, "ms", "", "1"}, rlim...)...).Error()
-								after := dump(ctx, t, client, key)
-								what := w.String() + " (" + strings.Join(wlim, " ") + ") read by " + reader + " v6 (" + strings.Join(rlim, " ") + "), eventCount " + count
-								switch {
-								case err != nil && !strings.Contains(err.Error(), "ratelua: KEYS[1] holds "):
-									t.Errorf("%s: refused with %q, want ERR ratelua: KEYS[1] holds ...", what, err)
-								case err != nil && before != after:
-									t.Errorf("%s: refused, but the key changed", what)
-								case err == nil && before != after && !crossUntold(writer, reader):
-									t.Errorf("%s: the key changed", what)
+						for _, rv := range []string{"v6", "newest"} {
+							src := scriptV6(t, reader)
+							if rv == "newest" {
+								src = scriptNewest(t, reader)
+							}
+							for _, rlim := range crossLimits[reader] {
+								for _, count := range []string{"1", "0"} {
+									client.Do(ctx, client.B().Del().Key(key).Build())
+									if err := eval(ctx, client, w.Source, key, append([]string{"2", "ms", "", "0"}, wlim...)...).Error(); err != nil {
+										t.Fatalf("%s writing its state: %v", w, err)
+									}
+									before := dump(ctx, t, client, key)
+									if before == "" {
+										t.Fatalf("%s wrote no state", w)
+									}
+									err := eval(ctx, client, src, key, append([]string{count, "ms", "", "1"}, rlim...)...).Error()
+									after := dump(ctx, t, client, key)
+									what := w.String() + " (" + strings.Join(wlim, " ") + ") read by " + reader + " " + rv + " (" + strings.Join(rlim, " ") + "), eventCount " + count
+									switch {
+									case err != nil && !strings.Contains(err.Error(), "ratelua: KEYS[1] holds "):
+										t.Errorf("%s: refused with %q, want ERR ratelua: KEYS[1] holds ...", what, err)
+									case err != nil && before != after:
+										t.Errorf("%s: refused, but the key changed", what)
+									case err == nil && before != after && !crossUntold(writer, reader):
+										t.Errorf("%s: the key changed", what)
+									}
 								}
 							}
 						}
