@@ -279,13 +279,36 @@ func inSecond(f func()) bool {
 // of requests identically; a state with a domain twice, and one with a
 // unit that is none, are NACKed by both, naming the error, and both keep
 // answering as before. Before the first bad state the xDS server restarts:
-// both open a new stream. On redis-server and valkey-server.
+// both open a new stream. On redis-server and valkey-server, single node
+// and six-node cluster.
 func TestXDSAgainstReference(t *testing.T) {
 	ref := referenceBinary(t)
-	for _, kind := range []testbench.Kind{testbench.Redis, testbench.Valkey} {
-		t.Run(string(kind), func(t *testing.T) {
-			refRedis := testbench.StartSingle(t, testbench.Options{Kind: kind})
-			ourRedis := testbench.StartSingle(t, testbench.Options{Kind: kind})
+	for _, b := range []struct {
+		kind    testbench.Kind
+		cluster bool
+	}{{testbench.Redis, false}, {testbench.Valkey, false}, {testbench.Redis, true}, {testbench.Valkey, true}} {
+		name := string(b.kind)
+		if b.cluster {
+			name += "-cluster"
+		}
+		t.Run(name, func(t *testing.T) {
+			// Each service on its own server, or its own six-node cluster
+			// (the reference in its cluster mode); nodes are what a
+			// comparison flushes.
+			var refAddr, ourAddr string
+			var nodes []*testbench.Node
+			var redisType []string
+			if b.cluster {
+				refCluster, ourCluster := testbench.Start(t, testbench.Options{Kind: b.kind}), testbench.Start(t, testbench.Options{Kind: b.kind})
+				refAddr, ourAddr = strings.Join(refCluster.Addrs(), ","), strings.Join(ourCluster.Addrs(), ",")
+				nodes = append(refCluster.Masters(), ourCluster.Masters()...)
+				redisType = []string{"REDIS_TYPE=CLUSTER"}
+			} else {
+				refRedis := testbench.StartSingle(t, testbench.Options{Kind: b.kind})
+				ourRedis := testbench.StartSingle(t, testbench.Options{Kind: b.kind})
+				refAddr, ourAddr = refRedis.Addr, ourRedis.Addr
+				nodes = []*testbench.Node{refRedis, ourRedis}
+			}
 			srv := xdstest.Start(t)
 			versions := xdsVersions()
 			srv.Set(t, "ratelimit", versions[0].version, versions[0].configs...)
@@ -293,9 +316,9 @@ func TestXDSAgainstReference(t *testing.T) {
 			// small here, nothing breaks in this test.
 			backoff := []string{"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL=100ms", "XDS_CLIENT_BACKOFF_MAX_INTERVAL=1s"}
 			services := []*xdsService{
-				startXDSService(t, "reference", ref, nil, srv.Addr, refRedis.Addr, backoff...),
-				startXDSService(t, "ratelua-rls", os.Args[0], []string{"-test.run=^$"}, srv.Addr, ourRedis.Addr,
-					append(backoff, "RATELUA_RLS_MAIN=1")...),
+				startXDSService(t, "reference", ref, nil, srv.Addr, refAddr, append(backoff, redisType...)...),
+				startXDSService(t, "ratelua-rls", os.Args[0], []string{"-test.run=^$"}, srv.Addr, ourAddr,
+					append(append(backoff, redisType...), "RATELUA_RLS_MAIN=1")...),
 			}
 			lastGood := ""
 			for vi, v := range versions {
@@ -345,7 +368,7 @@ func TestXDSAgainstReference(t *testing.T) {
 				if v.good {
 					lastGood = v.version
 				}
-				n := compareXDS(t, services[0], services[1], []*testbench.Node{refRedis, ourRedis}, uint64(vi+1), 120)
+				n := compareXDS(t, services[0], services[1], nodes, uint64(vi+1), 120)
 				t.Logf("%s (%s): %d requests, every answer the same", v.version, map[bool]string{true: "applied", false: "refused"}[v.good], n)
 			}
 		})
