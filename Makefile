@@ -172,8 +172,9 @@ mutants: servers
 	bash mutants/run
 mutants-cheap: servers
 	bash mutants/run --cheap
+MUTANTS_CI_FLAGS ?=
 mutants-ci: servers
-	bash mutants/run --ci
+	bash mutants/run --ci $(MUTANTS_CI_FLAGS)
 
 ## fuzz: run each script's fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s
