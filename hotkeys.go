@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratelua/ratelua/internal/decide"
+	"github.com/ratelua/ratelua/internal/denycache"
 	"github.com/ratelua/ratelua/internal/hotkey"
 	"github.com/ratelua/ratelua/internal/lru"
 	"github.com/ratelua/ratelua/internal/wire"
@@ -248,7 +249,10 @@ func (hk *hotKeys) allowN(ctx context.Context, eventKey string, n int64) (Result
 	if n >= k.heldN && now.Before(k.heldUntil) {
 		// Denied by the server within the last Lifetime: denied here too.
 		r := k.held
-		r.RetryAfter = max(r.RetryAfter-now.Sub(k.heldAt), k.heldUntil.Sub(now))
+		// Its waits from now, rounded up to the limiter's unit as the
+		// deny cache's are.
+		r.RetryAfter = denycache.RoundUp(max(r.RetryAfter-now.Sub(k.heldAt), k.heldUntil.Sub(now)), hk.l.unit.Size)
+		r.ResetAfter = max(denycache.RoundUp(r.ResetAfter-now.Sub(k.heldAt), hk.l.unit.Size), r.RetryAfter)
 		k.mu.Unlock()
 		if o := &hk.l.chain.Observe; o.Hook != nil {
 			o.Hook(ctx, decide.Event{Kind: KindDenied, N: n, Result: wire.Result(r), Latency: time.Since(start), Local: true})

@@ -819,6 +819,9 @@ func TestHotKeysSpentKeyHoldsItsDenial(t *testing.T) {
 		if err != nil || r.Allowed || r.RetryAfter <= 0 {
 			t.Fatalf("a decision of a spent hot key: %+v, %v", r, err)
 		}
+		if r.ResetAfter < r.RetryAfter {
+			t.Fatalf("a held denial resets (%v) before it may be retried (%v)", r.ResetAfter, r.RetryAfter)
+		}
 		if fc.sent.Load() != before {
 			t.Fatal("a held denial made a server call")
 		}
