@@ -122,7 +122,7 @@
 // expires fast on the server) and admits Allow and AllowN from it in the
 // process until its units are used or Lifetime has passed; then the batch
 // is settled with what it admitted, which gives the rest back (a fully
-// used batch is left to expire, at most 8 of them per key and process).
+// used one too: the script holds a batch's units until it is settled).
 // Lifetime is measured on Options.Clock when there is one (a batch past
 // it is then given back by the key's next decision, or by Close), else
 // by a timer. ratehttp and rategrpc, which call AllowN, lease as well.

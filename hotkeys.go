@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratelua/ratelua/internal/decide"
@@ -31,12 +32,6 @@ const (
 // hotWindowRatio is how much shorter than the shortest limit's window
 // HotKeys.Lifetime must be, at least.
 const hotWindowRatio = 10
-
-// hotOpenFull is how many fully used batches of one key this process
-// leaves unsettled (their ids expire by themselves) before it settles
-// them too: a bound on the reservations it keeps open on the key, under
-// the scripts' cap of MAX_RESERVATIONS (1,000) per key.
-const hotOpenFull = 8
 
 // HotKeys turns on local leases of quota for hot keys (Options.HotKeys):
 // a key whose decisions in this process reach Rate per second reserves a
@@ -121,8 +116,8 @@ type hotKey struct {
 	coldUntil time.Time // after a failed refill: the ordinary path until then
 	batch     *hotBatch
 	refill    chan struct{} // closed when the refill under way ends; nil when none
-	full      []time.Time   // the server expiries of fully used batches left unsettled
-	gone      bool          // let go by the LRU, or the limiter closed: leases no more
+	gone      atomic.Bool   // let go by the LRU, or the limiter closed: leases no more
+	leased    atomic.Bool   // a batch was made once: letting the key go gives it back
 	// A hot key's last denial by the server, held in the process until
 	// heldUntil (Lifetime after it) for decisions of heldN events or more.
 	held      Result
@@ -156,16 +151,23 @@ func newHotKeys(l *Limiter, h HotKeys) *hotKeys {
 	hk := &hotKeys{l: l, cfg: h, ceiling: ceiling, resLife: min(n, maxScriptInt)}
 	hk.keys = lru.New[*hotKey](h.Keys)
 	hk.keys.Evicted = func(_ string, k *hotKey) {
-		// Under hk.mu, not closed: give its batch back in the background.
+		// Under hk.mu, not closed: a key that never leased is dropped (no
+		// goroutine per cold key let go); else its batch is given back in
+		// the background. gone is stored before leased is read, and a
+		// refill stores leased before it reads gone: one of them sees the
+		// other.
+		k.gone.Store(true)
+		if !k.leased.Load() {
+			return
+		}
 		hk.busy.Add(1)
 		go func() {
 			defer hk.busy.Done()
 			k.mu.Lock()
-			k.gone = true
 			b := k.batch
 			k.batch = nil
 			k.mu.Unlock()
-			hk.giveBack(context.Background(), b, b != nil && b.b.Unused() > 0)
+			hk.giveBack(context.Background(), b)
 		}()
 	}
 	return hk
@@ -260,7 +262,7 @@ func (hk *hotKeys) allowN(ctx context.Context, eventKey string, n int64) (Result
 		return r, nil
 	}
 	size := hotkey.Size(k.meter.Rate(now, hk.cfg.Lifetime), hk.cfg.Rate, hk.cfg.Lifetime, min(hk.cfg.MaxBatch, hk.ceiling), k.remaining)
-	if k.gone || size <= n || now.Before(k.coldUntil) || !hk.start() {
+	if k.gone.Load() || size <= n || now.Before(k.coldUntil) || !hk.start() {
 		b := k.batch
 		if b == nil || now.Before(b.b.Expires) || !hk.start() {
 			k.mu.Unlock()
@@ -269,20 +271,18 @@ func (hk *hotKeys) allowN(ctx context.Context, eventKey string, n int64) (Result
 		// Past its Lifetime, and no batch replaces it: given back before
 		// the ordinary path decides (its units may be what it needs).
 		k.batch = nil
-		settle := k.mustSettle(b, now)
 		k.mu.Unlock()
-		hk.giveBack(ctx, b, settle)
+		hk.giveBack(ctx, b)
 		hk.busy.Done()
 		return hk.ordinary(ctx, k, eventKey, n)
 	}
 	// This call refills; the others wait for it.
 	old := k.batch
 	k.batch = nil
-	settleOld := old != nil && k.mustSettle(old, now)
 	ch := make(chan struct{})
 	k.refill = ch
 	k.mu.Unlock()
-	r, ok := hk.refillKey(ctx, k, eventKey, old, settleOld, size, n, now)
+	r, ok := hk.refillKey(ctx, k, eventKey, old, size, n, now)
 	k.mu.Lock()
 	k.refill = nil
 	close(ch)
@@ -302,7 +302,7 @@ func (hk *hotKeys) ordinary(ctx context.Context, k *hotKey, eventKey string, n i
 		now := hk.now()
 		k.mu.Lock()
 		k.remaining = r.Remaining
-		if !r.Allowed && !k.gone && k.meter.Rate(now, hk.cfg.Lifetime) >= hk.cfg.Rate {
+		if !r.Allowed && !k.gone.Load() && k.meter.Rate(now, hk.cfg.Lifetime) >= hk.cfg.Rate {
 			// A hot key denied: the process holds the denial for a
 			// Lifetime, so that a spent limit costs this process one call
 			// per Lifetime rather than one per decision.
@@ -322,11 +322,10 @@ func (hk *hotKeys) local(ctx context.Context, n int64, r Result, start time.Time
 	return r, nil
 }
 
-// refillKey gives the key's old batch back (settling it when settleOld)
-// and reserves a new one of size units, taking n of them at now. It reports ok with the answer when the
+// refillKey gives the key's old batch back and reserves a new one of size units, taking n of them at now. It reports ok with the answer when the
 // new batch admitted the n events; else the ordinary path decides them.
-func (hk *hotKeys) refillKey(ctx context.Context, k *hotKey, eventKey string, old *hotBatch, settleOld bool, size, n int64, now time.Time) (Result, bool) {
-	hk.giveBack(ctx, old, settleOld)
+func (hk *hotKeys) refillKey(ctx context.Context, k *hotKey, eventKey string, old *hotBatch, size, n int64, now time.Time) (Result, bool) {
+	hk.giveBack(ctx, old)
 	res, err := hk.l.reserve(ctx, eventKey, size, hk.resLife)
 	if ctx.Err() != nil && !res.Held() {
 		return Result{}, false
@@ -336,7 +335,7 @@ func (hk *hotKeys) refillKey(ctx context.Context, k *hotKey, eventKey string, ol
 	rr := res.Result()
 	switch {
 	case err == nil && rr.Allowed && !rr.DryRunDenied && res.hold == holdServer:
-		if k.gone {
+		if k.leased.Store(true); k.gone.Load() {
 			// Let go (or closed) meanwhile: give it back whole.
 			break
 		}
@@ -371,41 +370,19 @@ func (hk *hotKeys) refillKey(ctx context.Context, k *hotKey, eventKey string, ol
 	return Result{}, false
 }
 
-// mustSettle reports whether batch b, retired at now, is to be settled
-// (k.mu held): when it has unused units, or when hotOpenFull fully used
-// batches of k are still open on the server; else it is noted as open,
-// left for its id to expire by itself.
-func (k *hotKey) mustSettle(b *hotBatch, now time.Time) bool {
-	if b.b.Unused() > 0 {
-		return true
-	}
-	live := k.full[:0]
-	for _, e := range k.full {
-		if now.Before(e) {
-			live = append(live, e)
-		}
-	}
-	k.full = live
-	if len(k.full) >= hotOpenFull {
-		return true
-	}
-	k.full = append(k.full, b.expiry)
-	return false
-}
-
-// giveBack stops batch b's timer (nil: nothing) and, when settle, settles
-// it with the units it admitted: the unused ones go back to the server (a
-// fully used one frees its id).
-func (hk *hotKeys) giveBack(ctx context.Context, b *hotBatch, settle bool) {
+// giveBack stops batch b's timer (nil: nothing) and settles it with the
+// units it admitted: the unused ones go back to the server, and the
+// script stops holding the batch's units (v7 holds a reservation's units
+// until it is settled: a fully used batch left to expire would keep its
+// units from the limit until its id expired).
+func (hk *hotKeys) giveBack(ctx context.Context, b *hotBatch) {
 	if b == nil {
 		return
 	}
 	if b.timer != nil {
 		b.timer.Stop()
 	}
-	if settle {
-		_, _ = b.res.Settle(context.WithoutCancel(ctx), b.b.Used)
-	}
+	_, _ = b.res.Settle(context.WithoutCancel(ctx), b.b.Used)
 }
 
 // expire gives back batch b of k at its lifetime's end, if it is still
@@ -421,9 +398,8 @@ func (hk *hotKeys) expire(k *hotKey, b *hotBatch) {
 		return
 	}
 	k.batch = nil
-	settle := k.mustSettle(b, hk.now())
 	k.mu.Unlock()
-	hk.giveBack(context.Background(), b, settle)
+	hk.giveBack(context.Background(), b)
 }
 
 // forget drops eventKey's batch without giving it back: a reset dropped
@@ -440,7 +416,7 @@ func (hk *hotKeys) forget(eventKey string) {
 	if k.batch != nil && k.batch.timer != nil {
 		k.batch.timer.Stop()
 	}
-	k.batch, k.remaining, k.full = nil, -1, nil
+	k.batch, k.remaining = nil, -1
 	k.heldUntil = time.Time{} // the held denial goes with the state
 	k.mu.Unlock()
 }
@@ -468,7 +444,7 @@ func (hk *hotKeys) close(ctx context.Context) error {
 	var errs []error
 	for _, k := range keys {
 		k.mu.Lock()
-		k.gone = true
+		k.gone.Store(true)
 		b := k.batch
 		k.batch = nil
 		k.mu.Unlock()
@@ -477,9 +453,6 @@ func (hk *hotKeys) close(ctx context.Context) error {
 		}
 		if b.timer != nil {
 			b.timer.Stop()
-		}
-		if b.b.Unused() == 0 {
-			continue
 		}
 		if _, err := b.res.Settle(ctx, b.b.Used); err != nil {
 			errs = append(errs, err)
