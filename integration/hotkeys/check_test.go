@@ -17,12 +17,18 @@ import (
 
 // workerLog is what one worker's log holds.
 type workerLog struct {
-	admits   []int64 // the admissions' times, unix ns
+	admits   []span // the admissions, each as the Allow that made it
 	reserves []batchLine
 	settles  []batchLine
 	ended    bool // the worker wrote its end line (it closed)
 	end      endLine
 }
+
+// span is an admission: the Allow that made it began at start and
+// returned at end (unix ns), so the admission happened in [start, end]:
+// a batch's Take, or the script's run for an ordinary call (the server's
+// TIME reads the same clock).
+type span struct{ start, end int64 }
 
 // batchLine is a reserve or a settle of a batch.
 type batchLine struct {
@@ -57,13 +63,16 @@ func readLog(path string) (workerLog, error) {
 			}
 			nums = append(nums, n)
 		}
-		want := map[string]int{"A": 1, "R": 3, "S": 2, "E": 7}
+		want := map[string]int{"A": 2, "R": 3, "S": 2, "E": 7}
 		if len(fields) == 0 || want[fields[0]] != len(nums) {
 			return w, fmt.Errorf("%s:%d: a malformed line %q", path, line, sc.Text())
 		}
 		switch fields[0][0] {
 		case lineAdmit:
-			w.admits = append(w.admits, nums[0])
+			if nums[1] < nums[0] {
+				return w, fmt.Errorf("%s:%d: an admission that ended before it began: %q", path, line, sc.Text())
+			}
+			w.admits = append(w.admits, span{nums[0], nums[1]})
 		case lineReserve:
 			w.reserves = append(w.reserves, batchLine{nums[0], nums[1], nums[2]})
 		case lineSettle:
@@ -93,6 +102,46 @@ func maxInWindow(times []int64, w time.Duration) int64 {
 	return int64(best)
 }
 
+// admissions are the spans of every admission, their starts and their
+// ends each sorted.
+type admissions struct{ starts, ends []int64 }
+
+// sortedAdmits is every admission of logs.
+func sortedAdmits(logs []workerLog) admissions {
+	var a admissions
+	for _, w := range logs {
+		for _, s := range w.admits {
+			a.starts = append(a.starts, s.start)
+			a.ends = append(a.ends, s.end)
+		}
+	}
+	slices.Sort(a.starts)
+	slices.Sort(a.ends)
+	return a
+}
+
+// below is how many of the sorted times are below t.
+func below(times []int64, t int64) int64 {
+	n, _ := slices.BinarySearch(times, t)
+	return int64(n)
+}
+
+// surelyInWindow is the most admissions that certainly happened in one
+// window [x, x+w): for x each admission's start, the spans that ended in
+// the window less every span begun before x that had not ended at x.
+// Only spans that lie inside the window are left, so it is never more
+// than the admissions the window truly held (and equal to the count of
+// spans inside it when no Allow took w or longer).
+func surelyInWindow(a admissions, w time.Duration) int64 {
+	best := int64(0)
+	for _, x := range a.starts {
+		ended := below(a.ends, x+w.Nanoseconds()) - below(a.ends, x)
+		open := below(a.starts, x) - below(a.ends, x)
+		best = max(best, ended-open)
+	}
+	return best
+}
+
 // bucketBound is the most a token bucket b (full at the start) debits in
 // any span of length span: its capacity plus its refill over span.
 func bucketBound(b ratelua.Bucket, span time.Duration) float64 {
@@ -101,30 +150,30 @@ func bucketBound(b ratelua.Bucket, span time.Duration) float64 {
 
 // windowFinding is the check of one bucket over one window length.
 type windowFinding struct {
-	bucket  int
-	window  time.Duration
-	most    int64   // the most admissions in any window of that length
-	strict  float64 // the bucket's bound over the window itself
-	widened float64 // its bound over the window widened by Lifetime and the slack
+	bucket int
+	window time.Duration
+	surely int64   // the most admissions certainly in one window of that length
+	atEnd  int64   // the most in one window, each admission at its Allow's return
+	bound  float64 // the bucket's bound over the window (and one unit)
 }
 
-// String says how close the admissions came to each bound.
+// String says how close the admissions came to the bound.
 func (f windowFinding) String() string {
-	return fmt.Sprintf("bucket %d, window %v: at most %d admitted; strict bound %.0f (%+.0f), widened bound %.0f (%+.0f)",
-		f.bucket, f.window, f.most, f.strict, float64(f.most)-f.strict, f.widened, float64(f.most)-f.widened)
+	return fmt.Sprintf("bucket %d, window %v: %d admitted for sure (%d timed at return); bound %.0f (%+.0f)",
+		f.bucket, f.window, f.surely, f.atEnd, f.bound, float64(f.surely)-f.bound)
 }
 
-// checkWindows checks the sorted admissions against every bucket over
-// windows of one second, of the bucket's fill time and of the whole run:
-// in a window of length W, the admissions are at most what the bucket
-// debits over W + lifetime + slack (the rule of the package doc, "Hot
-// keys", with slack for the time between an admission and its logged
-// time and for a reserve's round trip).
-func checkWindows(admits []int64, buckets []ratelua.Bucket, lifetime, slack time.Duration) []windowFinding {
+// checkWindows checks the admissions against every bucket over windows
+// of one second, of the bucket's fill time and of the whole run: in any
+// window of length W, the admissions are at most what the bucket debits
+// over W (issue 32: no window admits more than its limit), and one unit
+// of the limiter's clock more (the script counts time in whole units:
+// the refill between two calls is of the time between their floors).
+func checkWindows(a admissions, buckets []ratelua.Bucket, unit time.Duration) []windowFinding {
 	var out []windowFinding
 	run := time.Duration(0)
-	if len(admits) > 0 {
-		run = time.Duration(admits[len(admits)-1]-admits[0]) + 1
+	if len(a.ends) > 0 {
+		run = time.Duration(a.ends[len(a.ends)-1]-a.starts[0]) + 1
 	}
 	for i, b := range buckets {
 		fill := float64(b.RefillInterval) * float64(b.Capacity) / float64(b.RefillAmount)
@@ -135,9 +184,10 @@ func checkWindows(admits []int64, buckets []ratelua.Bucket, lifetime, slack time
 		windows = append(windows, run)
 		for _, w := range windows {
 			out = append(out, windowFinding{
-				bucket: i, window: w, most: maxInWindow(admits, w),
-				strict:  bucketBound(b, w),
-				widened: bucketBound(b, w+lifetime+slack),
+				bucket: i, window: w,
+				surely: surelyInWindow(a, w),
+				atEnd:  maxInWindow(a.ends, w),
+				bound:  bucketBound(b, w+unit),
 			})
 		}
 	}
@@ -182,14 +232,4 @@ func consumed(ctx context.Context, client rueidis.Client, l *ratelua.Limiter, ev
 		return 0, fmt.Errorf("the state %s is %q: bucket %d has capacity %d, want %d", key, state, i, capacity, b.Capacity)
 	}
 	return capacity - scaled/interval, nil
-}
-
-// sortedAdmits is every admission of logs, sorted.
-func sortedAdmits(logs []workerLog) []int64 {
-	var all []int64
-	for _, w := range logs {
-		all = append(all, w.admits...)
-	}
-	slices.Sort(all)
-	return all
 }

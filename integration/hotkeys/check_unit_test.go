@@ -1,6 +1,7 @@
 package hotkeys
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -24,32 +25,61 @@ func TestMaxInWindow(t *testing.T) {
 	}
 }
 
-// TestCheckWindows: the checker finds admissions over a bucket's widened
-// bound, and none under it: a bucket of 10 refilled 10 a second, 100 ms
-// of Lifetime and no slack allows 10 + 10 x (W + 0.1) in a window of W.
-// A burst of 10 at 0, then one every 100 ms to 1.1 s, keeps to it (19 in
-// the first second, 21 in 1.1 s); 3 more at 0 do not (22 in a second).
+// TestSurelyInWindow: the admissions certainly in one window, by hand:
+// spans (start, end) in ms; a span longer than the window counts in none.
+func TestSurelyInWindow(t *testing.T) {
+	ms := int64(time.Millisecond)
+	spans := []span{{0, 1}, {1, 2}, {2, 9}, {10, 10}, {10, 12}, {11, 11}, {30, 31}}
+	var a admissions
+	for _, s := range spans {
+		a.starts = append(a.starts, s.start*ms)
+		a.ends = append(a.ends, s.end*ms)
+	}
+	slices.Sort(a.starts)
+	slices.Sort(a.ends)
+	for _, c := range []struct {
+		w    time.Duration
+		want int64
+	}{
+		{time.Nanosecond, 1}, {2 * time.Millisecond, 2}, {3 * time.Millisecond, 3},
+		{8 * time.Millisecond, 3}, {10 * time.Millisecond, 3}, {13 * time.Millisecond, 6}, {time.Second, 7},
+	} {
+		if got := surelyInWindow(a, c.w); got != c.want {
+			t.Errorf("surelyInWindow(%v) = %d, want %d", c.w, got, c.want)
+		}
+	}
+}
+
+// TestCheckWindows: the checker finds admissions over a bucket's bound,
+// and none under it: a bucket of 10 refilled 10 a second allows 10 + 10 x
+// (W + 1 ms) in a window of W. A burst of 10 at 0, then one every 100 ms
+// from 100 ms, keeps to it (19 in the first second, 21 in the run of
+// 1.1 s); a burst of 12 does not (21 in the first second, over 20.01).
 func TestCheckWindows(t *testing.T) {
 	b := []ratelua.Bucket{{Capacity: 10, RefillAmount: 10, RefillInterval: time.Second}}
-	burst := func(n int) []int64 {
-		out := make([]int64, n)
-		for k := int64(1); k <= 11; k++ {
-			out = append(out, k*int64(100*time.Millisecond))
+	burst := func(n int) admissions {
+		var a admissions
+		for range n {
+			a.starts, a.ends = append(a.starts, 0), append(a.ends, int64(time.Microsecond))
 		}
-		return out
+		for k := int64(1); k <= 11; k++ {
+			at := k * int64(100*time.Millisecond)
+			a.starts, a.ends = append(a.starts, at), append(a.ends, at+int64(time.Microsecond))
+		}
+		return a
 	}
 	over := func(fs []windowFinding) bool {
 		for _, f := range fs {
-			if float64(f.most) > f.widened {
+			if float64(f.surely) > f.bound {
 				return true
 			}
 		}
 		return false
 	}
-	if fs := checkWindows(burst(10), b, 100*time.Millisecond, 0); over(fs) {
+	if fs := checkWindows(burst(10), b, time.Millisecond); over(fs) {
 		t.Errorf("a bucket's admissions found over its bound: %v", fs)
 	}
-	if fs := checkWindows(burst(13), b, 100*time.Millisecond, 0); !over(fs) {
-		t.Errorf("22 in a second not found over the bound of 21: %v", fs)
+	if fs := checkWindows(burst(12), b, time.Millisecond); !over(fs) {
+		t.Errorf("21 in a second not found over the bound of 20.01: %v", fs)
 	}
 }

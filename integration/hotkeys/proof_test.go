@@ -137,10 +137,9 @@ func stateClient(t *testing.T, tg target, prefix string) (rueidis.Client, *ratel
 	return client, l
 }
 
-// slackOf is the slack of the window rule: the longest admitted Allow
-// (its admission is logged up to that long after it happened) plus the
-// longest reserve (its units are debited up to that long before the
-// batch's Lifetime starts).
+// slackOf is the longest admitted Allow plus the longest reserve: a
+// batch's units are debited up to that long before its Lifetime starts,
+// and its give-back reaches the server up to that long after it ends.
 func slackOf(logs []workerLog) time.Duration {
 	var allow, reserve int64
 	for _, w := range logs {
@@ -156,9 +155,11 @@ func slackOf(logs []workerLog) time.Duration {
 // on one hot key for 20 s, on redis-server and valkey-server, single and
 // six-node cluster, with a day's, a second's and a minute's bucket.
 // Checked from the log of every admission: (a) in any window of W, the
-// admissions are at most what each bucket debits over W + Lifetime (+ the
-// measured slack); how close they came to the strict bound over W is
-// logged; (b) after every worker's Close, the day bucket's state on the
+// admissions are at most what each bucket debits over W (and one
+// millisecond, the limiter's unit): v7 holds a batch's units until it is
+// settled, so a unit admitted late in its batch is never counted out of a
+// window that admitted it (before that rule a strict 1 s window saw up to
+// 1.3% more than its bound); (b) after every worker's Close, the day bucket's state on the
 // server is exactly the units admitted; (c) at most 0.1 server calls per
 // decision over the whole run, and while the key is under its limits
 // (the first 10 s; after them the buckets are dry).
@@ -199,9 +200,9 @@ func TestHotKeysFleet(t *testing.T) {
 			pacedDecisions, pacedCalls, float64(pacedCalls)/float64(pacedDecisions),
 			decisions-pacedDecisions, calls-pacedCalls, float64(calls-pacedCalls)/float64(decisions-pacedDecisions))
 		// (a) the windows.
-		for _, f := range checkWindows(admits, fleetBuckets, fleetLifetime, slack) {
+		for _, f := range checkWindows(admits, fleetBuckets, time.Millisecond) {
 			t.Log(f)
-			if float64(f.most) > f.widened {
+			if float64(f.surely) > f.bound {
 				t.Errorf("over the limit: %v", f)
 			}
 		}

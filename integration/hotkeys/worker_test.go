@@ -38,8 +38,9 @@ type workerConfig struct {
 // The lines of a worker's log, each written by one write to the file as
 // it happens (a worker that is SIGKILLed leaves every line it wrote):
 //
-//	A <unix ns>                       an admission, timed after Allow returned
-//	                                  (written at the end unless Stream)
+//	A <unix ns> <unix ns>             an admission: when the Allow that made
+//	                                  it began and when it returned (written
+//	                                  at the end unless Stream)
 //	R <unix ns> <units> <latency ns>  a batch's reserve the server admitted
 //	S <unix ns> <units used>          a batch's settle (its give-back)
 //	E <decisions> <admitted> <calls> <max admitted Allow ns> <local>
@@ -131,13 +132,15 @@ func work(text string) error {
 		go func() {
 			defer wg.Done()
 			var n, a, longest, np int64
-			var admits []int64
+			var admits []int64 // start, end, start, end, ...
 			defer func() {
 				if len(admits) > 0 {
 					var b []byte
-					for _, at := range admits {
+					for i := 0; i < len(admits); i += 2 {
 						b = append(b, lineAdmit, ' ')
-						b = strconv.AppendInt(b, at, 10)
+						b = strconv.AppendInt(b, admits[i], 10)
+						b = append(b, ' ')
+						b = strconv.AppendInt(b, admits[i+1], 10)
 						b = append(b, '\n')
 					}
 					write(b)
@@ -170,10 +173,12 @@ func work(text string) error {
 					longest = max(longest, at.Sub(start).Nanoseconds())
 					if cfg.Stream {
 						buf = append(buf[:0], lineAdmit, ' ')
+						buf = strconv.AppendInt(buf, start.UnixNano(), 10)
+						buf = append(buf, ' ')
 						buf = strconv.AppendInt(buf, at.UnixNano(), 10)
 						write(append(buf, '\n'))
 					} else {
-						admits = append(admits, at.UnixNano())
+						admits = append(admits, start.UnixNano(), at.UnixNano())
 					}
 				}
 				if start.Before(paced) {
