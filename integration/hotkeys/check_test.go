@@ -135,9 +135,7 @@ func below(times []int64, t int64) int64 {
 func surelyInWindow(a admissions, w time.Duration) int64 {
 	best := int64(0)
 	for _, x := range a.starts {
-		ended := below(a.ends, x+w.Nanoseconds()) - below(a.ends, x)
-		open := below(a.starts, x) - below(a.ends, x)
-		best = max(best, ended-open)
+		best = max(best, surelyBetween(a, x, x+w.Nanoseconds()))
 	}
 	return best
 }
@@ -148,7 +146,7 @@ func bucketBound(b ratelua.Bucket, span time.Duration) float64 {
 	return float64(b.Capacity) + float64(b.RefillAmount)*span.Seconds()/b.RefillInterval.Seconds()
 }
 
-// windowFinding is the check of one bucket over one window length.
+// windowFinding is the check of one limit over one window length.
 type windowFinding struct {
 	bucket int
 	window time.Duration
@@ -232,4 +230,50 @@ func consumed(ctx context.Context, client rueidis.Client, l *ratelua.Limiter, ev
 		return 0, fmt.Errorf("the state %s is %q: bucket %d has capacity %d, want %d", key, state, i, capacity, b.Capacity)
 	}
 	return capacity - scaled/interval, nil
+}
+
+// surelyBetween is how many admissions certainly happened in [lo, hi):
+// the spans that ended in it less those begun before lo and not ended
+// at lo (as surelyInWindow).
+func surelyBetween(a admissions, lo, hi int64) int64 {
+	ended := below(a.ends, hi) - below(a.ends, lo)
+	open := below(a.starts, lo) - below(a.ends, lo)
+	return ended - open
+}
+
+// checkSlidingWindows checks the admissions against every window of a
+// sliding_window limiter: the script counts a window as its ceil(duration
+// / resolution) buckets up to the current one, each bucket a resolution
+// of the server's clock (its unit: whole units since the epoch), so every
+// run of that many buckets holds at most Max admissions.
+func checkSlidingWindows(a admissions, windows []ratelua.Window) []windowFinding {
+	var out []windowFinding
+	if len(a.starts) == 0 {
+		return nil
+	}
+	for i, w := range windows {
+		r := w.Resolution.Nanoseconds()
+		n := (w.Duration.Nanoseconds() + r - 1) / r
+		f := windowFinding{bucket: i, window: time.Duration(n * r), bound: float64(w.Max)}
+		for b := a.starts[0] / r; b <= a.ends[len(a.ends)-1]/r; b++ {
+			lo, hi := (b-n+1)*r, (b+1)*r
+			f.surely = max(f.surely, surelyBetween(a, lo, hi))
+			f.atEnd = max(f.atEnd, below(a.ends, hi)-below(a.ends, lo))
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// checkLogs checks the admissions against every log of a zset_log
+// limiter: an event at t counts in (t - window, t] of the server's clock
+// in whole units, so any span shorter than the window by one unit holds
+// at most Max admissions.
+func checkLogs(a admissions, logs []ratelua.Log, unit time.Duration) []windowFinding {
+	var out []windowFinding
+	for i, l := range logs {
+		w := l.Window - unit
+		out = append(out, windowFinding{bucket: i, window: w, surely: surelyInWindow(a, w), atEnd: maxInWindow(a.ends, w), bound: float64(l.Max)})
+	}
+	return out
 }

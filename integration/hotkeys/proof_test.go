@@ -322,3 +322,86 @@ func TestHotKeysSIGKILL(t *testing.T) {
 		}
 	})
 }
+
+// windowFleets are the window scripts' fleets: sliding_window with a
+// second's window of 100 ms buckets and ten seconds' of 1 s buckets, and
+// zset_log with a second's log. Their maxima are above what the paced
+// phase asks (2 x 16 goroutines pausing 5 ms: at most 6,400 a second)
+// and far below what the unpaced phase asks.
+var windowFleets = []struct {
+	name    string
+	windows []ratelua.Window
+	logs    []ratelua.Log
+}{
+	{name: "sliding_window", windows: []ratelua.Window{
+		{Max: 20_000, Duration: time.Second, Resolution: 100 * time.Millisecond},
+		{Max: 60_000, Duration: 10 * time.Second, Resolution: time.Second},
+	}},
+	{name: "zset_log", logs: []ratelua.Log{{Max: 10_000, Window: time.Second}}},
+}
+
+// TestHotKeysWindowFleet is the fleet proof on the window scripts, on a
+// single node of both servers: 2 processes x 16 goroutines on one hot key
+// for 10 s (5 s paced, then unpaced). Checked from the log of every
+// admission: every window the script counts holds at most its Max
+// admissions (sliding_window: every run of its buckets; zset_log: any span
+// of its window less one unit), although a batch's units are admitted up
+// to a Lifetime after its reserve; and at most 0.1 server calls per
+// decision.
+func TestHotKeysWindowFleet(t *testing.T) {
+	eachTarget(t, false, func(t *testing.T, tg target) {
+		for _, fleet := range windowFleets {
+			t.Run(fleet.name, func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				prefix, key := "hotwin", fmt.Sprintf("%s-%s-%d", fleet.name, tg.name, time.Now().UnixNano())
+				const workers = 2
+				var cmds []*exec.Cmd
+				for i := range workers {
+					cfg := fleetConfig(tg, prefix, key, dir, i)
+					cfg.Buckets, cfg.Windows, cfg.Logs = nil, fleet.windows, fleet.logs
+					cfg.Goroutines, cfg.Duration, cfg.PacedFor = 16, 10*time.Second, 5*time.Second
+					cmds = append(cmds, startWorker(t, cfg, dir, i))
+				}
+				for i, cmd := range cmds {
+					waitWorker(t, cmd, dir, i)
+				}
+				var logs []workerLog
+				var decisions, admitted, calls, local int64
+				for i := range workers {
+					w, err := readLog(filepath.Join(dir, fmt.Sprintf("log-%d", i)))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !w.ended || int64(len(w.admits)) != w.end.admitted {
+						t.Fatalf("worker %d: its log has %d admissions, its end line %+v (ended %v)", i, len(w.admits), w.end, w.ended)
+					}
+					logs = append(logs, w)
+					decisions += w.end.decisions
+					admitted += w.end.admitted
+					calls += w.end.calls
+					local += w.end.local
+				}
+				t.Logf("%s %s: %d decisions, %d admitted, %d from batches, %d server calls (%.4f per decision)",
+					tg.name, fleet.name, decisions, admitted, local, calls, float64(calls)/float64(decisions))
+				admits := sortedAdmits(logs)
+				findings := checkSlidingWindows(admits, fleet.windows)
+				if fleet.logs != nil {
+					findings = checkLogs(admits, fleet.logs, time.Millisecond)
+				}
+				for _, f := range findings {
+					t.Log(f)
+					if float64(f.surely) > f.bound {
+						t.Errorf("over the limit: %v", f)
+					}
+				}
+				if per := float64(calls) / float64(decisions); per > 0.1 {
+					t.Errorf("%d server calls for %d decisions: %.3f per decision, want at most 0.1", calls, decisions, per)
+				}
+				if local < admitted/2 {
+					t.Errorf("only %d of %d admissions came from batches", local, admitted)
+				}
+			})
+		}
+	})
+}

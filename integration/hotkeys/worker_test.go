@@ -24,7 +24,9 @@ type workerConfig struct {
 	Addrs      []string         // the server's addresses (a cluster's: all of them)
 	Prefix     string           // the limiter's prefix
 	Key        string           // the one hot event key
-	Buckets    []ratelua.Bucket // the token buckets of the limiter
+	Buckets    []ratelua.Bucket // the token buckets of the limiter (token_bucket)
+	Windows    []ratelua.Window // or its windows (sliding_window)
+	Logs       []ratelua.Log    // or its logs (zset_log)
 	Goroutines int              // goroutines deciding the key
 	Duration   time.Duration    // how long they decide
 	Lifetime   time.Duration    // HotKeys.Lifetime
@@ -119,7 +121,7 @@ func work(text string) error {
 			}
 		},
 	}
-	l, err := ratelua.NewTokenBucket(client, opts, cfg.Buckets...)
+	l, err := newLimiter(client, opts, cfg)
 	if err != nil {
 		return fmt.Errorf("make the limiter: %w", err)
 	}
@@ -201,4 +203,16 @@ func work(text string) error {
 		return fmt.Errorf("write the log: %w", err)
 	}
 	return nil
+}
+
+// newLimiter is the limiter of cfg's limits: its buckets, windows or logs.
+func newLimiter(client ratelua.Client, opts ratelua.Options, cfg workerConfig) (*ratelua.Limiter, error) {
+	switch {
+	case len(cfg.Windows) > 0:
+		return ratelua.NewSlidingWindow(client, opts, cfg.Windows...)
+	case len(cfg.Logs) > 0:
+		return ratelua.NewZSetLog(client, opts, cfg.Logs...)
+	default:
+		return ratelua.NewTokenBucket(client, opts, cfg.Buckets...)
+	}
 }
