@@ -64,9 +64,25 @@
 -- base as text when it is unchanged, and its letter without a call below
 -- 10^4 events.
 
--- What v7 does apart from v6: nothing yet (v7 is in development; it will
--- hold reserve and settle, issue 31, and the cost work of issue 35). It
--- reads and writes v6's state.
+-- What v7 does apart from v6: reserve and settle (issue 31, ARGV[4]
+-- 'reserve:<id>:<lifetime>' and 'settle:<id>', lua/README.md), on v6's
+-- state for a key that never held a reservation. A reservation holds its
+-- units until it is settled (issue 32): it records no event; every check
+-- of a limit counts, besides the events in its window, the estimate of
+-- every reservation held (live, or expired and not yet converted), in
+-- every window; a settle records the units used (actual) as events at
+-- now; a call that may write (eventCount > 0, a settle that applies)
+-- first converts each reservation it finds expired into its estimate as
+-- events at its expiry. Why no window then admits more than max when a
+-- holder admits the units of a reservation anywhere in [reserve,
+-- settle]: take a window and its last admitting check c (a call or a
+-- reserve admitted, at or before the window's end); every reservation
+-- with a unit in the window was reserved by c, and at c was either held
+-- (counted in full) or settled or converted at a time s >= the unit's
+-- admission, so s is in the window and in c's (which starts earlier), and
+-- its units counted there; every plain event in the window was admitted
+-- by c and is in c's window. So c's check, count + asked <= max, bounds
+-- every admission in the window.
 -- ratelua v7 prelude, shared by every v7 script (generated into each
 -- released file; do not edit there). It holds two constants and macros
 -- (-- #define ... -- #end, see internal/luagen/macro.go): a script expands
