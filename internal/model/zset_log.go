@@ -24,13 +24,15 @@ type ZSetLog struct {
 	exists   bool
 	last     int64 // the time of the last write
 	ttl      int64
-	// reserved are the reservations the state holds (v7), settled ones
-	// included until they are dropped: while it holds any, the key's TTL
-	// never shortens.
+	// reserved are the reservations the state holds (v7): held (not
+	// settled: live, or expired and not yet converted), whose estimates
+	// every window counts, and settled or converted ones until they are
+	// dropped; while it holds any, the key's TTL never shortens.
 	reserved reservations
 }
 
-// logEvent is n events recorded at time t, by reservation id (0: none).
+// logEvent is n events recorded at time t (id: a reservation's, 0 for
+// zset_log, whose reservations record no event while held).
 type logEvent struct {
 	t, n, id int64
 }
@@ -132,7 +134,7 @@ func (m *ZSetLog) Do(c Call) Reply {
 			m.reserved = reservations{}
 		}
 		// Held: no event is recorded until it is settled.
-		m.reserved[c.ID] = reservation{expiry: c.Now + c.Lifetime, estimate: c.Count, at: stamp}
+		m.reserved[c.ID] = reservation{expiry: c.Now + c.Lifetime, estimate: c.Count}
 		m.exists, m.last = true, stamp
 		reply := decide(true, m.outcomes(c, stamp, c.Count, true))
 		m.ttl = ttlMillis(c.Unit, max(reply.ResetAfter, c.Lifetime))
