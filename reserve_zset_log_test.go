@@ -2,10 +2,12 @@ package ratelua
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/ratelua/ratelua/internal/model"
+	"github.com/ratelua/ratelua/internal/modeltest"
 	"github.com/ratelua/ratelua/luatest"
 )
 
@@ -203,6 +205,33 @@ func TestZSetLogHoldRule(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestZSetLogScriptHoldsUntilSettled is TestZSetLogHoldsUntilSettled
+// (internal/model) on the script itself, in luatest: a holder's units
+// admitted anywhere between its reserve and its settle (or its expiry)
+// never make a window admit more than a limit's max.
+func TestZSetLogScriptHoldsUntilSettled(t *testing.T) {
+	src := source(t, ZSetLog)
+	r := rand.New(rand.NewPCG(32, 2031))
+	for seq := range 60 {
+		limits := modeltest.HoldLimits(r)
+		var args []string
+		for _, l := range limits {
+			args = append(args, fmt.Sprint(l.Max), fmt.Sprint(l.Window))
+		}
+		e := frozenEngine()
+		do := func(c model.Call) model.Reply {
+			got, _, err := run(t, e, src, modeltest.CallArgs(c, args))
+			if err != nil || len(got) != 5 {
+				t.Fatalf("seq %d: %+v: %v %v", seq, c, got, err)
+			}
+			return model.Reply{Allowed: got[0], Remaining: got[1], RetryAfter: got[2], ResetAfter: got[3], LimitIndex: got[4]}
+		}
+		if v := modeltest.HoldViolation(r, limits, 400, do); v != "" {
+			t.Fatalf("seq %d: %s", seq, v)
 		}
 	}
 }
