@@ -217,7 +217,7 @@ func TestZSetLogScriptHoldsUntilSettled(t *testing.T) {
 	src := source(t, ZSetLog)
 	r := rand.New(rand.NewPCG(32, 2031))
 	for seq := range 60 {
-		limits := modeltest.HoldLimits(r)
+		limits := modeltest.ZSetLogHoldLimits(r)
 		var args []string
 		for _, l := range limits {
 			args = append(args, fmt.Sprint(l.Max), fmt.Sprint(l.Window))
@@ -230,7 +230,7 @@ func TestZSetLogScriptHoldsUntilSettled(t *testing.T) {
 			}
 			return model.Reply{Allowed: got[0], Remaining: got[1], RetryAfter: got[2], ResetAfter: got[3], LimitIndex: got[4]}
 		}
-		if v := modeltest.HoldViolation(r, limits, 400, do); v != "" {
+		if v := modeltest.ZSetLogHoldViolation(r, limits, 400, do); v != "" {
 			t.Fatalf("seq %d: %s", seq, v)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // TestZSetLogHoldsUntilSettled is the proof obligation of the hold rule
-// (issue 32) for zset_log v7 at the model's level (modeltest.HoldViolation:
+// (issue 32) for zset_log v7 at the model's level (modeltest.ZSetLogHoldViolation:
 // random plain calls and reserves, each admitted reservation's units
 // admitted at random times in [reserve, settle], or up to its expiry for
 // a holder that dies): in every window of every limit the admissions
@@ -19,8 +19,8 @@ import (
 func TestZSetLogHoldsUntilSettled(t *testing.T) {
 	r := rand.New(rand.NewPCG(32, 2026))
 	for seq := range 300 {
-		m := &model.ZSetLog{Limits: modeltest.HoldLimits(r), Reserves: true}
-		if v := modeltest.HoldViolation(r, m.Limits, 600, m.Do); v != "" {
+		m := &model.ZSetLog{Limits: modeltest.ZSetLogHoldLimits(r), Reserves: true}
+		if v := modeltest.ZSetLogHoldViolation(r, m.Limits, 600, m.Do); v != "" {
 			t.Fatalf("seq %d: %s", seq, v)
 		}
 	}
