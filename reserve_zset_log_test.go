@@ -2,20 +2,22 @@ package ratelua
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/ratelua/ratelua/internal/model"
+	"github.com/ratelua/ratelua/internal/modeltest"
 	"github.com/ratelua/ratelua/luatest"
 )
 
 // TestZSetLogSettleAgainstModel runs sequences that a reserve and settle
 // of zset_log v7 must get right, against the model at every call: a
-// refund after a flood of mode-1 events (the state drops events past its
-// bound: a refund must not bring their room back), an id settled and
-// reserved again at one time (a settle takes its own events only), a
-// settle retried, expired, and a settle of the newest events under an
-// older event (the key must stay one holding reservations).
+// settle under less than its estimate after a flood of mode-1 events (the
+// state drops events past its bound), an id settled and reserved again at
+// one time, a settle retried, expired, and reserves and settles on a key
+// whose newest event was recorded before it held reservations (the key
+// must stay one holding reservations).
 func TestZSetLogSettleAgainstModel(t *testing.T) {
 	src := source(t, ZSetLog)
 	type step struct {
@@ -123,5 +125,113 @@ func TestZSetLogReservationsAndV6(t *testing.T) {
 	}
 	if want := model.MaxReservations/2 + 1; records != want { // the odd ones and 98
 		t.Fatalf("%d records after the expired were dropped, want %d", records, want)
+	}
+}
+
+// TestZSetLogHoldRule checks the three parts of zset_log v7's hold rule
+// (issue 32) against the script, each step against the model too, with
+// one limit (the general code every key holding reservations takes) and
+// with two (the second never decides): 5 events in any 10 s.
+//
+//  1. A reservation held counts its estimate in every window, also once
+//     the time it was reserved at has left the window.
+//  2. A settle records the units used as events at its time: they count
+//     from the settle, not from the reserve.
+//  3. A reservation found expired by a call that records converts into
+//     its estimate as events at its expiry; until then it counts in full.
+func TestZSetLogHoldRule(t *testing.T) {
+	src := source(t, ZSetLog)
+	type step struct {
+		count int64
+		now   int64
+		mode  string
+		// allowed and remaining, worked out by hand from the rule.
+		allowed, remaining int64
+	}
+	for _, c := range []struct {
+		name  string
+		steps []step
+	}{
+		{"1: held in every window", []step{
+			{3, 100, "reserve:1:50", 1, 2},
+			{2, 105, "0", 1, 0},
+			// (102, 112]: the reserve's time has left it, 1 is still held.
+			{1, 112, "0", 0, 0},
+			{0, 112, "0", 0, 0}, // a peek: denied until 105 leaves (retry 3), 1's 3 still held
+		}},
+		{"2: units used count from the settle", []step{
+			{3, 100, "reserve:1:50", 1, 2},
+			{2, 105, "0", 1, 0},
+			{1, 113, "settle:1", 1, 2}, // 2 at 105, 1 at 113
+			{0, 116, "0", 1, 4},        // 105 has left; 113 counts
+			{0, 123, "0", 1, 5},        // 113 has left
+		}},
+		{"3: expired, converted at its expiry", []step{
+			{2, 200, "reserve:1:5", 1, 3},
+			{0, 230, "0", 1, 3},        // expired at 205, not found yet: counted in full
+			{0, 230, "settle:1", 0, 3}, // a settle of it applies nothing and converts nothing
+			{1, 230, "0", 1, 4},        // found by a call that records: 2 at 205, out of (220, 230]
+		}},
+		{"3: the converted events count from the expiry", []step{
+			{2, 200, "reserve:1:5", 1, 3},
+			{1, 210, "0", 1, 2}, // converts: 2 at 205 and 1 at 210
+			{0, 214, "0", 1, 2}, // (204, 214]: both
+			{0, 216, "0", 1, 4}, // (206, 216]: 205 has left
+			{0, 216, "settle:1", 0, 4},
+		}},
+	} {
+		for _, limits := range [][]model.ZSetLogLimit{{{Max: 5, Window: 10}}, {{Max: 5, Window: 10}, {Max: 100, Window: 11}}} {
+			t.Run(fmt.Sprintf("%s/%d limits", c.name, len(limits)), func(t *testing.T) {
+				e := frozenEngine()
+				m := &model.ZSetLog{Limits: limits, Reserves: true}
+				var args []string
+				for _, l := range limits {
+					args = append(args, fmt.Sprint(l.Max), fmt.Sprint(l.Window))
+				}
+				for i, s := range c.steps {
+					call := model.Call{Count: s.count, Now: s.now, Unit: "s", Server: 1_700_000_000}
+					if op, id, lifetime, ok := model.ParseReservation(s.mode); ok {
+						call.Op, call.ID, call.Lifetime = op, id, lifetime
+					} else {
+						call.Mode = int(s.mode[0] - '0')
+					}
+					want := m.Do(call).Ints()
+					got, _, err := run(t, e, src, append([]string{fmt.Sprint(s.count), "s", fmt.Sprint(s.now), s.mode}, args...))
+					if err != nil || !equalInts(got, want) {
+						t.Fatalf("step %d %+v: %v %v, model %v\nstate %v", i, s, got, err, want, e.Dump(testKey))
+					}
+					if got[0] != s.allowed || got[1] != s.remaining {
+						t.Fatalf("step %d %+v: %v, want allowed %d with %d remaining\nstate %v", i, s, got, s.allowed, s.remaining, e.Dump(testKey))
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestZSetLogScriptHoldsUntilSettled is TestZSetLogHoldsUntilSettled
+// (internal/model) on the script itself, in luatest: a holder's units
+// admitted anywhere between its reserve and its settle (or its expiry)
+// never make a window admit more than a limit's max.
+func TestZSetLogScriptHoldsUntilSettled(t *testing.T) {
+	src := source(t, ZSetLog)
+	r := rand.New(rand.NewPCG(32, 2031))
+	for seq := range 60 {
+		limits := modeltest.ZSetLogHoldLimits(r)
+		var args []string
+		for _, l := range limits {
+			args = append(args, fmt.Sprint(l.Max), fmt.Sprint(l.Window))
+		}
+		e := frozenEngine()
+		do := func(c model.Call) model.Reply {
+			got, _, err := run(t, e, src, modeltest.CallArgs(c, args))
+			if err != nil || len(got) != 5 {
+				t.Fatalf("seq %d: %+v: %v %v", seq, c, got, err)
+			}
+			return model.Reply{Allowed: got[0], Remaining: got[1], RetryAfter: got[2], ResetAfter: got[3], LimitIndex: got[4]}
+		}
+		if v := modeltest.ZSetLogHoldViolation(r, limits, 400, do); v != "" {
+			t.Fatalf("seq %d: %s", seq, v)
+		}
 	}
 }

@@ -64,9 +64,25 @@
 -- base as text when it is unchanged, and its letter without a call below
 -- 10^4 events.
 
--- What v7 does apart from v6: nothing yet (v7 is in development; it will
--- hold reserve and settle, issue 31, and the cost work of issue 35). It
--- reads and writes v6's state.
+-- What v7 does apart from v6: reserve and settle (issue 31, ARGV[4]
+-- 'reserve:<id>:<lifetime>' and 'settle:<id>', lua/README.md), on v6's
+-- state for a key that never held a reservation. A reservation holds its
+-- units until it is settled (issue 32): it records no event; every check
+-- of a limit counts, besides the events in its window, the estimate of
+-- every reservation held (live, or expired and not yet converted), in
+-- every window; a settle records the units used (actual) as events at
+-- now; a call that may write (eventCount > 0, a settle that applies)
+-- first converts each reservation it finds expired into its estimate as
+-- events at its expiry. Why no window then admits more than max when a
+-- holder admits the units of a reservation anywhere in [reserve,
+-- settle]: take a window and its last admitting check c (a call or a
+-- reserve admitted, at or before the window's end); every reservation
+-- with a unit in the window was reserved by c, and at c was either held
+-- (counted in full) or settled or converted at a time s >= the unit's
+-- admission, so s is in the window and in c's (which starts earlier), and
+-- its units counted there; every plain event in the window was admitted
+-- by c and is in c's window. So c's check, count + asked <= max, bounds
+-- every admission in the window.
 -- ratelua v7 prelude, shared by every v7 script (generated into each
 -- released file; do not edit there). It holds two constants and macros
 -- (-- #define ... -- #end, see internal/luagen/macro.go): a script expands
@@ -670,11 +686,10 @@ end
 -- The newest event: its time (newest_time), and the indexes in the set.
 -- v7: a key holding reservations (slow) holds, below every event (scores
 -- < 0), member '@' scored <last write> - 2^53, and per reservation id
--- 'r<id>:<expiry>:<estimate>:<time recorded>:<first index>' (open) or
--- 's<id>:<expiry>'
--- (settled), scored -id; its events are tagged (a reservation's with its
--- id, others 0), so that v6, which reads the newest member only, refuses
--- it. last: the last write's time.
+-- 'r<id>:<expiry>:<estimate>' (held) or 's<id>:<expiry>' (settled),
+-- scored -id; its events are tagged ('<time>:<index>:<base>:0'), so that
+-- v6, which reads the newest member only, refuses it. last: the last
+-- write's time.
 local last, newest, base, slow = nil, 0, 1, false
 local top = redis.pcall('ZRANGE', key, '-1', '-1')
 if type(top) == 'table' and top.err then
@@ -725,24 +740,109 @@ if last and last > now + widest then
   end
 end
 -- size: the events in the set; records: the members below them.
+-- v7: hold is the sum of the estimates of the reservations held (live,
+-- or expired and not yet converted), which every window counts; holds
+-- lists them ({expiry, estimate, record, id}). held is the record of the
+-- id a reserve or settle names, estimate its estimate while it is live.
 local size, records, lo = newest - base + 1, 0, '-inf'
+local hold, holds = 0, {}
+local held, estimate, held_expiry = nil, nil, nil
 if slow then
-  records = redis.call('ZCOUNT', key, '-inf', '(0')
-  size, lo = redis.call('ZCARD', key) - records, '0'
+  local below = redis.call('ZRANGE', key, '-inf', '(0', 'BYSCORE')
+  records, lo = #below, '0'
+  size = redis.call('ZCARD', key) - records
+  for _, m in ipairs(below) do
+    local kind, rid, expiry, units = match(m, '^([rs])(%d+):(%d+):?(%d*)$')
+    if kind then
+      rid, expiry = rid + 0, expiry + 0
+      if op and rid == id then
+        held, held_expiry = m, expiry
+      end
+      if kind == 'r' then
+        units = units + 0
+        hold = hold + units
+        holds[#holds + 1] = { expiry, units, m, rid }
+        if op and rid == id and expiry > now then
+          estimate = units
+        end
+      end
+    end
+  end
 end
 local stamp = now
 if last and last > now then
   stamp = last
 end
 
+-- v7: a call that may write (eventCount > 0, or a settle of a live id)
+-- first converts the reservations it finds expired: each is settled with
+-- its estimate, at its expiry (the last write's time if later), in the
+-- order of their expiries. Units beyond the newest largest + 1 are not
+-- recorded: no reply can tell them apart.
+local converted = false
+if #holds > 0 and ((op ~= 'settle' and count > 0) or (op == 'settle' and estimate)) then
+  local due, live = {}, {}
+  for _, h in ipairs(holds) do
+    if h[1] <= now then
+      due[#due + 1] = h
+    else
+      live[#live + 1] = h
+    end
+  end
+  if #due > 0 then
+    table.sort(due, function(a, b)
+      return a[1] < b[1] or (a[1] == b[1] and a[4] < b[4])
+    end)
+    local budget = largest + 1
+    for j = #due, 1, -1 do
+      local units = due[j][2]
+      if units > budget then
+        units = budget
+      end
+      due[j][5], budget = units, budget - units
+    end
+    base = newest - size + 1
+    local gone, settled = {}, {}
+    for _, h in ipairs(due) do
+      hold = hold - h[2]
+      local at = h[1]
+      if last and last > at then
+        at = last
+      end
+      local score = format('%d', at)
+      local batch, b = {}, 0
+      for j = 1, h[5] do
+        batch[b + 1], batch[b + 2] = score, name(score, newest + j, base, 0)
+        b = b + 2
+        if b == 2000 or j == h[5] then
+          redis.call('ZADD', key, unpack(batch, 1, b))
+          b = 0
+        end
+      end
+      if h[5] > 0 then
+        newest, size, newest_time = newest + h[5], size + h[5], at
+      end
+      gone[#gone + 1] = h[3]
+      settled[#settled + 1] = format('%d', -h[4])
+      settled[#settled + 1] = format('s%d:%d', h[4], h[1])
+      if op and h[4] == id then
+        held = settled[#settled]
+      end
+    end
+    redis.call('ZREM', key, unpack(gone))
+    redis.call('ZADD', key, unpack(settled))
+    holds, converted = live, true
+  end
+end
+
 -- Count each window and decide. A window the newest event is not in holds
 -- none; a set of one event holds it in every window the newest is in.
--- counts[i]: the events in limit i's window.
+-- events[i]: the events in limit i's window; counts[i]: those and hold.
 local asked = count
 if asked < 1 then
   asked = 1
 end
-local counts = {}
+local events, counts = {}, {}
 local allowed = true
 for i = 1, n do
   local max, window = tonumber(ARGV[2 * i + 3]), tonumber(ARGV[2 * i + 4])
@@ -754,8 +854,8 @@ for i = 1, n do
       c = size - redis.call('ZCOUNT', key, lo, format('%d', stamp - window))
     end
   end
-  counts[i] = c
-  if c + asked > max then
+  events[i], counts[i] = c, c + hold
+  if c + hold + asked > max then
     allowed = false
   end
 end
@@ -763,23 +863,7 @@ local record = count > 0 and (allowed or mode == '1')
 local added = 0
 local previous = newest_time -- the newest event's time before this call's
 
--- v7: the reservation id's record (held: its member), live until its
--- expiry unless settled.
-local held, estimate, held_at, held_expiry, held_first = nil, nil, nil, nil, nil
-if op and records > 0 then
-  local score = format('%d', -id)
-  for _, m in ipairs(redis.call('ZRANGE', key, score, score, 'BYSCORE')) do
-    local kind, rid, expiry, rest = string.match(m, '^([rs])(%d+):(%d+)(.*)$')
-    if kind and rid + 0 == id then
-      held, held_expiry = m, expiry
-      if kind == 'r' and expiry + 0 > now then
-        local e, t, first = string.match(rest, '^:(%d+):(%d+):(%d+)$')
-        estimate, held_at, held_first = e + 0, t, first + 0
-      end
-    end
-  end
-end
-local tag, write = nil, record
+local tag, write = nil, record or converted
 if op or slow then
   tag = 0
 end
@@ -787,9 +871,11 @@ if op == 'reserve' then
   if estimate then
     -- Held already (a reserve retried): nothing recorded, the reply of an
     -- admission, read as a peek.
-    record, count, asked, allowed, write = false, 0, 1, true, false
+    record, count, asked, allowed, write = false, 0, 1, true, converted
   elseif record then
-    tag = id
+    -- Held: its record, and no event until it is settled; every window
+    -- counts its estimate.
+    record, write = false, 'reserve'
     if held == nil and records > MAX_RESERVATIONS then
       do
         local gone, open = {}, 0
@@ -811,78 +897,41 @@ if op == 'reserve' then
         records = records - #gone
       end
     end
+    hold = hold + count
+    holds[#holds + 1] = { now + lifetime, count }
+    for i = 1, n do
+      counts[i] = counts[i] + count
+    end
   end
 elseif op == 'settle' then
   record, write = false, 'none'
   if estimate then
-    -- Keep actual of the reservation's events still held (the newest
-    -- beyond it removed), record an overrun at stamp (never denied), and
-    -- remember the id as settled. Its events: at its time, tagged with its
-    -- id, from its first index on (an id settled and reserved again at
-    -- the same time has older events, with lower indexes).
-    local mine, keep = {}, count
-    local suffix = ':' .. format('%d', id)
-    for _, m in ipairs(redis.call('ZRANGE', key, held_at, held_at, 'BYSCORE')) do
-      local index = match(m, '^%d+:%l(%d+):%d+:')
-      if index and index + 0 >= held_first and string.sub(m, -#suffix) == suffix then
-        mine[#mine + 1] = m
+    -- The units used count from the settle: actual events at stamp
+    -- (never denied), and the id remembered as settled.
+    hold = hold - estimate
+    for j, h in ipairs(holds) do
+      if h[4] == id then
+        table.remove(holds, j)
+        break
       end
     end
-    if keep < #mine then
-      local gone = {}
-      for j = keep + 1, #mine do
-        gone[#gone + 1] = mine[j]
-      end
-      redis.call('ZREM', key, unpack(gone))
-      size = size - #gone
-      for i = 1, n do
-        if held_at + 0 > stamp - tonumber(ARGV[2 * i + 4]) then
-          counts[i] = counts[i] - #gone
-        end
-      end
-      -- The newest event now.
-      newest, newest_time = 0, nil
-      local now_top = redis.call('ZRANGE', key, '-1', '-1')[1]
-      if now_top then
-        local t, index, _, tagged = member(now_top)
-        if t then
-          newest, newest_time = index, t
-          if not tagged then
-            -- An event recorded before the key held reservations is the
-            -- newest again: tagged, so that v6 (and v7's one-limit path,
-            -- which reads the newest member only) never takes the key
-            -- for one without reservations.
-            redis.call('ZREM', key, now_top)
-            redis.call('ZADD', key, format('%d', t), now_top .. ':0')
-          end
-        end
-      end
-      previous = newest_time
+    for i = 1, n do
+      counts[i] = counts[i] - estimate
     end
-    if count > estimate then
-      record = true
-    end
-    count = count - estimate
-    write = 'settle'
+    record, write = count > 0, 'settle'
   end
 end
 
 if record then
   -- More than largest + 1 events at once are recorded as largest + 1: no
-  -- reply can tell them apart. A key holding reservations keeps largest
-  -- + 1 events more in the widest window (never fewer than the open
-  -- reservations' events there, which were admitted: at most largest),
-  -- so that a refund never brings back an event the state dropped.
+  -- reply can tell them apart.
   added = count
   if added > largest + 1 then
     added = largest + 1
   end
   local keep = largest + 1 - added
-  if tag then
-    keep = keep + largest + 1
-  end
-  if counts[wide] < keep then
-    keep = counts[wide]
+  if events[wide] < keep then
+    keep = events[wide]
   end
   local removable = size - keep
   if removable > 0 and removable >= keep then
@@ -919,6 +968,26 @@ if write == 'settle' then
   end
 end
 
+-- v7: the reservations held are the newest, each at the time its units
+-- count until if it is never settled (its expiry, or stamp if later):
+-- reset_after counts from the latest, and a retry waits for them (the
+-- newest first) before the events.
+local held_until = nil
+if hold > 0 then
+  for _, h in ipairs(holds) do
+    h[6] = h[1]
+    if stamp > h[1] then
+      h[6] = stamp
+    end
+    if held_until == nil or h[6] > held_until then
+      held_until = h[6]
+    end
+  end
+  table.sort(holds, function(a, b)
+    return a[6] > b[6]
+  end)
+end
+
 -- Reply from the state after this call: when allowed, the limit with the
 -- fewest remaining decides; when denied, the one with the longest retry
 -- (never first); ties go to the lower index.
@@ -937,7 +1006,8 @@ for i = 1, n do
     end
   end
   if c > 0 then
-    local reset = math.max(0, math.min(MAX_TIME, newest_time + window - now))
+    local since = held_until or newest_time
+    local reset = math.max(0, math.min(MAX_TIME, since + window - now))
     if reset > reset_after then
       reset_after = reset
     end
@@ -946,20 +1016,33 @@ for i = 1, n do
     if asked > max then
       retry, index = -1, i
     elseif c + asked > max then
-      -- Wait until the (max - asked + 1)-th newest event leaves the window:
-      -- one of this call's, the newest before it, or an older one.
+      -- Wait until the (max - asked + 1)-th newest unit leaves the window:
+      -- a reservation's, one of this call's events, the newest before
+      -- them, or an older one.
       local rank = max - asked
       local time
-      if rank < added then
-        time = stamp
-      elseif rank == added and previous then
-        time = previous
-      elseif rank == fetched then
-        time = fetched_time
+      if rank < hold then
+        local need = rank + 1
+        for _, h in ipairs(holds) do
+          need = need - h[2]
+          if need <= 0 then
+            time = h[6]
+            break
+          end
+        end
       else
-        local r = format('%d', rank)
-        time = tonumber(match(redis.call('ZRANGE', key, r, r, 'REV')[1], '^(%d+):'))
-        fetched, fetched_time = rank, time
+        rank = rank - hold
+        if rank < added then
+          time = stamp
+        elseif rank == added and previous then
+          time = previous
+        elseif rank == fetched then
+          time = fetched_time
+        else
+          local r = format('%d', rank)
+          time = tonumber(match(redis.call('ZRANGE', key, r, r, 'REV')[1], '^(%d+):'))
+          fetched, fetched_time = rank, time
+        end
       end
       local wait = math.max(0, math.min(MAX_TIME, time + window - now))
       if wait > retry then
@@ -973,7 +1056,7 @@ if write == 'none' then
 end
 if write then
   local ttl = reset_after
-  if op == 'reserve' and lifetime > ttl then
+  if write == 'reserve' and lifetime > ttl then
     ttl = lifetime
   end
   do
@@ -1003,15 +1086,20 @@ if write then
     -- record, and a TTL that never shortens (PEXPIRE GT; a key that held
     -- none before takes its TTL as it is).
     local at = format('%d', stamp - 9007199254740992)
-    if op == 'reserve' then
+    if write == 'reserve' then
       if held then
         redis.call('ZREM', key, held)
+      elseif not slow and top then
+        -- The newest event of a key that held no reservation is tagged,
+        -- so that v6 (and v7's one-limit path, which reads the newest
+        -- member only) never takes the key for one without reservations.
+        redis.call('ZREM', key, top)
+        redis.call('ZADD', key, format('%d', newest_time), top .. ':0')
       end
-      redis.call('ZADD', key, 'GT', at, '@', format('%d', -id),
-        format('r%d:%d:%d:%d:%d', id, now + lifetime, tonumber(ARGV[1]), stamp, newest - added + 1))
-    elseif op == 'settle' then
+      redis.call('ZADD', key, 'GT', at, '@', format('%d', -id), format('r%d:%d:%d', id, now + lifetime, count))
+    elseif write == 'settle' then
       redis.call('ZREM', key, held)
-      redis.call('ZADD', key, 'GT', at, '@', format('%d', -id), format('s%d:%s', id, held_expiry))
+      redis.call('ZADD', key, 'GT', at, '@', format('%d', -id), format('s%d:%d', id, held_expiry))
     else
       redis.call('ZADD', key, 'GT', at, '@')
     end
