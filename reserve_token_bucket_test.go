@@ -206,9 +206,9 @@ func TestSettleAppliesOnce(t *testing.T) {
 		{[]string{"1", "s", "116", "0"}, ints64(1, 0, 0, 10, 1)},
 		{[]string{"4", "s", "116", "reserve:3:10"}, ints64(0, 0, 4, 10, 1)},
 		{[]string{"1", "s", "126", "reserve:3:10"}, ints64(1, 8, 0, 2, 1)}, // refilled to 9 (99 holds 1)
-		{[]string{"0", "s", "136", "settle:3"}, ints64(0, 8, -1, 2, 0)},   // expired at 136, its hold just ended
-		{[]string{"0", "s", "137", "0"}, ints64(1, 9, 0, 1, 1)},          // refilled from its end
-		} {
+		{[]string{"0", "s", "136", "settle:3"}, ints64(0, 8, -1, 2, 0)},    // expired at 136, its hold just ended
+		{[]string{"0", "s", "137", "0"}, ints64(1, 9, 0, 1, 1)},            // refilled from its end
+	} {
 		if got := call(c.args...); !equalInts(got, c.want) {
 			t.Fatalf("%q: %v, want %v", c.args, got, c.want)
 		}
