@@ -73,9 +73,40 @@
 -- math.floor call but the two formats of the write). Two or more limits:
 -- as v5. v5's and v6's states do not mix (state version 6).
 
--- What v7 does apart from v6: nothing yet (v7 is in development; it will
--- hold reserve and settle, issue 31, and the cost work of issue 35). It
--- reads and writes v6's state.
+-- What v7 does apart from v6: reserve and settle (issue 31; mode
+-- 'reserve:<id>:<lifetime>' decides the estimate as mode '0' and holds
+-- the id, 'settle:<id>' refunds estimate - actual or charges the
+-- overrun, never denied). A key without reservations is v6's string,
+-- read and written by both; one holding some is a hash: field s the
+-- string, field o '<O> <first>' (O the sum of the estimates of the
+-- reservation fields, first at or before their earliest expiry) and a
+-- field r<id> '<expiry> <estimate> <unit> <limits>' per reservation.
+--
+-- A reservation holds its units in the bucket until it is settled or
+-- expires (issue 32): tokens + O <= capacity in every bucket, O the
+-- estimates of the live reservations (expiry after now), so the refill
+-- stops at capacity - O; a reserve takes its estimate and adds it to O,
+-- a settle refunds or charges and takes it out of O, and one expired at
+-- e held until e: the bucket is at most capacity - O(e-) at e (O(e-) the
+-- estimates of those expiring at or after e) and refills from there,
+-- exactly, piecewise over the expiries (hold_deficit). Every write drops
+-- the reservations expired at its now, so those left were all recorded
+-- before each expiry still held. Why no span [a, b] then admits more than
+-- capacity + rate * (b - a) when a reservation's units are admitted
+-- anywhere between its reserve and its settle (B: a bucket of the same
+-- capacity and rate from which each unit is taken when admitted; U the
+-- units held and not yet admitted, U <= O): tokens <= B - U at every
+-- moment (a plain admission or a reserve takes as much from both, a held
+-- unit admitted moves from U to B's takings, a settle of the units used
+-- gives tokens what leaves U, an expiry only lowers U, and tokens refill
+-- only below capacity - O <= capacity - U, where B refills too); a plain
+-- admission or a reserve needs tokens >= n, so B - U >= 0 always and B >=
+-- U >= 0 at every admission of a held unit. (An overrun is charged, never
+-- denied: debt, outside the bound.) retry_after and reset_after count as
+-- if the holds ended now (a lower bound while they last). The hash's TTL
+-- never shortens (PEXPIRE GT) and covers each reservation's lifetime plus
+-- the refill of the units held after it, so the key never vanishes while
+-- a hold still limits it. The spec: internal/model/token_bucket.go.
 -- #include _prelude.v7.lua
 
 -- limits_error sets OUT to the error reply for the first bad limit of the
