@@ -321,3 +321,44 @@ func TestReserveHoldsItsUnits(t *testing.T) {
 		})
 	}
 }
+
+// TestReserveHoldsEndOneByOne: two reservations that expire unsettled
+// one after the other release their holds one by one, exactly: until the
+// first expiry both hold (the bucket at capacity - 7), between the two
+// the second alone (capacity - 4), and the bucket refills from each
+// expiry, not from the last write. Every reply also as the model gives
+// it.
+func TestReserveHoldsEndOneByOne(t *testing.T) {
+	src := source(t, TokenBucket)
+	e := frozenEngine()
+	m := &model.TokenBucket{Limits: []model.TokenBucketLimit{{Capacity: 10, RefillAmount: 1, RefillInterval: 1}}, BehindCounts: true, Reserves: true}
+	call := func(count, now int64, mode string) []int64 {
+		t.Helper()
+		args := []string{fmt.Sprint(count), "s", fmt.Sprint(now), mode, "10", "1", "1"}
+		got, _, err := run(t, e, src, args)
+		if err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		mc := model.Call{Count: count, Now: now, Unit: "s"}
+		if op, id, lifetime, ok := model.ParseReservation(mode); ok {
+			mc.Op, mc.ID, mc.Lifetime = op, id, lifetime
+		}
+		if want := m.Do(mc).Ints(); !equalInts(got, want) {
+			t.Fatalf("%q: %v, the model says %v", args, got, want)
+		}
+		return got
+	}
+	call(3, 1000, "reserve:1:150") // held until 1150
+	call(4, 1000, "reserve:2:151") // held until 1151
+	for _, c := range []struct{ now, remaining int64 }{
+		{1149, 3},  // both held: 10 - 7
+		{1150, 3},  // the first just ended: no refill yet
+		{1151, 4},  // refilled 1 from 1150; the second just ended
+		{1152, 5},  // from 1151 on, nothing held
+		{1157, 10}, // full
+	} {
+		if got := call(0, c.now, "0"); got[1] != c.remaining {
+			t.Fatalf("peek at %d: %v, want %d remaining", c.now, got, c.remaining)
+		}
+	}
+}
