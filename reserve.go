@@ -21,7 +21,8 @@ const DefaultReservationLifetime = 5 * time.Minute
 // Reservation is the estimate a Reserve took for one event key, to be
 // settled with the actual cost (Settle) or given back whole (Cancel) once
 // the work is done. A reservation never settled stays spent: its units
-// come back as any others do. It is safe for concurrent use; its steps
+// come back as any others do (token_bucket v7 holds them out of the
+// refill until its lifetime ends, then refills them). It is safe for concurrent use; its steps
 // are taken one at a time.
 type Reservation struct {
 	l        *Limiter

@@ -116,8 +116,8 @@ func TestReserveCap(t *testing.T) {
 		t.Fatalf("reserve after half expired: %v %v", got, err)
 	}
 	fields := e.Dump(testKey).(map[string]string)
-	if want := 1 + model.MaxReservations/2 - 1 + 2; len(fields) != want {
-		t.Fatalf("the hash holds %d fields after the expired were dropped, want %d (s, the even ids but 2, 5000, 5001)", len(fields), want)
+	if want := 2 + model.MaxReservations/2 - 1 + 2; len(fields) != want {
+		t.Fatalf("the hash holds %d fields after the expired were dropped, want %d (s, o, the even ids but 2, 5000, 5001)", len(fields), want)
 	}
 	if got, err := call(0, 1100, "settle:3"); err != nil || got[4] != 0 || got[2] != -1 {
 		t.Fatalf("settle of an expired (dropped) id: %v %v, want not applied", got, err)
@@ -149,15 +149,17 @@ func TestReserveStateAndV6(t *testing.T) {
 	if e.Type(testKey) != "hash" {
 		t.Fatalf("a key holding a reservation is a %s, want a hash", e.Type(testKey))
 	}
-	if pttl := e.PTTL(testKey); pttl != 120_000 {
-		t.Fatalf("PTTL %d, want the lifetime 120 s (longer than reset_after 30 s)", pttl)
+	// The key outlives the hold: the lifetime and the refill of the 3
+	// units held after it (18 s at 10 per 60 s), longer than reset_after.
+	if pttl := e.PTTL(testKey); pttl != 138_000 {
+		t.Fatalf("PTTL %d, want the lifetime 120 s + 18 s (longer than reset_after 30 s)", pttl)
 	}
 	refusedUnchanged(t, e, v6, append([]string{"1", "s", "1001", "0"}, limits...), "holds a value of another type than token_bucket state")
 	if got := call(v7, "1", "s", "1000", "0"); !equalInts(got, ints64(1, 4, 0, 36, 1)) {
 		t.Fatalf("a plain call on the hash: %v", got)
 	}
-	if pttl := e.PTTL(testKey); pttl != 120_000 {
-		t.Fatalf("PTTL %d after a plain call, want 120000: a hash's TTL never shortens", pttl)
+	if pttl := e.PTTL(testKey); pttl != 138_000 {
+		t.Fatalf("PTTL %d after a plain call, want 138000: a hash's TTL never shortens", pttl)
 	}
 	if got := call(v7, "1", "s", "1000", "settle:9"); !equalInts(got, ints64(1, 6, 0, 24, 1)) {
 		t.Fatalf("settle 9 (used 1 of 3): %v, want 2 given back", got)
@@ -185,25 +187,27 @@ func TestSettleAppliesOnce(t *testing.T) {
 	}
 	// A bucket of 10 refilled 1 per second; reservation 99 stays open
 	// throughout, so the key stays a hash and every settle forgets its id
-	// there (HDEL), not by turning it back into a string.
+	// there (HDEL), not by turning it back into a string. It holds its
+	// unit (issue 32): the bucket refills to 9 at most.
 	for _, c := range []struct {
 		args []string
 		want []int64
 	}{
 		{[]string{"1", "s", "100", "reserve:99:1000"}, ints64(1, 9, 0, 1, 1)},
 		{[]string{"6", "s", "100", "reserve:1:50"}, ints64(1, 3, 0, 7, 1)},
-		{[]string{"1", "s", "105", "settle:1"}, ints64(1, 10, 0, 0, 1)},  // 5 given back to 8: full (10), not 13
-		{[]string{"1", "s", "105", "settle:1"}, ints64(0, 10, -1, 0, 0)}, // retried: nothing
-		{[]string{"1", "s", "105", "settle:1"}, ints64(0, 10, -1, 0, 0)},
-		{[]string{"6", "s", "105", "reserve:2:50"}, ints64(1, 4, 0, 6, 1)},
+		{[]string{"1", "s", "105", "settle:1"}, ints64(1, 8, 0, 2, 1)},  // held until now (3 + 7 = 10: no refill); 5 given back: 8
+		{[]string{"1", "s", "105", "settle:1"}, ints64(0, 8, -1, 2, 0)}, // retried: nothing
+		{[]string{"1", "s", "105", "settle:1"}, ints64(0, 8, -1, 2, 0)},
+		{[]string{"6", "s", "105", "reserve:2:50"}, ints64(1, 2, 0, 8, 1)},
 		{[]string{"20", "s", "105", "settle:2"}, ints64(0, 0, 11, 20, 1)}, // 14 charged: at -10 (bounded)
 		{[]string{"20", "s", "105", "settle:2"}, ints64(0, 0, -1, 20, 0)},
 		{[]string{"0", "s", "114", "0"}, ints64(0, 0, 2, 11, 1)}, // in debt until 115
 		{[]string{"0", "s", "115", "0"}, ints64(0, 0, 1, 10, 1)}, // paid off: 0 tokens
 		{[]string{"1", "s", "116", "0"}, ints64(1, 0, 0, 10, 1)},
 		{[]string{"4", "s", "116", "reserve:3:10"}, ints64(0, 0, 4, 10, 1)},
-		{[]string{"1", "s", "126", "reserve:3:10"}, ints64(1, 9, 0, 1, 1)},
-		{[]string{"0", "s", "136", "settle:3"}, ints64(0, 10, -1, 0, 0)}, // expired at 136
+		{[]string{"1", "s", "126", "reserve:3:10"}, ints64(1, 8, 0, 2, 1)}, // refilled to 9 (99 holds 1)
+		{[]string{"0", "s", "136", "settle:3"}, ints64(0, 8, -1, 2, 0)},    // expired at 136, its hold just ended
+		{[]string{"0", "s", "137", "0"}, ints64(1, 9, 0, 1, 1)},            // refilled from its end
 	} {
 		if got := call(c.args...); !equalInts(got, c.want) {
 			t.Fatalf("%q: %v, want %v", c.args, got, c.want)
@@ -229,6 +233,132 @@ func TestReservationRefusedElsewhere(t *testing.T) {
 		}
 		for _, mode := range []string{"reserve:1:60", "settle:1"} {
 			refusedUnchanged(t, e, src, append([]string{"1", "s", "1000", mode}, limits...), c.why)
+		}
+	}
+}
+
+// TestReserveHoldsItsUnits: a reservation holds its units in the bucket
+// (issue 32). A full bucket with a live reservation of 4 refills only to
+// capacity - 4 until the settle; after the settle it refills again; a
+// reservation that expires unsettled holds until its expiry and the
+// bucket refills from then. With one limit and with two (the second
+// refilling at half the rate), every reply also as the model gives it.
+func TestReserveHoldsItsUnits(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		limits []string
+		// remaining at 1061 and 1202: one second after the settle and
+		// two after the expiry.
+		afterSettle, afterExpiry int64
+	}{
+		{"one limit", []string{"10", "1", "1"}, 10, 8},
+		{"two limits", []string{"10", "1", "1", "10", "1", "2"}, 9, 7},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := source(t, TokenBucket)
+			e := frozenEngine()
+			m := &model.TokenBucket{BehindCounts: true, Reserves: true}
+			for i := 0; i < len(c.limits); i += 3 {
+				var l model.TokenBucketLimit
+				fmt.Sscan(c.limits[i], &l.Capacity)
+				fmt.Sscan(c.limits[i+1], &l.RefillAmount)
+				fmt.Sscan(c.limits[i+2], &l.RefillInterval)
+				m.Limits = append(m.Limits, l)
+			}
+			call := func(count, now int64, mode string) []int64 {
+				t.Helper()
+				args := append([]string{fmt.Sprint(count), "s", fmt.Sprint(now), mode}, c.limits...)
+				got, _, err := run(t, e, src, args)
+				if err != nil {
+					t.Fatalf("%q: %v", args, err)
+				}
+				mc := model.Call{Count: count, Now: now, Unit: "s"}
+				if op, id, lifetime, ok := model.ParseReservation(mode); ok {
+					mc.Op, mc.ID, mc.Lifetime = op, id, lifetime
+				}
+				if want := m.Do(mc).Ints(); !equalInts(got, want) {
+					t.Fatalf("%q: %v, the model says %v", args, got, want)
+				}
+				return got
+			}
+			remaining := func(now, want int64, why string) {
+				t.Helper()
+				if got := call(0, now, "0"); got[1] != want {
+					t.Fatalf("peek at %d: %v, want %d remaining: %s", now, got, want, why)
+				}
+			}
+			if got := call(4, 1000, "reserve:1:100"); got[0] != 1 || got[1] != 6 {
+				t.Fatalf("reserve 4 of a full bucket: %v, want admitted with 6 left", got)
+			}
+			remaining(1050, 6, "50 s of refill, but 4 are held: capacity - 4")
+			if got := call(7, 1050, "0"); got[0] != 0 {
+				t.Fatalf("7 at 1050 with 4 held: %v, want denied (6 at most)", got)
+			}
+			remaining(1059, 6, "still held")
+			if got := call(1, 1060, "settle:1"); got[0] != 1 || got[1] != 9 {
+				t.Fatalf("settle 1 of 4: %v, want 9 (6 + 3 given back)", got)
+			}
+			if e.Type(testKey) != "string" {
+				t.Fatalf("after the last settle the key is a %s, want v6's string", e.Type(testKey))
+			}
+			remaining(1061, c.afterSettle, "refilling again after the settle")
+			remaining(1099, 10, "full")
+			// A reservation that expires unsettled (its holder gone).
+			if got := call(4, 1100, "reserve:2:100"); got[0] != 1 || got[1] != 6 {
+				t.Fatalf("reserve 4 at 1100: %v, want admitted with 6 left", got)
+			}
+			remaining(1150, 6, "held")
+			remaining(1199, 6, "held until the expiry at 1200")
+			remaining(1200, 6, "expired now: no refill yet")
+			remaining(1202, c.afterExpiry, "refilling from the expiry")
+			if got := call(1, 1203, "settle:2"); got[4] != 0 {
+				t.Fatalf("settle of the expired id: %v, want not applied", got)
+			}
+			remaining(1210, 10, "full: its units spent at the reserve, its hold gone")
+			if got := call(1, 1210, "0"); got[0] != 1 || e.Type(testKey) != "string" {
+				t.Fatalf("1 at 1210: %v on a %s, want admitted and the expired reservation dropped (v6's string)", got, e.Type(testKey))
+			}
+		})
+	}
+}
+
+// TestReserveHoldsEndOneByOne: two reservations that expire unsettled
+// one after the other release their holds one by one, exactly: until the
+// first expiry both hold (the bucket at capacity - 7), between the two
+// the second alone (capacity - 4), and the bucket refills from each
+// expiry, not from the last write. Every reply also as the model gives
+// it.
+func TestReserveHoldsEndOneByOne(t *testing.T) {
+	src := source(t, TokenBucket)
+	e := frozenEngine()
+	m := &model.TokenBucket{Limits: []model.TokenBucketLimit{{Capacity: 10, RefillAmount: 1, RefillInterval: 1}}, BehindCounts: true, Reserves: true}
+	call := func(count, now int64, mode string) []int64 {
+		t.Helper()
+		args := []string{fmt.Sprint(count), "s", fmt.Sprint(now), mode, "10", "1", "1"}
+		got, _, err := run(t, e, src, args)
+		if err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		mc := model.Call{Count: count, Now: now, Unit: "s"}
+		if op, id, lifetime, ok := model.ParseReservation(mode); ok {
+			mc.Op, mc.ID, mc.Lifetime = op, id, lifetime
+		}
+		if want := m.Do(mc).Ints(); !equalInts(got, want) {
+			t.Fatalf("%q: %v, the model says %v", args, got, want)
+		}
+		return got
+	}
+	call(3, 1000, "reserve:1:150") // held until 1150
+	call(4, 1000, "reserve:2:151") // held until 1151
+	for _, c := range []struct{ now, remaining int64 }{
+		{1149, 3},  // both held: 10 - 7
+		{1150, 3},  // the first just ended: no refill yet
+		{1151, 4},  // refilled 1 from 1150; the second just ended
+		{1152, 5},  // from 1151 on, nothing held
+		{1157, 10}, // full
+	} {
+		if got := call(0, c.now, "0"); got[1] != c.remaining {
+			t.Fatalf("peek at %d: %v, want %d remaining", c.now, got, c.remaining)
 		}
 	}
 }

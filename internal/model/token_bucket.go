@@ -1,6 +1,10 @@
 package model
 
-import "math/big"
+import (
+	"cmp"
+	"math/big"
+	"slices"
+)
 
 // TokenBucketLimit is one bucket: capacity tokens, refilled continuously by
 // RefillAmount per RefillInterval.
@@ -105,6 +109,17 @@ func (m *TokenBucket) Do(c Call) Reply {
 			}
 		}
 	}
+	// v7: the reservations held cap every bucket's refill (see hold).
+	if bounds := m.hold(c.Now, stamp); bounds != nil {
+		for i := range m.Limits {
+			if levels[i].Cmp(bounds[i]) > 0 {
+				levels[i] = new(big.Rat).Set(bounds[i])
+			}
+			if raw[i].Cmp(bounds[i]) > 0 {
+				raw[i] = new(big.Rat).Set(bounds[i])
+			}
+		}
+	}
 	switch c.Op {
 	case OpReserve:
 		if _, ok := m.reserved.live(c.ID, c.Now); ok {
@@ -121,7 +136,9 @@ func (m *TokenBucket) Do(c Call) Reply {
 			}
 			m.reserved[c.ID] = reservation{expiry: c.Now + c.Lifetime, estimate: c.Count}
 			m.hashed = true
-			m.ttl = ttlMillis(c.Unit, max(resetAfter, c.Lifetime))
+			// The key outlives the last hold's end and the refill after it:
+			// the lifetime and the time the held units take to refill.
+			m.ttl = ttlMillis(c.Unit, max(resetAfter, c.Lifetime+m.refillTime(m.held(c.Now))))
 			if wasHashed {
 				m.ttl = max(m.ttl, prev)
 			}
@@ -151,6 +168,7 @@ func (m *TokenBucket) Do(c Call) Reply {
 			raw[i] = lv
 		}
 		delete(m.reserved, c.ID)
+		m.dropExpired(c.Now)
 		m.stamp, m.tokens = stamp, raw
 		after := make([]*big.Rat, len(m.Limits))
 		for i, l := range m.Limits {
@@ -217,9 +235,14 @@ func (m *TokenBucket) decide(c Call, stamp int64, levels []*big.Rat, beyond bool
 	}
 	if record {
 		ttl := ttlMillis(c.Unit, resetAfter)
-		if m.hashed {
+		// A write drops the reservations expired at now; a key left
+		// holding none is v6's string again.
+		m.dropExpired(c.Now)
+		if m.hashed && len(m.reserved) > 0 {
 			// A state with reservations: its TTL never shortens.
 			ttl = max(ttl, m.ttl)
+		} else {
+			m.hashed = false
 		}
 		m.exists, m.stamp, m.tokens = true, stamp, levels
 		m.ttl = ttl
@@ -277,4 +300,103 @@ func (m *TokenBucket) stale(c Call, behind bool) bool {
 	deficit.Add(deficit, new(big.Rat).SetInt(ahead))
 	bound := new(big.Int).Mul(big.NewInt(3*l.Capacity), big.NewInt(l.RefillInterval))
 	return deficit.Cmp(new(big.Rat).SetInt(bound)) > 0
+}
+
+// dropExpired forgets the reservations expired at now (their expiry at or
+// before now), as every write of the script drops them: their holds ended
+// and are in the tokens written.
+func (m *TokenBucket) dropExpired(now int64) {
+	for id, r := range m.reserved {
+		if r.expiry <= now {
+			delete(m.reserved, id)
+		}
+	}
+}
+
+// held is O, the units the live reservations hold at now: the sum of the
+// estimates of those whose expiry is after now.
+func (m *TokenBucket) held(now int64) int64 {
+	var o int64
+	for _, r := range m.reserved {
+		if r.expiry > now {
+			o += r.estimate
+		}
+	}
+	return o
+}
+
+// refillTime is the longest time any bucket takes to refill o tokens,
+// rounded up to a whole unit.
+func (m *TokenBucket) refillTime(o int64) int64 {
+	var t int64
+	for _, l := range m.Limits {
+		t = max(t, ceilDiv(o*l.RefillInterval, l.RefillAmount))
+	}
+	return t
+}
+
+// hold returns, for each bucket, the most tokens it may hold at stamp
+// under v7's rule (issue 32), or nil when the state holds no reservation:
+// a reservation holds its units in the bucket from its reserve until it
+// is settled or expires, so the refill stops at capacity - O, O the sum
+// of the estimates held (tokens + O <= capacity). O is the held units at
+// now; a reservation expired at e (e <= now, not yet dropped by a write)
+// held its units until e, so the bucket is at most capacity - O(e-) at
+// e, O(e-) the estimates of the reservations whose expiry is at or after
+// e, and refills from there: capacity - O(e-) + (stamp - e) * rate. The
+// bound is the least of these, never below -capacity (the floor of a
+// bucket). The drop at each write keeps it exact: every reservation held
+// was recorded before each expiry e still held (a write at or after e
+// would have dropped it), so O(e-) counts only reservations held at e.
+//
+// Why no span admits more than capacity + rate * (b - a) when the units
+// of a reservation are admitted anywhere between its reserve and its
+// settle (the admission view A: a bucket B of the same capacity and rate
+// from which each unit is taken at its admission): let T be the tokens
+// here and U the units held but not yet admitted (U <= O). T <= B - U
+// holds at every moment: a plain admission or a reserve takes as much
+// from both sides, a held unit admitted moves one unit from U to B's
+// takings, a settle whose actual cost is the units admitted gives back to
+// T what leaves U, an expiry only lowers U, and T refills only while T <
+// capacity - O <= capacity - U, that is while B < capacity when the
+// two sides are equal, so B refills then too. B - U never falls below 0
+// (a plain admission or a reserve needs T >= n, so B - U >= n), hence
+// B >= U >= 0 at every admission of a held unit and B >= 0 always:
+// admissions in [a, b] are at most B(a) + rate * (b - a) <= capacity +
+// rate * (b - a). (A settle's overrun is charged, never denied: units
+// admitted past the estimate are debt, outside this bound.)
+func (m *TokenBucket) hold(now, stamp int64) []*big.Rat {
+	if len(m.reserved) == 0 {
+		return nil
+	}
+	o := m.held(now)
+	var expired []reservation
+	for _, r := range m.reserved {
+		if r.expiry <= now {
+			expired = append(expired, r)
+		}
+	}
+	// Latest expiry first: O(e-) adds up as the expiries go back.
+	slices.SortFunc(expired, func(a, b reservation) int { return cmp.Compare(b.expiry, a.expiry) })
+	bounds := make([]*big.Rat, len(m.Limits))
+	for i, l := range m.Limits {
+		capacity := big.NewRat(l.Capacity, 1)
+		bound := new(big.Rat).Sub(capacity, big.NewRat(o, 1))
+		acc := o
+		for _, r := range expired {
+			acc += r.estimate
+			at := new(big.Rat).Sub(capacity, big.NewRat(acc, 1))
+			at.Add(at, new(big.Rat).SetFrac(
+				new(big.Int).Mul(big.NewInt(stamp-r.expiry), big.NewInt(l.RefillAmount)),
+				big.NewInt(l.RefillInterval)))
+			if at.Cmp(bound) < 0 {
+				bound = at
+			}
+		}
+		if floor := big.NewRat(-l.Capacity, 1); bound.Cmp(floor) < 0 {
+			bound = floor
+		}
+		bounds[i] = bound
+	}
+	return bounds
 }

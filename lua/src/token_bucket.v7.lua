@@ -73,9 +73,40 @@
 -- math.floor call but the two formats of the write). Two or more limits:
 -- as v5. v5's and v6's states do not mix (state version 6).
 
--- What v7 does apart from v6: nothing yet (v7 is in development; it will
--- hold reserve and settle, issue 31, and the cost work of issue 35). It
--- reads and writes v6's state.
+-- What v7 does apart from v6: reserve and settle (issue 31; mode
+-- 'reserve:<id>:<lifetime>' decides the estimate as mode '0' and holds
+-- the id, 'settle:<id>' refunds estimate - actual or charges the
+-- overrun, never denied). A key without reservations is v6's string,
+-- read and written by both; one holding some is a hash: field s the
+-- string, field o '<O> <first>' (O the sum of the estimates of the
+-- reservation fields, first at or before their earliest expiry) and a
+-- field r<id> '<expiry> <estimate> <unit> <limits>' per reservation.
+--
+-- A reservation holds its units in the bucket until it is settled or
+-- expires (issue 32): tokens + O <= capacity in every bucket, O the
+-- estimates of the live reservations (expiry after now), so the refill
+-- stops at capacity - O; a reserve takes its estimate and adds it to O,
+-- a settle refunds or charges and takes it out of O, and one expired at
+-- e held until e: the bucket is at most capacity - O(e-) at e (O(e-) the
+-- estimates of those expiring at or after e) and refills from there,
+-- exactly, piecewise over the expiries (hold_deficit). Every write drops
+-- the reservations expired at its now, so those left were all recorded
+-- before each expiry still held. Why no span [a, b] then admits more than
+-- capacity + rate * (b - a) when a reservation's units are admitted
+-- anywhere between its reserve and its settle (B: a bucket of the same
+-- capacity and rate from which each unit is taken when admitted; U the
+-- units held and not yet admitted, U <= O): tokens <= B - U at every
+-- moment (a plain admission or a reserve takes as much from both, a held
+-- unit admitted moves from U to B's takings, a settle of the units used
+-- gives tokens what leaves U, an expiry only lowers U, and tokens refill
+-- only below capacity - O <= capacity - U, where B refills too); a plain
+-- admission or a reserve needs tokens >= n, so B - U >= 0 always and B >=
+-- U >= 0 at every admission of a held unit. (An overrun is charged, never
+-- denied: debt, outside the bound.) retry_after and reset_after count as
+-- if the holds ended now (a lower bound while they last). The hash's TTL
+-- never shortens (PEXPIRE GT) and covers each reservation's lifetime plus
+-- the refill of the units held after it, so the key never vanishes while
+-- a hold still limits it. The spec: internal/model/token_bucket.go.
 -- #include _prelude.v7.lua
 
 -- limits_error sets OUT to the error reply for the first bad limit of the
@@ -148,22 +179,93 @@ local MAX_RESERVATIONS = 1000
 
 -- held reads a hash state (v7: a key holding reservations) after GET
 -- answered STATE, an error: HASHED true, STATE its field s (v6's string
--- state) and HELD the field of reservation id when op names one (false
--- when absent). A key of another type, or a hash without s (another
--- script's), is refused as wrong_type does, unchanged.
--- #define held(HASHED, STATE, HELD)
+-- state), HOLDS its field o ('<O> <first>', see holds) and HELD the field
+-- of reservation id when op names one (false when absent). A key of
+-- another type, or a hash without s (another script's), is refused as
+-- wrong_type does, unchanged.
+-- #define held(HASHED, STATE, HELD, HOLDS)
 do
   local held_fields
   if op then
-    held_fields = redis.pcall('HMGET', key, 's', format('r%d', id))
+    held_fields = redis.pcall('HMGET', key, 's', 'o', format('r%d', id))
   else
-    held_fields = redis.pcall('HMGET', key, 's')
+    held_fields = redis.pcall('HMGET', key, 's', 'o')
   end
   if held_fields.err or not held_fields[1] then
     return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than token_bucket'
       .. ' state (another script\'s state?): ' .. STATE.err)
   end
-  HASHED, STATE, HELD = true, held_fields[1], held_fields[2]
+  HASHED, STATE, HOLDS, HELD = true, held_fields[1], held_fields[2], held_fields[3]
+end
+-- #end
+
+-- holds sets O to the units the live reservations hold at now (the sum of
+-- their estimates), FIRST to their earliest expiry (nil when none), and,
+-- when it had to scan the hash, GONE to the reservations expired at now,
+-- { expiry, estimate, field } latest first, and OPEN to the number of live
+-- ones (else GONE and OPEN nil). HOLDS is the hash's field o, '<O>
+-- <first>' as the last write left it: the sum of the estimates of every
+-- reservation field and an expiry at or before the earliest of theirs.
+-- While first is after now every field is live and o is O: read at no
+-- cost. Else (or with no o) the fields are scanned (HGETALL), which the
+-- next write then drops.
+-- #define holds(HOLDS, O, FIRST, GONE, OPEN)
+O, FIRST, GONE, OPEN = 0, nil, nil, nil
+do
+  local holds_o, holds_first
+  if HOLDS then
+    holds_o, holds_first = string.match(HOLDS, '^(%d+) (%d+)$')
+  end
+  if holds_o and holds_first + 0 > now then
+    O, FIRST = holds_o + 0, holds_first + 0
+  else
+    local holds_all = redis.call('HGETALL', key)
+    GONE, OPEN = {}, 0
+    for i = 1, #holds_all, 2 do
+      if string.byte(holds_all[i]) == 114 then
+        local holds_expiry, holds_estimate = string.match(holds_all[i + 1], '^(%d+) (%d+)')
+        holds_expiry, holds_estimate = holds_expiry + 0, holds_estimate + 0
+        if holds_expiry > now then
+          O, OPEN = O + holds_estimate, OPEN + 1
+          if FIRST == nil or holds_expiry < FIRST then
+            FIRST = holds_expiry
+          end
+        else
+          GONE[#GONE + 1] = { holds_expiry, holds_estimate, holds_all[i] }
+        end
+      end
+    end
+    if #GONE > 1 then
+      table.sort(GONE, function(a, b)
+        return a[1] > b[1]
+      end)
+    end
+  end
+end
+-- #end
+
+-- hold_deficit sets OUT to the least deficit (capacity - tokens, scaled by
+-- INTERVAL) of a bucket at AT under the holds (issue 32): O * INTERVAL,
+-- the units held now; and for each reservation expired at e (in GONE,
+-- latest first) O(e-) * INTERVAL - (AT - e) * AMOUNT, O(e-) the estimates
+-- of those whose expiry is at or after e: the bucket stopped at capacity
+-- - O(e-) until e and refilled from there. At most 2 * FULL (the floor of
+-- a bucket, -capacity). A term past 2^53 is rounded, but then it is far
+-- below 0, never the largest.
+-- #define hold_deficit(OUT, O, GONE, INTERVAL, AMOUNT, FULL, AT)
+OUT = O * INTERVAL
+if GONE then
+  local hold_acc = O
+  for g = 1, #GONE do
+    hold_acc = hold_acc + GONE[g][2]
+    local hold_term = hold_acc * INTERVAL - (AT - GONE[g][1]) * AMOUNT
+    if hold_term > OUT then
+      OUT = hold_term
+    end
+  end
+end
+if OUT > 2 * FULL then
+  OUT = 2 * FULL
 end
 -- #end
 
@@ -186,62 +288,70 @@ end
 -- #end
 
 -- hash_write writes state text X with TTL (ms, text) to a key that is or
--- becomes a hash (v7): HASHED, STATE and HELD as held read them; SETTLED
--- true for a settle (its reservation forgotten: the last one turns the key
--- back into v6's string, SET, or deletes it when FULL, every bucket full:
--- a fresh key), else a recorded call (a reserve adds its
--- reservation's field '<expiry> <estimate> <LIMITS>'). On a hash the TTL
--- never shortens (PEXPIRE GT), so it covers every reservation's lifetime.
--- A reserve of a new id on a hash holding MAX_RESERVATIONS reservations
--- drops the expired ones first, and is refused if none is (nothing
--- written).
+-- becomes a hash (v7): HASHED, STATE and HELD as held read them, the
+-- holds as holds read them (hold_o, hold_first, hold_gone, hold_open);
+-- SETTLED true for a settle (its reservation forgotten), else a recorded
+-- call (a reserve adds its reservation's field '<expiry> <estimate>
+-- <LIMITS>'). The reservations expired at now (hold_gone) are dropped,
+-- and o is written with the fields left. A key left holding none is v6's
+-- string again (SET), or is deleted when FULL (every bucket full: a fresh
+-- key). On a hash the TTL never shortens (PEXPIRE GT), so it covers every
+-- reservation's lifetime and the refill of its units after it. A reserve
+-- of a new id on a hash holding MAX_RESERVATIONS live reservations is
+-- refused (nothing written).
 -- #define hash_write(HASHED, STATE, HELD, X, TTL, LIMITS, SETTLED, FULL)
-if SETTLED then
-  if redis.call('HLEN', key) <= 2 then
-    redis.call('DEL', key)
-    if not (FULL) then
-      redis.call('SET', key, X, 'PX', TTL)
-    end
-  else
-    redis.call('HDEL', key, format('r%d', id))
-    redis.call('HSET', key, 's', X)
-    redis.call('PEXPIRE', key, TTL, 'GT')
-  end
-elseif op == 'reserve' then
-  local field = format('r%d', id)
-  local text = format('%d %d %s', now + lifetime, count, LIMITS)
-  if HASHED then
-    if not HELD and redis.call('HLEN', key) > MAX_RESERVATIONS then
-      local all, gone, open = redis.call('HGETALL', key), {}, 0
-      for i = 1, #all, 2 do
-        if string.byte(all[i]) == 114 then
-          if string.match(all[i + 1], '^%d+') + 0 > now then
-            open = open + 1
-          else
-            gone[#gone + 1] = all[i]
-          end
-        end
+do
+  local write_o, write_first, field, text = hold_o, hold_first, nil, nil
+  if SETTLED then
+    write_o = write_o - estimate
+  elseif op == 'reserve' then
+    if HASHED and not HELD then
+      local open = hold_open
+      if open == nil then
+        open = redis.call('HLEN', key) - 2
       end
       if open >= MAX_RESERVATIONS then
         return redis.error_reply('ERR ratelua: KEYS[1] holds ' .. MAX_RESERVATIONS .. ' open reservations, the most'
           .. ' a key holds: settle or cancel one, or wait for its lifetime to pass, before ARGV[4] reserves another')
       end
-      if #gone > 0 then
-        redis.call('HDEL', key, unpack(gone))
-      end
     end
-    redis.call('HSET', key, 's', X, field, text)
+    field, text = format('r%d', id), format('%d %d %s', now + lifetime, count, LIMITS)
+    write_o = write_o + count
+    if write_first == nil or now + lifetime < write_first then
+      write_first = now + lifetime
+    end
+  end
+  if write_o <= 0 then
+    if HASHED then
+      redis.call('DEL', key)
+    end
+    if not (FULL) then
+      redis.call('SET', key, X, 'PX', TTL)
+    end
+  elseif HASHED then
+    if hold_gone and #hold_gone > 0 then
+      local gone = {}
+      for g = 1, #hold_gone do
+        gone[g] = hold_gone[g][3]
+      end
+      redis.call('HDEL', key, unpack(gone))
+    end
+    if SETTLED then
+      redis.call('HDEL', key, format('r%d', id))
+    end
+    if field then
+      redis.call('HSET', key, 's', X, 'o', format('%d %d', write_o, write_first), field, text)
+    else
+      redis.call('HSET', key, 's', X, 'o', format('%d %d', write_o, write_first))
+    end
     redis.call('PEXPIRE', key, TTL, 'GT')
   else
     if STATE then
       redis.call('DEL', key)
     end
-    redis.call('HSET', key, 's', X, field, text)
+    redis.call('HSET', key, 's', X, 'o', format('%d %d', write_o, write_first), field, text)
     redis.call('PEXPIRE', key, TTL)
   end
-else
-  redis.call('HSET', key, 's', X)
-  redis.call('PEXPIRE', key, TTL, 'GT')
 end
 -- #end
 
@@ -335,9 +445,9 @@ if n == 1 and count >= 0 then
     local state = redis.pcall('GET', key)
     -- v7: a key holding reservations is a hash (held: the reservation
     -- op names, its field's text), its field s v6's string state.
-    local hashed, held = false, nil
+    local hashed, held, holds = false, nil, nil
     if type(state) == 'table' then
-      -- #expand held(hashed, state, held)
+      -- #expand held(hashed, state, held, holds)
     end
     local server = not now
     if server then
@@ -380,6 +490,20 @@ if n == 1 and count >= 0 then
         end
       elseif deficit > 0 then
         level = full - deficit
+      end
+    end
+    -- v7: the reservations held (issue 32) keep the deficit at or above
+    -- the units they hold: the refill stops at capacity - O.
+    local hold_o, hold_first, hold_gone, hold_open = 0, nil, nil, nil
+    if hashed then
+      -- #expand holds(holds, hold_o, hold_first, hold_gone, hold_open)
+      local least
+      -- #expand hold_deficit(least, hold_o, hold_gone, interval, amount, full, now)
+      if deficit < least then
+        deficit = least
+        if not beyond then
+          level = full - deficit
+        end
       end
     end
     local asked = count
@@ -460,8 +584,17 @@ if n == 1 and count >= 0 then
     end
     if write then
       local ttl = reset_after
-      if op == 'reserve' and lifetime > ttl then
-        ttl = lifetime
+      if op == 'reserve' then
+        -- The key outlives the last hold's end and the refill of the
+        -- units held after it (hold_o + count, with this one).
+        local units = (hold_o + count) * interval
+        local hold_ttl = lifetime + (units + (-units) % amount) / amount
+        if unit == 'ms' and hold_ttl > MAX_TIME then
+          hold_ttl = MAX_TIME
+        end
+        if hold_ttl > ttl then
+          ttl = hold_ttl
+        end
       end
       -- On a server that turns a number argument of redis.call into
       -- text by ll2string (Valkey 8, Redis 7.2 and later), an integer
@@ -513,12 +646,12 @@ end
 -- state: the string state, or a hash's field s (hashed; held as held
 -- reads it).
 local limits, lim, last = nil, {}, nil
-local state, hashed, held = false, false, nil
+local state, hashed, held, holds = false, false, nil, nil
 if count >= 0 and n ~= 1 then
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
   state = redis.pcall('GET', key)
   if type(state) == 'table' then
-    -- #expand held(hashed, state, held)
+    -- #expand held(hashed, state, held, holds)
   end
   if state then
     local stored, time, at
@@ -581,6 +714,12 @@ local stamp = now
 if last and last > now then
   stamp = last
 end
+-- v7: the reservations held (issue 32), as with one limit, O at now and
+-- the buckets at stamp.
+local hold_o, hold_first, hold_gone, hold_open = 0, nil, nil, nil
+if hashed then
+  -- #expand holds(holds, hold_o, hold_first, hold_gone, hold_open)
+end
 
 -- The buckets at stamp, and the decision. Every quotient below is of
 -- integers under 2^52 in magnitude, so math.floor of the division is exact.
@@ -604,6 +743,13 @@ for i = 4, 4 * n, 4 do
       level = full
     else
       level = level + (stamp - last) * amount
+    end
+  end
+  if hashed then
+    local least
+    -- #expand hold_deficit(least, hold_o, hold_gone, interval, amount, full, stamp)
+    if level > full - least then
+      level = full - least
     end
   end
   lim[i - 3], lim[i - 2], lim[i - 1], lim[i] = capacity, amount, interval, level
@@ -708,8 +854,16 @@ if write then
     tokens[i] = lim[4 * i]
   end
   local ttl = reset_after
-  if op == 'reserve' and lifetime > ttl then
-    ttl = lifetime
+  if op == 'reserve' then
+    -- As with one limit: the lifetime and the longest refill of the
+    -- units held.
+    for i = 4, 4 * n, 4 do
+      local units = (hold_o + count) * lim[i - 1]
+      local hold_ttl = lifetime + (units + (-units) % lim[i - 2]) / lim[i - 2]
+      if hold_ttl > ttl then
+        ttl = hold_ttl
+      end
+    end
   end
   -- #expand ttl_ms(ttl, unit, ttl)
   local x = format('%s|%d' .. string.rep(' %d', n), limits, stamp, unpack(tokens, 1, n))

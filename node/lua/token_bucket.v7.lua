@@ -74,9 +74,40 @@
 -- math.floor call but the two formats of the write). Two or more limits:
 -- as v5. v5's and v6's states do not mix (state version 6).
 
--- What v7 does apart from v6: nothing yet (v7 is in development; it will
--- hold reserve and settle, issue 31, and the cost work of issue 35). It
--- reads and writes v6's state.
+-- What v7 does apart from v6: reserve and settle (issue 31; mode
+-- 'reserve:<id>:<lifetime>' decides the estimate as mode '0' and holds
+-- the id, 'settle:<id>' refunds estimate - actual or charges the
+-- overrun, never denied). A key without reservations is v6's string,
+-- read and written by both; one holding some is a hash: field s the
+-- string, field o '<O> <first>' (O the sum of the estimates of the
+-- reservation fields, first at or before their earliest expiry) and a
+-- field r<id> '<expiry> <estimate> <unit> <limits>' per reservation.
+--
+-- A reservation holds its units in the bucket until it is settled or
+-- expires (issue 32): tokens + O <= capacity in every bucket, O the
+-- estimates of the live reservations (expiry after now), so the refill
+-- stops at capacity - O; a reserve takes its estimate and adds it to O,
+-- a settle refunds or charges and takes it out of O, and one expired at
+-- e held until e: the bucket is at most capacity - O(e-) at e (O(e-) the
+-- estimates of those expiring at or after e) and refills from there,
+-- exactly, piecewise over the expiries (hold_deficit). Every write drops
+-- the reservations expired at its now, so those left were all recorded
+-- before each expiry still held. Why no span [a, b] then admits more than
+-- capacity + rate * (b - a) when a reservation's units are admitted
+-- anywhere between its reserve and its settle (B: a bucket of the same
+-- capacity and rate from which each unit is taken when admitted; U the
+-- units held and not yet admitted, U <= O): tokens <= B - U at every
+-- moment (a plain admission or a reserve takes as much from both, a held
+-- unit admitted moves from U to B's takings, a settle of the units used
+-- gives tokens what leaves U, an expiry only lowers U, and tokens refill
+-- only below capacity - O <= capacity - U, where B refills too); a plain
+-- admission or a reserve needs tokens >= n, so B - U >= 0 always and B >=
+-- U >= 0 at every admission of a held unit. (An overrun is charged, never
+-- denied: debt, outside the bound.) retry_after and reset_after count as
+-- if the holds ended now (a lower bound while they last). The hash's TTL
+-- never shortens (PEXPIRE GT) and covers each reservation's lifetime plus
+-- the refill of the units held after it, so the key never vanishes while
+-- a hold still limits it. The spec: internal/model/token_bucket.go.
 -- ratelua v7 prelude, shared by every v7 script (generated into each
 -- released file; do not edit there). It holds two constants and macros
 -- (-- #define ... -- #end, see internal/luagen/macro.go): a script expands
@@ -297,20 +328,20 @@ if n == 1 and count >= 0 then
     local state = redis.pcall('GET', key)
     -- v7: a key holding reservations is a hash (held: the reservation
     -- op names, its field's text), its field s v6's string state.
-    local hashed, held = false, nil
+    local hashed, held, holds = false, nil, nil
     if type(state) == 'table' then
       do
         local held_fields
         if op then
-          held_fields = redis.pcall('HMGET', key, 's', format('r%d', id))
+          held_fields = redis.pcall('HMGET', key, 's', 'o', format('r%d', id))
         else
-          held_fields = redis.pcall('HMGET', key, 's')
+          held_fields = redis.pcall('HMGET', key, 's', 'o')
         end
         if held_fields.err or not held_fields[1] then
           return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than token_bucket'
             .. ' state (another script\'s state?): ' .. state.err)
         end
-        hashed, state, held = true, held_fields[1], held_fields[2]
+        hashed, state, holds, held = true, held_fields[1], held_fields[2], held_fields[3]
       end
     end
     local server = not now
@@ -392,6 +423,64 @@ if n == 1 and count >= 0 then
         end
       elseif deficit > 0 then
         level = full - deficit
+      end
+    end
+    -- v7: the reservations held (issue 32) keep the deficit at or above
+    -- the units they hold: the refill stops at capacity - O.
+    local hold_o, hold_first, hold_gone, hold_open = 0, nil, nil, nil
+    if hashed then
+      hold_o, hold_first, hold_gone, hold_open = 0, nil, nil, nil
+      do
+        local holds_o, holds_first
+        if holds then
+          holds_o, holds_first = string.match(holds, '^(%d+) (%d+)$')
+        end
+        if holds_o and holds_first + 0 > now then
+          hold_o, hold_first = holds_o + 0, holds_first + 0
+        else
+          local holds_all = redis.call('HGETALL', key)
+          hold_gone, hold_open = {}, 0
+          for i = 1, #holds_all, 2 do
+            if string.byte(holds_all[i]) == 114 then
+              local holds_expiry, holds_estimate = string.match(holds_all[i + 1], '^(%d+) (%d+)')
+              holds_expiry, holds_estimate = holds_expiry + 0, holds_estimate + 0
+              if holds_expiry > now then
+                hold_o, hold_open = hold_o + holds_estimate, hold_open + 1
+                if hold_first == nil or holds_expiry < hold_first then
+                  hold_first = holds_expiry
+                end
+              else
+                hold_gone[#hold_gone + 1] = { holds_expiry, holds_estimate, holds_all[i] }
+              end
+            end
+          end
+          if #hold_gone > 1 then
+            table.sort(hold_gone, function(a, b)
+              return a[1] > b[1]
+            end)
+          end
+        end
+      end
+      local least
+      least = hold_o * interval
+      if hold_gone then
+        local hold_acc = hold_o
+        for g = 1, #hold_gone do
+          hold_acc = hold_acc + hold_gone[g][2]
+          local hold_term = hold_acc * interval - (now - hold_gone[g][1]) * amount
+          if hold_term > least then
+            least = hold_term
+          end
+        end
+      end
+      if least > 2 * full then
+        least = 2 * full
+      end
+      if deficit < least then
+        deficit = least
+        if not beyond then
+          level = full - deficit
+        end
       end
     end
     local asked = count
@@ -482,8 +571,17 @@ if n == 1 and count >= 0 then
     end
     if write then
       local ttl = reset_after
-      if op == 'reserve' and lifetime > ttl then
-        ttl = lifetime
+      if op == 'reserve' then
+        -- The key outlives the last hold's end and the refill of the
+        -- units held after it (hold_o + count, with this one).
+        local units = (hold_o + count) * interval
+        local hold_ttl = lifetime + (units + (-units) % amount) / amount
+        if unit == 'ms' and hold_ttl > MAX_TIME then
+          hold_ttl = MAX_TIME
+        end
+        if hold_ttl > ttl then
+          ttl = hold_ttl
+        end
       end
       -- On a server that turns a number argument of redis.call into
       -- text by ll2string (Valkey 8, Redis 7.2 and later), an integer
@@ -534,52 +632,58 @@ if n == 1 and count >= 0 then
       if not (hashed or op) then
         redis.call('SET', key, x, 'PX', ttl)
       else
-        if write == 'settle' then
-          if redis.call('HLEN', key) <= 2 then
-            redis.call('DEL', key)
-            if not (reset_after == 0) then
-              redis.call('SET', key, x, 'PX', ttl)
-            end
-          else
-            redis.call('HDEL', key, format('r%d', id))
-            redis.call('HSET', key, 's', x)
-            redis.call('PEXPIRE', key, ttl, 'GT')
-          end
-        elseif op == 'reserve' then
-          local field = format('r%d', id)
-          local text = format('%d %d %s', now + lifetime, count, limits)
-          if hashed then
-            if not held and redis.call('HLEN', key) > MAX_RESERVATIONS then
-              local all, gone, open = redis.call('HGETALL', key), {}, 0
-              for i = 1, #all, 2 do
-                if string.byte(all[i]) == 114 then
-                  if string.match(all[i + 1], '^%d+') + 0 > now then
-                    open = open + 1
-                  else
-                    gone[#gone + 1] = all[i]
-                  end
-                end
+        do
+          local write_o, write_first, field, text = hold_o, hold_first, nil, nil
+          if write == 'settle' then
+            write_o = write_o - estimate
+          elseif op == 'reserve' then
+            if hashed and not held then
+              local open = hold_open
+              if open == nil then
+                open = redis.call('HLEN', key) - 2
               end
               if open >= MAX_RESERVATIONS then
                 return redis.error_reply('ERR ratelua: KEYS[1] holds ' .. MAX_RESERVATIONS .. ' open reservations, the most'
                   .. ' a key holds: settle or cancel one, or wait for its lifetime to pass, before ARGV[4] reserves another')
               end
-              if #gone > 0 then
-                redis.call('HDEL', key, unpack(gone))
-              end
             end
-            redis.call('HSET', key, 's', x, field, text)
+            field, text = format('r%d', id), format('%d %d %s', now + lifetime, count, limits)
+            write_o = write_o + count
+            if write_first == nil or now + lifetime < write_first then
+              write_first = now + lifetime
+            end
+          end
+          if write_o <= 0 then
+            if hashed then
+              redis.call('DEL', key)
+            end
+            if not (reset_after == 0) then
+              redis.call('SET', key, x, 'PX', ttl)
+            end
+          elseif hashed then
+            if hold_gone and #hold_gone > 0 then
+              local gone = {}
+              for g = 1, #hold_gone do
+                gone[g] = hold_gone[g][3]
+              end
+              redis.call('HDEL', key, unpack(gone))
+            end
+            if write == 'settle' then
+              redis.call('HDEL', key, format('r%d', id))
+            end
+            if field then
+              redis.call('HSET', key, 's', x, 'o', format('%d %d', write_o, write_first), field, text)
+            else
+              redis.call('HSET', key, 's', x, 'o', format('%d %d', write_o, write_first))
+            end
             redis.call('PEXPIRE', key, ttl, 'GT')
           else
             if state then
               redis.call('DEL', key)
             end
-            redis.call('HSET', key, 's', x, field, text)
+            redis.call('HSET', key, 's', x, 'o', format('%d %d', write_o, write_first), field, text)
             redis.call('PEXPIRE', key, ttl)
           end
-        else
-          redis.call('HSET', key, 's', x)
-          redis.call('PEXPIRE', key, ttl, 'GT')
         end
       end
     end
@@ -602,7 +706,7 @@ end
 -- state: the string state, or a hash's field s (hashed; held as held
 -- reads it).
 local limits, lim, last = nil, {}, nil
-local state, hashed, held = false, false, nil
+local state, hashed, held, holds = false, false, nil, nil
 if count >= 0 and n ~= 1 then
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
   state = redis.pcall('GET', key)
@@ -610,15 +714,15 @@ if count >= 0 and n ~= 1 then
     do
       local held_fields
       if op then
-        held_fields = redis.pcall('HMGET', key, 's', format('r%d', id))
+        held_fields = redis.pcall('HMGET', key, 's', 'o', format('r%d', id))
       else
-        held_fields = redis.pcall('HMGET', key, 's')
+        held_fields = redis.pcall('HMGET', key, 's', 'o')
       end
       if held_fields.err or not held_fields[1] then
         return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than token_bucket'
           .. ' state (another script\'s state?): ' .. state.err)
       end
-      hashed, state, held = true, held_fields[1], held_fields[2]
+      hashed, state, holds, held = true, held_fields[1], held_fields[2], held_fields[3]
     end
   end
   if state then
@@ -793,6 +897,43 @@ local stamp = now
 if last and last > now then
   stamp = last
 end
+-- v7: the reservations held (issue 32), as with one limit, O at now and
+-- the buckets at stamp.
+local hold_o, hold_first, hold_gone, hold_open = 0, nil, nil, nil
+if hashed then
+  hold_o, hold_first, hold_gone, hold_open = 0, nil, nil, nil
+  do
+    local holds_o, holds_first
+    if holds then
+      holds_o, holds_first = string.match(holds, '^(%d+) (%d+)$')
+    end
+    if holds_o and holds_first + 0 > now then
+      hold_o, hold_first = holds_o + 0, holds_first + 0
+    else
+      local holds_all = redis.call('HGETALL', key)
+      hold_gone, hold_open = {}, 0
+      for i = 1, #holds_all, 2 do
+        if string.byte(holds_all[i]) == 114 then
+          local holds_expiry, holds_estimate = string.match(holds_all[i + 1], '^(%d+) (%d+)')
+          holds_expiry, holds_estimate = holds_expiry + 0, holds_estimate + 0
+          if holds_expiry > now then
+            hold_o, hold_open = hold_o + holds_estimate, hold_open + 1
+            if hold_first == nil or holds_expiry < hold_first then
+              hold_first = holds_expiry
+            end
+          else
+            hold_gone[#hold_gone + 1] = { holds_expiry, holds_estimate, holds_all[i] }
+          end
+        end
+      end
+      if #hold_gone > 1 then
+        table.sort(hold_gone, function(a, b)
+          return a[1] > b[1]
+        end)
+      end
+    end
+  end
+end
 
 -- The buckets at stamp, and the decision. Every quotient below is of
 -- integers under 2^52 in magnitude, so math.floor of the division is exact.
@@ -816,6 +957,26 @@ for i = 4, 4 * n, 4 do
       level = full
     else
       level = level + (stamp - last) * amount
+    end
+  end
+  if hashed then
+    local least
+    least = hold_o * interval
+    if hold_gone then
+      local hold_acc = hold_o
+      for g = 1, #hold_gone do
+        hold_acc = hold_acc + hold_gone[g][2]
+        local hold_term = hold_acc * interval - (stamp - hold_gone[g][1]) * amount
+        if hold_term > least then
+          least = hold_term
+        end
+      end
+    end
+    if least > 2 * full then
+      least = 2 * full
+    end
+    if level > full - least then
+      level = full - least
     end
   end
   lim[i - 3], lim[i - 2], lim[i - 1], lim[i] = capacity, amount, interval, level
@@ -930,8 +1091,16 @@ if write then
     tokens[i] = lim[4 * i]
   end
   local ttl = reset_after
-  if op == 'reserve' and lifetime > ttl then
-    ttl = lifetime
+  if op == 'reserve' then
+    -- As with one limit: the lifetime and the longest refill of the
+    -- units held.
+    for i = 4, 4 * n, 4 do
+      local units = (hold_o + count) * lim[i - 1]
+      local hold_ttl = lifetime + (units + (-units) % lim[i - 2]) / lim[i - 2]
+      if hold_ttl > ttl then
+        ttl = hold_ttl
+      end
+    end
   end
   do
     local ms = ttl
@@ -959,52 +1128,58 @@ if write then
   if not (hashed or op) then
     redis.call('SET', key, x, 'PX', ttl)
   else
-    if write == 'settle' then
-      if redis.call('HLEN', key) <= 2 then
-        redis.call('DEL', key)
-        if not (reset_after == 0) then
-          redis.call('SET', key, x, 'PX', ttl)
-        end
-      else
-        redis.call('HDEL', key, format('r%d', id))
-        redis.call('HSET', key, 's', x)
-        redis.call('PEXPIRE', key, ttl, 'GT')
-      end
-    elseif op == 'reserve' then
-      local field = format('r%d', id)
-      local text = format('%d %d %s', now + lifetime, count, limits)
-      if hashed then
-        if not held and redis.call('HLEN', key) > MAX_RESERVATIONS then
-          local all, gone, open = redis.call('HGETALL', key), {}, 0
-          for i = 1, #all, 2 do
-            if string.byte(all[i]) == 114 then
-              if string.match(all[i + 1], '^%d+') + 0 > now then
-                open = open + 1
-              else
-                gone[#gone + 1] = all[i]
-              end
-            end
+    do
+      local write_o, write_first, field, text = hold_o, hold_first, nil, nil
+      if write == 'settle' then
+        write_o = write_o - estimate
+      elseif op == 'reserve' then
+        if hashed and not held then
+          local open = hold_open
+          if open == nil then
+            open = redis.call('HLEN', key) - 2
           end
           if open >= MAX_RESERVATIONS then
             return redis.error_reply('ERR ratelua: KEYS[1] holds ' .. MAX_RESERVATIONS .. ' open reservations, the most'
               .. ' a key holds: settle or cancel one, or wait for its lifetime to pass, before ARGV[4] reserves another')
           end
-          if #gone > 0 then
-            redis.call('HDEL', key, unpack(gone))
-          end
         end
-        redis.call('HSET', key, 's', x, field, text)
+        field, text = format('r%d', id), format('%d %d %s', now + lifetime, count, limits)
+        write_o = write_o + count
+        if write_first == nil or now + lifetime < write_first then
+          write_first = now + lifetime
+        end
+      end
+      if write_o <= 0 then
+        if hashed then
+          redis.call('DEL', key)
+        end
+        if not (reset_after == 0) then
+          redis.call('SET', key, x, 'PX', ttl)
+        end
+      elseif hashed then
+        if hold_gone and #hold_gone > 0 then
+          local gone = {}
+          for g = 1, #hold_gone do
+            gone[g] = hold_gone[g][3]
+          end
+          redis.call('HDEL', key, unpack(gone))
+        end
+        if write == 'settle' then
+          redis.call('HDEL', key, format('r%d', id))
+        end
+        if field then
+          redis.call('HSET', key, 's', x, 'o', format('%d %d', write_o, write_first), field, text)
+        else
+          redis.call('HSET', key, 's', x, 'o', format('%d %d', write_o, write_first))
+        end
         redis.call('PEXPIRE', key, ttl, 'GT')
       else
         if state then
           redis.call('DEL', key)
         end
-        redis.call('HSET', key, 's', x, field, text)
+        redis.call('HSET', key, 's', x, 'o', format('%d %d', write_o, write_first), field, text)
         redis.call('PEXPIRE', key, ttl)
       end
-    else
-      redis.call('HSET', key, 's', x)
-      redis.call('PEXPIRE', key, ttl, 'GT')
     end
   end
 end

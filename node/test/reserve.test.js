@@ -79,8 +79,8 @@ test("a reservation past its lifetime is not settled; one never settled stays sp
   clock.t += 1000;
   const s = await r.cancel();
   assert.ok(!s.applied && s.result.remaining === 4, JSON.stringify(s));
-  clock.t += 11e3;
-  assert.equal((await tpm.peek(who)).remaining, 6, "its tokens refill as any others");
+  clock.t += 12e3;
+  assert.equal((await tpm.peek(who)).remaining, 6, "its tokens refill from its expiry (held until then) as any others");
 }));
 
 // loseFirstSettle makes the limiter's first settle fail: before it reaches

@@ -107,7 +107,9 @@ def test_a_reservation_never_settled_stays_spent(client):
     tpm.reserve(who, 7)
     assert tpm.peek(who).remaining == 3
     clock.t += timedelta(seconds=12)
-    assert tpm.peek(who).remaining == 5, "its tokens refill as any others"
+    assert tpm.peek(who).remaining == 3, "held: the bucket refills to capacity - 7 until the reservation ends"
+    clock.t += ratelua.DEFAULT_LIFETIME
+    assert tpm.peek(who).remaining == 5, "expired unsettled: its tokens stay spent and refill from its expiry"
 
 
 class LoseFirst:

@@ -4128,20 +4128,20 @@ if n == 1 and count >= 0 then
     local state = redis.pcall('GET', key)
     -- v7: a key holding reservations is a hash (held: the reservation
     -- op names, its field's text), its field s v6's string state.
-    local hashed, held = false, nil
+    local hashed, held, holds = false, nil, nil
     if type(state) == 'table' then
       do
         local held_fields
         if op then
-          held_fields = redis.pcall('HMGET', key, 's', format('r%d', id))
+          held_fields = redis.pcall('HMGET', key, 's', 'o', format('r%d', id))
         else
-          held_fields = redis.pcall('HMGET', key, 's')
+          held_fields = redis.pcall('HMGET', key, 's', 'o')
         end
         if held_fields.err or not held_fields[1] then
           return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than token_bucket'
             .. ' state (another script\'s state?): ' .. state.err)
         end
-        hashed, state, held = true, held_fields[1], held_fields[2]
+        hashed, state, holds, held = true, held_fields[1], held_fields[2], held_fields[3]
       end
     end
     local server = not now
@@ -4223,6 +4223,64 @@ if n == 1 and count >= 0 then
         end
       elseif deficit > 0 then
         level = full - deficit
+      end
+    end
+    -- v7: the reservations held (issue 32) keep the deficit at or above
+    -- the units they hold: the refill stops at capacity - O.
+    local hold_o, hold_first, hold_gone, hold_open = 0, nil, nil, nil
+    if hashed then
+      hold_o, hold_first, hold_gone, hold_open = 0, nil, nil, nil
+      do
+        local holds_o, holds_first
+        if holds then
+          holds_o, holds_first = string.match(holds, '^(%d+) (%d+)$')
+        end
+        if holds_o and holds_first + 0 > now then
+          hold_o, hold_first = holds_o + 0, holds_first + 0
+        else
+          local holds_all = redis.call('HGETALL', key)
+          hold_gone, hold_open = {}, 0
+          for i = 1, #holds_all, 2 do
+            if string.byte(holds_all[i]) == 114 then
+              local holds_expiry, holds_estimate = string.match(holds_all[i + 1], '^(%d+) (%d+)')
+              holds_expiry, holds_estimate = holds_expiry + 0, holds_estimate + 0
+              if holds_expiry > now then
+                hold_o, hold_open = hold_o + holds_estimate, hold_open + 1
+                if hold_first == nil or holds_expiry < hold_first then
+                  hold_first = holds_expiry
+                end
+              else
+                hold_gone[#hold_gone + 1] = { holds_expiry, holds_estimate, holds_all[i] }
+              end
+            end
+          end
+          if #hold_gone > 1 then
+            table.sort(hold_gone, function(a, b)
+              return a[1] > b[1]
+            end)
+          end
+        end
+      end
+      local least
+      least = hold_o * interval
+      if hold_gone then
+        local hold_acc = hold_o
+        for g = 1, #hold_gone do
+          hold_acc = hold_acc + hold_gone[g][2]
+          local hold_term = hold_acc * interval - (now - hold_gone[g][1]) * amount
+          if hold_term > least then
+            least = hold_term
+          end
+        end
+      end
+      if least > 2 * full then
+        least = 2 * full
+      end
+      if deficit < least then
+        deficit = least
+        if not beyond then
+          level = full - deficit
+        end
       end
     end
     local asked = count
@@ -4313,8 +4371,17 @@ if n == 1 and count >= 0 then
     end
     if write then
       local ttl = reset_after
-      if op == 'reserve' and lifetime > ttl then
-        ttl = lifetime
+      if op == 'reserve' then
+        -- The key outlives the last hold's end and the refill of the
+        -- units held after it (hold_o + count, with this one).
+        local units = (hold_o + count) * interval
+        local hold_ttl = lifetime + (units + (-units) % amount) / amount
+        if unit == 'ms' and hold_ttl > MAX_TIME then
+          hold_ttl = MAX_TIME
+        end
+        if hold_ttl > ttl then
+          ttl = hold_ttl
+        end
       end
       -- On a server that turns a number argument of redis.call into
       -- text by ll2string (Valkey 8, Redis 7.2 and later), an integer
@@ -4365,52 +4432,58 @@ if n == 1 and count >= 0 then
       if not (hashed or op) then
         redis.call('SET', key, x, 'PX', ttl)
       else
-        if write == 'settle' then
-          if redis.call('HLEN', key) <= 2 then
-            redis.call('DEL', key)
-            if not (reset_after == 0) then
-              redis.call('SET', key, x, 'PX', ttl)
-            end
-          else
-            redis.call('HDEL', key, format('r%d', id))
-            redis.call('HSET', key, 's', x)
-            redis.call('PEXPIRE', key, ttl, 'GT')
-          end
-        elseif op == 'reserve' then
-          local field = format('r%d', id)
-          local text = format('%d %d %s', now + lifetime, count, limits)
-          if hashed then
-            if not held and redis.call('HLEN', key) > MAX_RESERVATIONS then
-              local all, gone, open = redis.call('HGETALL', key), {}, 0
-              for i = 1, #all, 2 do
-                if string.byte(all[i]) == 114 then
-                  if string.match(all[i + 1], '^%d+') + 0 > now then
-                    open = open + 1
-                  else
-                    gone[#gone + 1] = all[i]
-                  end
-                end
+        do
+          local write_o, write_first, field, text = hold_o, hold_first, nil, nil
+          if write == 'settle' then
+            write_o = write_o - estimate
+          elseif op == 'reserve' then
+            if hashed and not held then
+              local open = hold_open
+              if open == nil then
+                open = redis.call('HLEN', key) - 2
               end
               if open >= MAX_RESERVATIONS then
                 return redis.error_reply('ERR ratelua: KEYS[1] holds ' .. MAX_RESERVATIONS .. ' open reservations, the most'
                   .. ' a key holds: settle or cancel one, or wait for its lifetime to pass, before ARGV[4] reserves another')
               end
-              if #gone > 0 then
-                redis.call('HDEL', key, unpack(gone))
-              end
             end
-            redis.call('HSET', key, 's', x, field, text)
+            field, text = format('r%d', id), format('%d %d %s', now + lifetime, count, limits)
+            write_o = write_o + count
+            if write_first == nil or now + lifetime < write_first then
+              write_first = now + lifetime
+            end
+          end
+          if write_o <= 0 then
+            if hashed then
+              redis.call('DEL', key)
+            end
+            if not (reset_after == 0) then
+              redis.call('SET', key, x, 'PX', ttl)
+            end
+          elseif hashed then
+            if hold_gone and #hold_gone > 0 then
+              local gone = {}
+              for g = 1, #hold_gone do
+                gone[g] = hold_gone[g][3]
+              end
+              redis.call('HDEL', key, unpack(gone))
+            end
+            if write == 'settle' then
+              redis.call('HDEL', key, format('r%d', id))
+            end
+            if field then
+              redis.call('HSET', key, 's', x, 'o', format('%d %d', write_o, write_first), field, text)
+            else
+              redis.call('HSET', key, 's', x, 'o', format('%d %d', write_o, write_first))
+            end
             redis.call('PEXPIRE', key, ttl, 'GT')
           else
             if state then
               redis.call('DEL', key)
             end
-            redis.call('HSET', key, 's', x, field, text)
+            redis.call('HSET', key, 's', x, 'o', format('%d %d', write_o, write_first), field, text)
             redis.call('PEXPIRE', key, ttl)
           end
-        else
-          redis.call('HSET', key, 's', x)
-          redis.call('PEXPIRE', key, ttl, 'GT')
         end
       end
     end
@@ -4433,7 +4506,7 @@ end
 -- state: the string state, or a hash's field s (hashed; held as held
 -- reads it).
 local limits, lim, last = nil, {}, nil
-local state, hashed, held = false, false, nil
+local state, hashed, held, holds = false, false, nil, nil
 if count >= 0 and n ~= 1 then
   limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
   state = redis.pcall('GET', key)
@@ -4441,15 +4514,15 @@ if count >= 0 and n ~= 1 then
     do
       local held_fields
       if op then
-        held_fields = redis.pcall('HMGET', key, 's', format('r%d', id))
+        held_fields = redis.pcall('HMGET', key, 's', 'o', format('r%d', id))
       else
-        held_fields = redis.pcall('HMGET', key, 's')
+        held_fields = redis.pcall('HMGET', key, 's', 'o')
       end
       if held_fields.err or not held_fields[1] then
         return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than token_bucket'
           .. ' state (another script\'s state?): ' .. state.err)
       end
-      hashed, state, held = true, held_fields[1], held_fields[2]
+      hashed, state, holds, held = true, held_fields[1], held_fields[2], held_fields[3]
     end
   end
   if state then
@@ -4624,6 +4697,43 @@ local stamp = now
 if last and last > now then
   stamp = last
 end
+-- v7: the reservations held (issue 32), as with one limit, O at now and
+-- the buckets at stamp.
+local hold_o, hold_first, hold_gone, hold_open = 0, nil, nil, nil
+if hashed then
+  hold_o, hold_first, hold_gone, hold_open = 0, nil, nil, nil
+  do
+    local holds_o, holds_first
+    if holds then
+      holds_o, holds_first = string.match(holds, '^(%d+) (%d+)$')
+    end
+    if holds_o and holds_first + 0 > now then
+      hold_o, hold_first = holds_o + 0, holds_first + 0
+    else
+      local holds_all = redis.call('HGETALL', key)
+      hold_gone, hold_open = {}, 0
+      for i = 1, #holds_all, 2 do
+        if string.byte(holds_all[i]) == 114 then
+          local holds_expiry, holds_estimate = string.match(holds_all[i + 1], '^(%d+) (%d+)')
+          holds_expiry, holds_estimate = holds_expiry + 0, holds_estimate + 0
+          if holds_expiry > now then
+            hold_o, hold_open = hold_o + holds_estimate, hold_open + 1
+            if hold_first == nil or holds_expiry < hold_first then
+              hold_first = holds_expiry
+            end
+          else
+            hold_gone[#hold_gone + 1] = { holds_expiry, holds_estimate, holds_all[i] }
+          end
+        end
+      end
+      if #hold_gone > 1 then
+        table.sort(hold_gone, function(a, b)
+          return a[1] > b[1]
+        end)
+      end
+    end
+  end
+end
 
 -- The buckets at stamp, and the decision. Every quotient below is of
 -- integers under 2^52 in magnitude, so math.floor of the division is exact.
@@ -4647,6 +4757,26 @@ for i = 4, 4 * n, 4 do
       level = full
     else
       level = level + (stamp - last) * amount
+    end
+  end
+  if hashed then
+    local least
+    least = hold_o * interval
+    if hold_gone then
+      local hold_acc = hold_o
+      for g = 1, #hold_gone do
+        hold_acc = hold_acc + hold_gone[g][2]
+        local hold_term = hold_acc * interval - (stamp - hold_gone[g][1]) * amount
+        if hold_term > least then
+          least = hold_term
+        end
+      end
+    end
+    if least > 2 * full then
+      least = 2 * full
+    end
+    if level > full - least then
+      level = full - least
     end
   end
   lim[i - 3], lim[i - 2], lim[i - 1], lim[i] = capacity, amount, interval, level
@@ -4761,8 +4891,16 @@ if write then
     tokens[i] = lim[4 * i]
   end
   local ttl = reset_after
-  if op == 'reserve' and lifetime > ttl then
-    ttl = lifetime
+  if op == 'reserve' then
+    -- As with one limit: the lifetime and the longest refill of the
+    -- units held.
+    for i = 4, 4 * n, 4 do
+      local units = (hold_o + count) * lim[i - 1]
+      local hold_ttl = lifetime + (units + (-units) % lim[i - 2]) / lim[i - 2]
+      if hold_ttl > ttl then
+        ttl = hold_ttl
+      end
+    end
   end
   do
     local ms = ttl
@@ -4790,52 +4928,58 @@ if write then
   if not (hashed or op) then
     redis.call('SET', key, x, 'PX', ttl)
   else
-    if write == 'settle' then
-      if redis.call('HLEN', key) <= 2 then
-        redis.call('DEL', key)
-        if not (reset_after == 0) then
-          redis.call('SET', key, x, 'PX', ttl)
-        end
-      else
-        redis.call('HDEL', key, format('r%d', id))
-        redis.call('HSET', key, 's', x)
-        redis.call('PEXPIRE', key, ttl, 'GT')
-      end
-    elseif op == 'reserve' then
-      local field = format('r%d', id)
-      local text = format('%d %d %s', now + lifetime, count, limits)
-      if hashed then
-        if not held and redis.call('HLEN', key) > MAX_RESERVATIONS then
-          local all, gone, open = redis.call('HGETALL', key), {}, 0
-          for i = 1, #all, 2 do
-            if string.byte(all[i]) == 114 then
-              if string.match(all[i + 1], '^%d+') + 0 > now then
-                open = open + 1
-              else
-                gone[#gone + 1] = all[i]
-              end
-            end
+    do
+      local write_o, write_first, field, text = hold_o, hold_first, nil, nil
+      if write == 'settle' then
+        write_o = write_o - estimate
+      elseif op == 'reserve' then
+        if hashed and not held then
+          local open = hold_open
+          if open == nil then
+            open = redis.call('HLEN', key) - 2
           end
           if open >= MAX_RESERVATIONS then
             return redis.error_reply('ERR ratelua: KEYS[1] holds ' .. MAX_RESERVATIONS .. ' open reservations, the most'
               .. ' a key holds: settle or cancel one, or wait for its lifetime to pass, before ARGV[4] reserves another')
           end
-          if #gone > 0 then
-            redis.call('HDEL', key, unpack(gone))
-          end
         end
-        redis.call('HSET', key, 's', x, field, text)
+        field, text = format('r%d', id), format('%d %d %s', now + lifetime, count, limits)
+        write_o = write_o + count
+        if write_first == nil or now + lifetime < write_first then
+          write_first = now + lifetime
+        end
+      end
+      if write_o <= 0 then
+        if hashed then
+          redis.call('DEL', key)
+        end
+        if not (reset_after == 0) then
+          redis.call('SET', key, x, 'PX', ttl)
+        end
+      elseif hashed then
+        if hold_gone and #hold_gone > 0 then
+          local gone = {}
+          for g = 1, #hold_gone do
+            gone[g] = hold_gone[g][3]
+          end
+          redis.call('HDEL', key, unpack(gone))
+        end
+        if write == 'settle' then
+          redis.call('HDEL', key, format('r%d', id))
+        end
+        if field then
+          redis.call('HSET', key, 's', x, 'o', format('%d %d', write_o, write_first), field, text)
+        else
+          redis.call('HSET', key, 's', x, 'o', format('%d %d', write_o, write_first))
+        end
         redis.call('PEXPIRE', key, ttl, 'GT')
       else
         if state then
           redis.call('DEL', key)
         end
-        redis.call('HSET', key, 's', x, field, text)
+        redis.call('HSET', key, 's', x, 'o', format('%d %d', write_o, write_first), field, text)
         redis.call('PEXPIRE', key, ttl)
       end
-    else
-      redis.call('HSET', key, 's', x)
-      redis.call('PEXPIRE', key, ttl, 'GT')
     end
   end
 end
