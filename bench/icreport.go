@@ -116,7 +116,9 @@ workload. **/ cheapest peer**: the ratio to the cheapest peer or seed design doi
 		b.WriteString("\n")
 		peerTable := false
 		for _, r := range s.results {
-			if r.c.group != groupRatelua {
+			// ratelua's rows, and the minimum rows given a job (a bound
+			// on the ratio of the rows doing that job)
+			if r.c.group != groupRatelua && r.c.group != groupMinimum {
 				continue
 			}
 			if _, ok := s.cheapestPeer(r, 0); !ok {
