@@ -80,7 +80,13 @@
 -- boundaries of reset_after and retry_after from the logarithm's estimate
 -- alone when that lies more than 10^-4 from a whole number (macro
 -- estimate; v6 checked every estimate with powers by repeated squaring):
--- about 7k instructions less per call (of 60k).
+-- about 7k instructions less per call (of 60k). Then (issue 35 again)
+-- each global, field and ARGV[i] is read once at most on the one-limit
+-- path (a lookup costs about 100 instructions), the GET reply's error is
+-- told by its field err (no call of type()), and log(factor) is taken
+-- once per call: about 1k less. What is left is mostly the commands and
+-- the arguments' check and conversion (the bench's minimum row
+-- 'integers checked and converted' is that alone).
 -- ratelua v7 prelude, shared by every v7 script (generated into each
 -- released file; do not edit there). It holds two constants and macros
 -- (-- #define ... -- #end, see internal/luagen/macro.go): a script expands
