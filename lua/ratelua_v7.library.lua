@@ -447,7 +447,7 @@ if n == 1 then
     local estimate = log(c / EPSILON) / logf
     local part = estimate % 1
     local k
-    if estimate > 1 and part > 0.0001 and part < 0.9999 then
+    if estimate > 0 and part > 0.0001 and part < 0.9999 then
       k = estimate - part + 1
     else
       do
@@ -609,7 +609,7 @@ if n == 1 then
       if estimate_room == EPSILON or estimate_room * 1000000 >= max then
         local estimate = log(c / estimate_room) / logf
         local estimate_part = estimate % 1
-        if estimate > 1 and estimate_part > 0.0001 and estimate_part < 0.9999 then
+        if estimate > 0 and estimate_part > 0.0001 and estimate_part < 0.9999 then
           k = estimate - estimate_part + 1
         end
       end

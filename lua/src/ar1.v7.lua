@@ -206,9 +206,12 @@ end
 -- its exact check when the logarithm's estimate settles it, else leaves OUT
 -- nil (boundaries decides: about one call in 5,000). With room = MAX -
 -- ASKED (EPSILON when below), r = log(COUNT / room) / log(FACTOR): when
--- r > 1 lies more than 10^-4 from a whole number, ceil(r) is the answer,
+-- r > 0 lies more than 10^-4 from a whole number, ceil(r) is the answer,
 -- as COUNT / FACTOR^k then lies at least FACTOR^(10^-4) - 1 >= 10^-7 of
--- room away from room (FACTOR >= 1.001) for k = ceil(r) and k - 1, where
+-- room away from room (FACTOR >= 1.001) for k = ceil(r) and k - 1 (when
+-- k - 1 >= 1: k is at least 1 by definition, so r below 1 gives 1; v7
+-- first asked r > 1, and a denial one boundary from room, the hammered
+-- key's, always took boundaries' exact search), where
 -- decayed's powers err by less than 10^-9 relatively and r by less than
 -- 10^-10 (any k below 2^17), and where adding ASKED errs by less than
 -- 10^-15 of MAX: hence room >= MAX / 10^6 is asked too (or room below
@@ -224,7 +227,7 @@ do
   if estimate_room == EPSILON or estimate_room * 1000000 >= MAX then
     local estimate = log(COUNT / estimate_room) / LOGF
     local estimate_part = estimate % 1
-    if estimate > 1 and estimate_part > 0.0001 and estimate_part < 0.9999 then
+    if estimate > 0 and estimate_part > 0.0001 and estimate_part < 0.9999 then
       OUT = estimate - estimate_part + 1
     end
   end
@@ -420,7 +423,7 @@ if n == 1 then
     local estimate = log(c / EPSILON) / logf
     local part = estimate % 1
     local k
-    if estimate > 1 and part > 0.0001 and part < 0.9999 then
+    if estimate > 0 and part > 0.0001 and part < 0.9999 then
       k = estimate - part + 1
     else
       -- #expand boundaries(k, c, factor, 0, 0)
