@@ -333,14 +333,10 @@ if n == 1 then
     end
     return bad
   end
+  -- (An error reply, a key of another type, is told below, where the
+  -- state is not a number: wrong_type without a call of type() on every
+  -- call. Nothing is written before.)
   local state = redis.pcall('GET', key)
-  -- wrong_type without its type() call: the reply is false, a string or
-  -- an error table, and a string's field err is nil (the string library
-  -- has none).
-  if state and state.err then
-    return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ar1'
-      .. ' state (another script\'s state?): ' .. state.err)
-  end
   local server = not now
   if server then
     -- The server's TIME in the unit (server_now, its strings converted
@@ -367,6 +363,12 @@ if n == 1 then
       stored = last % ONE_INTEGER
       last = (last - stored) / ONE_INTEGER
     else
+      -- wrong_type: the reply is a string or an error table (tonumber
+      -- of a table is nil).
+      if type(state) == 'table' and state.err then
+        return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ar1'
+          .. ' state (another script\'s state?): ' .. state.err)
+      end
       local index, text = string.match(state, '^(%d+):([^:]+)$')
       if index then
         last, stored = tonumber(index), tonumber(text)
