@@ -83,10 +83,13 @@
 -- about 7k instructions less per call (of 60k). Then (issue 35 again)
 -- each global, field and ARGV[i] is read once at most on the one-limit
 -- path (a lookup costs about 100 instructions), the GET reply's error is
--- told by its field err (no call of type()), and log(factor) is taken
--- once per call: about 1k less. What is left is mostly the commands and
--- the arguments' check and conversion (the bench's minimum row
--- 'integers checked and converted' is that alone).
+-- told where the state is not a number (no call of type() on every
+-- call), log(factor) is taken once per call, and estimate settles k = 1
+-- too (a denial one boundary from room, a hammered key's, ran
+-- boundaries' exact search): about 1k less per call, 4.5k less per such
+-- denial. What is left is mostly the commands and the arguments' check
+-- and conversion (the bench's minimum row 'integers checked and
+-- converted' is that alone).
 -- ratelua v7 prelude, shared by every v7 script (generated into each
 -- released file; do not edit there). It holds two constants and macros
 -- (-- #define ... -- #end, see internal/luagen/macro.go): a script expands
