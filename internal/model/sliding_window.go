@@ -251,9 +251,9 @@ func (m *SlidingWindow) resetAfter(c Call, stamp int64) int64 {
 
 // outcomes are the limits' outcomes for asked events at stamp. The times
 // are those of the held view: a reservation held counts until it expires
-// and then from the bucket of its expiry, as if settled there (nothing
-// else happening), so its estimate moves from its recorded bucket to the
-// bucket of its expiry.
+// and then from the bucket of its expiry (or of stamp, if later), as if
+// settled there (nothing else happening), so its estimate moves from its
+// recorded bucket to that bucket.
 func (m *SlidingWindow) outcomes(c Call, stamp, asked int64, allowed bool) []outcome {
 	outcomes := make([]outcome, len(m.Limits))
 	for i, l := range m.Limits {
@@ -265,7 +265,9 @@ func (m *SlidingWindow) outcomes(c Call, stamp, asked int64, allowed bool) []out
 			counts[b] = n - in[b]
 		}
 		for _, r := range m.reserved {
-			counts[floorDiv(r.expiry, l.Resolution)] += r.estimate
+			// Found expired, it will be settled at its expiry or the last
+			// write, at least stamp (a clock behind the last write's).
+			counts[floorDiv(max(r.expiry, stamp), l.Resolution)] += r.estimate
 		}
 		var order []int64
 		for b, n := range counts {
