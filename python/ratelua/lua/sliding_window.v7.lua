@@ -14,8 +14,8 @@
 --          v7: 'reserve:<id>:<lifetime>' or 'settle:<id>' (lua/README.md,
 --          Reserve, then settle): ARGV[1] is the estimate of a reserve,
 --          decided as mode '0' and held until now + lifetime, or the
---          actual cost of a settle, whose refund goes back to the bucket
---          of the reserve's time in every limit whose window counts it
+--          actual cost of a settle, recorded at now once the estimate
+--          left the bucket of the reserve's time (issue 32, below)
 -- ARGV[5..] 1 to 16 limits of three integers:
 --          max         events allowed in the window, 1..10^9
 --          duration    the window in the unit, 1..2^52
@@ -93,7 +93,19 @@
 
 -- v7 also takes reserve and settle (issue 31): a key holding reservations
 -- marks "l" (see the general code) and takes the general code only; a key
--- that never held one keeps the paths and the cost above.
+-- that never held one keeps the paths and the cost above. A reservation
+-- holds its units until it is settled (issue 32): every check of a limit
+-- counts, besides its window's buckets, the estimates held whose recorded
+-- bucket has left the window; a settle takes the estimate out of that
+-- bucket (where a window still counts it) and records the actual cost at
+-- now; one found expired is settled with its estimate at its expiry.
+-- Why no window admits more than max when a reservation's units are
+-- admitted anywhere in [reserve, settle]: a check at time c counts every
+-- reservation held at c in full (in its bucket, or by the hold), and one
+-- settled (or expired) at s <= c in the bucket of s, which every window
+-- holding one of its admissions (all at times <= s) and checked at c >= s
+-- counts; so every check sees at least the admissions in its window, and
+-- admits only what fits (internal/model, TestSlidingWindowHoldsUntilSettled).
 -- What v7 does apart from v6 (issue 35; v7 is in development): the replies
 -- are v6's; the state is v6's and two fields more, so it has a state
 -- version of its own (7: v7 neither reads nor shares v6's state). A denied
