@@ -9,8 +9,8 @@ type SlidingWindowLimit struct {
 }
 
 // event is n events recorded at time t, by reservation id (0: none). A
-// settle's refund lowers the n of its reservation's event, which stands
-// for the units it recorded in the bucket of every limit.
+// settle (or an expiry found) sets the n of its reservation's event to 0:
+// the event stands for the units it recorded in the bucket of every limit.
 type event struct {
 	t, n, id int64
 }
@@ -29,8 +29,10 @@ type SlidingWindow struct {
 	exists   bool
 	last     int64 // time of the last write
 	ttl      int64
-	// reserved are the reservations the state holds (v7): while it holds
-	// any, the key's TTL never shortens.
+	// reserved are the reservations the state holds (v7), all live after
+	// a call's conversions: each counts in every window until settled
+	// (issue 32), and the TTL, reset_after, covers it until its expiry's
+	// bucket leaves the window.
 	reserved reservations
 }
 
@@ -49,7 +51,7 @@ func (m *SlidingWindow) Reservations() []int64 { return m.reserved.ids() }
 
 // buckets returns the event counts per bucket inside limit l's window at
 // stamp, and the buckets in ascending order. A bucket whose events were
-// all refunded is no bucket (the script deletes a bucket it empties).
+// all taken out is no bucket (the script deletes a bucket it empties).
 func (m *SlidingWindow) buckets(l SlidingWindowLimit, stamp int64) (map[int64]int64, []int64) {
 	low := floorDiv(stamp-l.Duration, l.Resolution)
 	counts := map[int64]int64{}
@@ -299,7 +301,7 @@ func (m *SlidingWindow) outcomes(c Call, stamp, asked int64, allowed bool) []out
 }
 
 // prune drops events that no window can count again (time never goes back
-// past the last write), and those refunded to nothing.
+// past the last write), and those taken out to nothing.
 func (m *SlidingWindow) prune() {
 	var longest int64
 	for _, l := range m.Limits {
