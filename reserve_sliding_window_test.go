@@ -108,11 +108,11 @@ func TestSlidingWindowSettleOnce(t *testing.T) {
 	}
 	call(6, 1000, "reserve:41:120")
 	fields := e.Dump(testKey).(map[string]string)
-	if fields["l"] != "s 10 60 1 #1" || fields["r41"] != "1120 6 1000" {
-		t.Fatalf("a key holding reservation 41: state %v, want l 's 10 60 1 #1' and r41 '1120 6 1000'", fields)
+	if fields["l"] != "s 10 60 1 #1 41:1120:6:1000" {
+		t.Fatalf("a key holding reservation 41: state %v, want l 's 10 60 1 #1 41:1120:6:1000'", fields)
 	}
 	if got := call(2, 1000, "settle:41"); !equalInts(got, []int64{1, 8, 0, 60, 1}) {
-		t.Fatalf("settle 41: %v, want [1 8 0 60 1] (4 given back)", got)
+		t.Fatalf("settle 41: %v, want [1 8 0 60 1] (6 out, 2 in)", got)
 	}
 	after := fmt.Sprint(e.Dump(testKey))
 	for range 3 {
@@ -124,8 +124,8 @@ func TestSlidingWindowSettleOnce(t *testing.T) {
 		t.Fatalf("a settle retried changed the state from %s to %s", after, now)
 	}
 	fields = e.Dump(testKey).(map[string]string)
-	if _, ok := fields["r41"]; ok || fields["l"] != "s 10 60 1" {
-		t.Fatalf("settled: state %v, want no r41 and l 's 10 60 1'", fields)
+	if fields["l"] != "s 10 60 1" {
+		t.Fatalf("settled: state %v, want l 's 10 60 1'", fields)
 	}
 }
 
@@ -194,8 +194,9 @@ func TestSlidingWindowReserveCapAndInput(t *testing.T) {
 		t.Fatalf("reserve after half expired: %v %v", got, err)
 	}
 	fields := e.Dump(testKey).(map[string]string)
-	if want := fmt.Sprintf("s %s #%d", strings.Join(limits, " "), model.MaxReservations/2+1); fields["l"] != want {
-		t.Fatalf("after the expired were dropped: l %q, want %q", fields["l"], want)
+	if want := fmt.Sprintf("s %s #%d ", strings.Join(limits, " "), model.MaxReservations/2+1); !strings.HasPrefix(fields["l"], want) ||
+		strings.Count(fields["l"], ":") != 3*(model.MaxReservations/2+1) {
+		t.Fatalf("after the expired were dropped: l %.80q..., want %q and %d reservations", fields["l"], want, model.MaxReservations/2+1)
 	}
 	for _, c := range []struct {
 		args []string
@@ -209,4 +210,113 @@ func TestSlidingWindowReserveCapAndInput(t *testing.T) {
 		refusedUnchanged(t, e, src, append(c.args, limits...), c.want)
 	}
 	refusedUnchanged(t, e, src, []string{"1", "s", "1100", "settle:2", "10", "60", "0"}, "ARGV[7]")
+}
+
+// swCalls runs calls of sliding_window v7 on one key with limits, failing
+// the test on an error.
+func swCalls(t *testing.T, limits ...string) func(count, now int64, mode string) []int64 {
+	t.Helper()
+	src := source(t, SlidingWindow)
+	e := frozenEngine()
+	return func(count, now int64, mode string) []int64 {
+		t.Helper()
+		got, _, err := run(t, e, src, append([]string{fmt.Sprint(count), "s", fmt.Sprint(now), mode}, limits...))
+		if err != nil {
+			t.Fatalf("%d %d %s: %v", count, now, mode, err)
+		}
+		return got
+	}
+}
+
+// TestSlidingWindowHeldOutOfTheWindowCounts is rule 1 of issue 32 on the
+// script: a reservation held counts in every check after its bucket left
+// the window (a decision, a peek, a reserve), until it is settled.
+func TestSlidingWindowHeldOutOfTheWindowCounts(t *testing.T) {
+	call := swCalls(t, "10", "100", "10")
+	call(6, 1000, "reserve:1:10000")
+	if got := call(0, 1100, "0"); !equalInts(got, []int64{1, 4, 0, 10000, 1}) {
+		t.Fatalf("peek at 1100, the reserve's bucket out of the window: %v, want [1 4 0 10000 1] (6 held)", got)
+	}
+	if got := call(5, 1100, "reserve:2:100"); got[0] != 0 || got[1] != 4 {
+		t.Fatalf("reserve 5 at 1100: %v, want denied with 4 remaining", got)
+	}
+	if got := call(4, 1100, "0"); got[0] != 1 || got[1] != 0 {
+		t.Fatalf("4 at 1100: %v, want allowed with 0 remaining", got)
+	}
+	if got := call(1, 1150, "0"); got[0] != 0 {
+		t.Fatalf("1 at 1150: %v, want denied (4 at 1100 and 6 held)", got)
+	}
+	// Settled with 1 used: the units used count from now, the rest no more.
+	if got := call(1, 1150, "settle:1"); !equalInts(got, []int64{1, 5, 0, 100, 1}) {
+		t.Fatalf("settle 1 of 6 at 1150: %v, want [1 5 0 100 1]", got)
+	}
+}
+
+// TestSlidingWindowSettleRecordsAtNow is rule 2 of issue 32 on the
+// script: a settle takes the whole estimate out of the reserve's bucket
+// and records the units used in the bucket of now.
+func TestSlidingWindowSettleRecordsAtNow(t *testing.T) {
+	call := swCalls(t, "10", "100", "10")
+	call(8, 1000, "reserve:1:1000")
+	if got := call(3, 1060, "settle:1"); !equalInts(got, []int64{1, 7, 0, 100, 1}) {
+		t.Fatalf("settle 3 of 8 at 1060: %v, want [1 7 0 100 1]", got)
+	}
+	// At 1100 the reserve's bucket has left; the 3 used at 1060 count
+	// until 1160.
+	if got := call(0, 1100, "0"); !equalInts(got, []int64{1, 7, 0, 60, 1}) {
+		t.Fatalf("peek at 1100: %v, want [1 7 0 60 1]", got)
+	}
+	if got := call(8, 1159, "0"); !equalInts(got, []int64{0, 7, 1, 1, 1}) {
+		t.Fatalf("8 at 1159: %v, want denied until 1160", got)
+	}
+	if got := call(0, 1160, "0"); !equalInts(got, []int64{1, 10, 0, 0, 1}) {
+		t.Fatalf("peek at 1160: %v, want fresh", got)
+	}
+}
+
+// TestSlidingWindowExpiredSettledAtExpiry is rule 3 of issue 32 on the
+// script: a reservation found expired counts from the bucket of its
+// expiry, then is dropped; until found it is held.
+func TestSlidingWindowExpiredSettledAtExpiry(t *testing.T) {
+	call := swCalls(t, "10", "100", "10")
+	call(7, 1000, "reserve:1:150")
+	if got := call(0, 1149, "0"); !equalInts(got, []int64{1, 3, 0, 101, 1}) {
+		t.Fatalf("peek at 1149: %v, want [1 3 0 101 1] (7 held until 1150)", got)
+	}
+	if got := call(0, 1200, "0"); !equalInts(got, []int64{1, 3, 0, 50, 1}) {
+		t.Fatalf("peek at 1200, found expired: %v, want [1 3 0 50 1] (7 in the bucket of 1150)", got)
+	}
+	if got := call(1, 1200, "settle:1"); got[4] != 0 {
+		t.Fatalf("settle after the expiry: %v, want not applied", got)
+	}
+	if got := call(4, 1249, "0"); !equalInts(got, []int64{0, 3, 1, 1, 1}) {
+		t.Fatalf("4 at 1249: %v, want denied until 1250", got)
+	}
+	if got := call(0, 1250, "0"); !equalInts(got, []int64{1, 10, 0, 0, 1}) {
+		t.Fatalf("peek at 1250: %v, want fresh", got)
+	}
+	// Found only after the bucket of its expiry left every window: gone.
+	call = swCalls(t, "10", "100", "10")
+	call(7, 1000, "reserve:1:150")
+	if got := call(0, 1300, "0"); !equalInts(got, []int64{1, 10, 0, 0, 1}) {
+		t.Fatalf("peek at 1300: %v, want fresh", got)
+	}
+}
+
+// TestSlidingWindowHoldAgainstModel runs sequences of the hold rule of
+// issue 32 against the model at every call (replies, existence, TTL):
+// several reservations held across buckets and limits, settled after
+// their buckets left some windows, expired ones found together, a clock
+// behind the last write.
+func TestSlidingWindowHoldAgainstModel(t *testing.T) {
+	limits := []model.SlidingWindowLimit{{Max: 10, Duration: 100, Resolution: 10}, {Max: 6, Duration: 30, Resolution: 5}}
+	swAgainstModel(t, limits, []swStep{
+		{2, 1000, "reserve:1:500"}, {1, 1012, "0"}, {2, 1025, "reserve:2:40"}, {1, 1040, "0"}, {0, 1050, "0"},
+		{1, 1066, "reserve:3:20"}, {1, 1070, "settle:1"}, {1, 1088, "0"}, {0, 1090, "0"}, {3, 1101, "0"},
+		{2, 1130, "reserve:4:60"}, {2, 1125, "0"}, {0, 1200, "settle:4"}, {1, 1230, "0"}, {1, 1240, "1"},
+	})
+	swAgainstModel(t, []model.SlidingWindowLimit{{Max: 5, Duration: 10, Resolution: 1}}, []swStep{
+		{2, 100, "reserve:1:3"}, {2, 101, "reserve:2:3"}, {1, 102, "reserve:3:50"}, {0, 104, "0"}, {1, 104, "0"},
+		{0, 111, "0"}, {2, 112, "1"}, {0, 150, "settle:3"}, {1, 151, "0"}, {0, 170, "0"},
+	})
 }

@@ -240,8 +240,11 @@ const (
 	// minContract is minGetSet under ratelua's calling contract: seven
 	// arguments, a reply of five integers.
 	minContract = "minimum: GET + SET PX, 7 arguments, 5-integer reply (ratelua's contract)"
-	minZSet     = "minimum: ZCOUNT + ZADD + PEXPIRE (exact log)"
-	minHash     = "minimum: HMGET + HSET + PEXPIRE of one field (sliding window)"
+	// minChecked is minContract with the integers checked and converted
+	// and a denial that writes nothing (checkedScript).
+	minChecked = minContract + ", integers checked and converted"
+	minZSet    = "minimum: ZCOUNT + ZADD + PEXPIRE (exact log)"
+	minHash    = "minimum: HMGET + HSET + PEXPIRE of one field (sliding window)"
 )
 
 // rowName is the table name of a ratelua row of a version.

@@ -39,3 +39,40 @@ func TestSpliceInstructions(t *testing.T) {
 		t.Fatalf("second splice:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestPeerTableHoldsMinimumsWithAJob: the "/ cheapest peer" table holds
+// ratelua's rows and the minimum rows given a job (a bound on that job's
+// ratio, issue 35), with their ratio to the cheapest peer; a minimum row
+// without a job, a peer and the floor are not in it.
+func TestPeerTableHoldsMinimumsWithAJob(t *testing.T) {
+	row := func(name, group, job, short string, figure float64) icResult {
+		perCall := make([]float64, len(icWorkloads))
+		for w := range perCall {
+			perCall[w] = figure
+		}
+		return icResult{c: contender{name: name, group: group, job: job, short: short}, perCall: perCall}
+	}
+	s := icServer{kind: "valkey", version: "8.0.1", floor: row("floor", groupFloor, "", "", 10_000), results: []icResult{
+		row("minimum without a job", groupMinimum, "", "", 30_000),
+		row("minimum with a job", groupMinimum, jobTokenBucket1, "", 45_000),
+		row("ratelua row", groupRatelua, jobTokenBucket1, "", 54_000),
+		row("the peer", groupPeer, jobTokenBucket1, "peer", 60_000),
+	}}
+	var b strings.Builder
+	report{instructions: []icServer{s}}.instructionSection(&b)
+	out := b.String()
+	_, table, ok := strings.Cut(out, "**/ cheapest peer** on")
+	if !ok {
+		t.Fatalf("no peer table:\n%s", out)
+	}
+	for _, want := range []string{"| minimum with a job | **0.75** (peer) |", "| ratelua row | **0.90** (peer) |"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("peer table lacks %q:\n%s", want, table)
+		}
+	}
+	for _, absent := range []string{"minimum without a job", "| the peer |", "| floor |"} {
+		if strings.Contains(table, absent) {
+			t.Errorf("peer table holds %q:\n%s", absent, table)
+		}
+	}
+}

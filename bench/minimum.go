@@ -36,10 +36,46 @@ local v = tonumber(redis.call('GET', KEYS[1]) or '0') + 1
 redis.call('SET', KEYS[1], v, 'PX', ARGV[6])
 return {1, v, 0, 0, 1}`)
 
+// checkedScript is contractScript with what no script under the contract
+// can skip either (issue 35): ARGV[3] (now, unless empty) and the limit's
+// three integers checked canonical and converted to numbers, by the
+// cheapest way measured (one find of their text joined by spaces, then
+// each converted by arithmetic: a find per string, or the digits read by
+// string.byte, cost more), the server's TIME converted to milliseconds,
+// and a denial (the count at max) that writes nothing. The arguments of
+// a one-limit ar1 call; its count never decays. No decision on a decayed
+// count, no reset_after or retry_after: a script doing ar1's job can only
+// cost more, so where this row is above 0.85 of the cheapest peer, that
+// target is out of reach for ar1 (and for token_bucket, whose arguments
+// are alike).
+var checkedScript = rueidis.NewLuaScript(`
+local ARGV = ARGV
+local now, m, d, r = ARGV[3], ARGV[5], ARGV[6], ARGV[7]
+if now == '' then
+  if not string.find(m .. ' ' .. d .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
+    return redis.error_reply('ERR limits')
+  end
+  local time = redis.call('TIME')
+  now = time[1] * 1000 + time[2] / 1000
+elseif string.find(now .. ' ' .. m .. ' ' .. d .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d* [1-9]%d*$') then
+  now = now + 0
+else
+  return redis.error_reply('ERR arguments')
+end
+local max, decay, resolution = m + 0, d + 0, r + 0
+local v = tonumber(redis.call('GET', KEYS[1]) or '0')
+if v >= max then
+  return {0, 0, resolution, decay, 1}
+end
+v = v + 1
+redis.call('SET', KEYS[1], v, 'PX', r)
+return {1, max - v, 0, resolution, 1}`)
+
 // contractRunner runs contractScript with ar1's one-limit arguments
 // (100 per minute, decay 2), on the bench clock or on the server's.
 type contractRunner struct {
 	client      rueidis.Client
+	script      *rueidis.Lua // nil: contractScript
 	now         func() time.Time
 	serverClock bool
 }
@@ -53,7 +89,11 @@ func (c contractRunner) Decide(ctx context.Context, eventKey string) error {
 	if !c.serverClock {
 		now = strconv.FormatInt(c.now().UnixMilli(), 10)
 	}
-	return contractScript.Exec(ctx, c.client, c.StateKeys(eventKey), []string{
+	script := c.script
+	if script == nil {
+		script = contractScript
+	}
+	return script.Exec(ctx, c.client, c.StateKeys(eventKey), []string{
 		"1", "ms", now, "0", "100", "2000", "60000",
 	}).Error()
 }
@@ -114,6 +154,18 @@ func minimumContenders() []contender {
 		{
 			name: minContract + ", server clock (TIME)", group: groupMinimum, cmds: scriptCmds,
 			make: func(e *env) (runner, error) { return contractRunner{client: e.rc, now: e.now, serverClock: true}, nil },
+		},
+		{
+			name: minChecked, group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
+			make: func(e *env) (runner, error) {
+				return contractRunner{client: e.rc, now: e.now, script: checkedScript}, nil
+			},
+		},
+		{
+			name: minChecked + ", server clock (TIME)", group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
+			make: func(e *env) (runner, error) {
+				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: checkedScript}, nil
+			},
 		},
 		{
 			name: minZSet, group: groupMinimum, cmds: scriptCmds,

@@ -22,9 +22,10 @@ func swPeek(m *SlidingWindow, now int64) Reply {
 	return m.Do(Call{Count: 0, Now: now, Unit: "ms"})
 }
 
-// A refund goes back to the bucket the reservation recorded in: the room
-// it makes leaves the window when that bucket does, not later.
-func TestSlidingWindowRefundGoesToTheRecordedBucket(t *testing.T) {
+// A settle takes the whole estimate out of the bucket the reservation
+// recorded in and records the units used at the settle (issue 32): they
+// count from the settle, not from the reserve.
+func TestSlidingWindowSettleRecordsUsedAtSettle(t *testing.T) {
 	m := newReservingSW()
 	if r := swReserve(m, 1, 8, 1000, 1000); r.Allowed != 1 || r.Remaining != 2 {
 		t.Fatalf("reserve 8 of 10: got %+v, want allowed with 2 remaining", r)
@@ -37,29 +38,62 @@ func TestSlidingWindowRefundGoesToTheRecordedBucket(t *testing.T) {
 	if r.Allowed != 1 || r.Remaining != 5 {
 		t.Fatalf("settle 3 of 8: got %+v, want 5 remaining (10 - 3 - 2)", r)
 	}
-	// At 1100 the reserve's bucket (1000..1009) has left the window: only
-	// the 2 events at 1050 count. Had the refund gone to the newest
-	// bucket, 2 - 5 would leave nothing there to count; had it not been
-	// made, 8 would have left.
-	if r := swPeek(m, 1100); r.Remaining != 8 {
-		t.Fatalf("peek at 1100: got %+v, want 8 remaining", r)
+	// At 1100 the reserve's bucket (1000..1009) has left the window: the 3
+	// used count at 1060, the 2 at 1050.
+	if r := swPeek(m, 1100); r.Remaining != 5 {
+		t.Fatalf("peek at 1100: got %+v, want 5 remaining", r)
+	}
+	// At 1155 the bucket of 1050 has left, that of 1060 not.
+	if r := swPeek(m, 1155); r.Remaining != 7 || r.ResetAfter != 5 {
+		t.Fatalf("peek at 1155: got %+v, want 7 remaining, reset_after 5", r)
 	}
 }
 
-// A settle after the reservation's bucket has left the window refunds
-// nothing: no room that did not exist.
-func TestSlidingWindowRefundAfterTheWindowIsIgnored(t *testing.T) {
+// A reservation held counts in every window, also after its recorded
+// bucket left it (rule 1 of issue 32); settled then, nothing comes out of
+// a bucket no window counts, and the units used count from the settle.
+func TestSlidingWindowHeldCountsOutOfItsBucket(t *testing.T) {
 	m := newReservingSW()
 	swReserve(m, 1, 6, 1000, 10_000)
-	if r := m.Do(Call{Count: 4, Now: 1100, Unit: "ms"}); r.Allowed != 1 || r.Remaining != 6 {
-		t.Fatalf("4 at 1100: got %+v, want 6 remaining", r)
+	if r := m.Do(Call{Count: 4, Now: 1100, Unit: "ms"}); r.Allowed != 1 || r.Remaining != 0 {
+		t.Fatalf("4 at 1100: got %+v, want allowed with 0 remaining (6 held)", r)
 	}
-	r := swSettle(m, 1, 0, 1105)
-	if r.Allowed != 1 || r.Remaining != 6 {
-		t.Fatalf("settle after the window: got %+v, want 6 remaining (nothing refunded)", r)
+	if r := m.Do(Call{Count: 1, Now: 1101, Unit: "ms"}); r.Allowed != 0 || r.RetryAfter != 99 {
+		t.Fatalf("1 at 1101: got %+v, want denied until the 4 at 1100 leave (99)", r)
+	}
+	if r := m.Do(Call{Count: 5, Now: 1101, Unit: "ms"}); r.Allowed != 0 || r.RetryAfter != 10_000-1 {
+		t.Fatalf("5 at 1101: got %+v, want denied until the reservation's expiry leaves (9999)", r)
+	}
+	r := swSettle(m, 1, 1, 1105)
+	if r.Allowed != 1 || r.Remaining != 5 {
+		t.Fatalf("settle 1 of 6 after the window: got %+v, want 5 remaining", r)
 	}
 	if len(m.Reservations()) != 0 {
 		t.Fatalf("settled id still held: %v", m.Reservations())
+	}
+}
+
+// A reservation found expired is settled with its estimate at its expiry
+// (rule 3 of issue 32): until then it is held, from then it counts from
+// the bucket of its expiry.
+func TestSlidingWindowExpiredCountsFromItsExpiry(t *testing.T) {
+	m := newReservingSW()
+	swReserve(m, 1, 7, 1000, 150)
+	if r := swPeek(m, 1149); r.Remaining != 3 || r.ResetAfter != 101 {
+		t.Fatalf("peek at 1149: got %+v, want 3 remaining (7 held), reset_after 101", r)
+	}
+	// Found at 1200: recorded in the bucket of 1150, which 1200 counts.
+	if r := swPeek(m, 1200); r.Remaining != 3 || r.ResetAfter != 50 || len(m.Reservations()) != 0 {
+		t.Fatalf("peek at 1200: got %+v, held %v; want 3 remaining, reset_after 50, nothing held", r, m.Reservations())
+	}
+	if r := swPeek(m, 1250); r.Remaining != 10 || m.Exists() != true {
+		t.Fatalf("peek at 1250: got %+v, want 10 remaining", r)
+	}
+	// Found after the bucket of its expiry left every window: nothing left.
+	m2 := newReservingSW()
+	swReserve(m2, 1, 7, 1000, 150)
+	if r := swPeek(m2, 1300); r.Remaining != 10 || m2.Exists() {
+		t.Fatalf("peek at 1300: got %+v, exists %v; want 10 remaining and no state", r, m2.Exists())
 	}
 }
 
@@ -88,8 +122,8 @@ func TestSlidingWindowSettleAppliesOnce(t *testing.T) {
 	}
 }
 
-// An overrun is charged into the current bucket, never denied, and later
-// calls wait for it.
+// An overrun is recorded with the rest at the settle, never denied, and
+// later calls wait for it.
 func TestSlidingWindowOverrunIsCharged(t *testing.T) {
 	m := newReservingSW()
 	swReserve(m, 1, 5, 1000, 1000)
@@ -97,9 +131,9 @@ func TestSlidingWindowOverrunIsCharged(t *testing.T) {
 	if r.Allowed != 0 || r.Remaining != 0 {
 		t.Fatalf("overrun to 14 of 10: got %+v, want the peek's denial with 0 remaining", r)
 	}
-	// At 1100 the reserve's 5 left; the overrun's 9 at 1030 still count.
-	if r := m.Do(Call{Count: 2, Now: 1100, Unit: "ms"}); r.Allowed != 0 || r.Remaining != 1 {
-		t.Fatalf("2 at 1100: got %+v, want denied with 1 remaining", r)
+	// At 1100 the 14 at 1030 still count.
+	if r := m.Do(Call{Count: 2, Now: 1100, Unit: "ms"}); r.Allowed != 0 || r.Remaining != 0 || r.RetryAfter != 30 {
+		t.Fatalf("2 at 1100: got %+v, want denied with 0 remaining until 1130", r)
 	}
 	if r := m.Do(Call{Count: 1, Now: 1130, Unit: "ms"}); r.Allowed != 1 {
 		t.Fatalf("1 at 1130, after the overrun left: got %+v, want allowed", r)

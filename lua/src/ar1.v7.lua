@@ -79,7 +79,16 @@
 -- boundaries of reset_after and retry_after from the logarithm's estimate
 -- alone when that lies more than 10^-4 from a whole number (macro
 -- estimate; v6 checked every estimate with powers by repeated squaring):
--- about 7k instructions less per call (of 60k).
+-- about 7k instructions less per call (of 60k). Then (issue 35 again)
+-- each global, field and ARGV[i] is read once at most on the one-limit
+-- path (a lookup costs about 100 instructions), the GET reply's error is
+-- told where the state is not a number (no call of type() on every
+-- call), log(factor) is taken once per call, and estimate settles k = 1
+-- too (a denial one boundary from room, a hammered key's, ran
+-- boundaries' exact search): about 1k less per call, 4.5k less per such
+-- denial. What is left is mostly the commands and the arguments' check
+-- and conversion (the bench's minimum row 'integers checked and
+-- converted' is that alone).
 -- #include _prelude.v7.lua
 
 local EPSILON = 0.001
@@ -200,23 +209,28 @@ end
 -- its exact check when the logarithm's estimate settles it, else leaves OUT
 -- nil (boundaries decides: about one call in 5,000). With room = MAX -
 -- ASKED (EPSILON when below), r = log(COUNT / room) / log(FACTOR): when
--- r > 1 lies more than 10^-4 from a whole number, ceil(r) is the answer,
+-- r > 0 lies more than 10^-4 from a whole number, ceil(r) is the answer,
 -- as COUNT / FACTOR^k then lies at least FACTOR^(10^-4) - 1 >= 10^-7 of
--- room away from room (FACTOR >= 1.001) for k = ceil(r) and k - 1, where
+-- room away from room (FACTOR >= 1.001) for k = ceil(r) and k - 1 (when
+-- k - 1 >= 1: k is at least 1 by definition, so r below 1 gives 1; v7
+-- first asked r > 1, and a denial one boundary from room, the hammered
+-- key's, always took boundaries' exact search), where
 -- decayed's powers err by less than 10^-9 relatively and r by less than
 -- 10^-10 (any k below 2^17), and where adding ASKED errs by less than
 -- 10^-15 of MAX: hence room >= MAX / 10^6 is asked too (or room below
 -- EPSILON: then the check is whether the count decayed below EPSILON).
--- #define estimate(OUT, COUNT, FACTOR, ASKED, MAX)
+-- LOGF is log(FACTOR), computed once per call (a call of log costs about
+-- 400 instructions).
+-- #define estimate(OUT, COUNT, LOGF, ASKED, MAX)
 do
   local estimate_room = MAX - ASKED
   if estimate_room < EPSILON then
     estimate_room = EPSILON
   end
   if estimate_room == EPSILON or estimate_room * 1000000 >= MAX then
-    local estimate = log(COUNT / estimate_room) / log(FACTOR)
+    local estimate = log(COUNT / estimate_room) / LOGF
     local estimate_part = estimate % 1
-    if estimate > 1 and estimate_part > 0.0001 and estimate_part < 0.9999 then
+    if estimate > 0 and estimate_part > 0.0001 and estimate_part < 0.9999 then
       OUT = estimate - estimate_part + 1
     end
   end
@@ -256,7 +270,10 @@ end
 -- KEYS, ARGV and redis as locals: a global is a table lookup on every use
 -- (about 150 instructions; a local, a register).
 local KEYS, ARGV, redis = KEYS, ARGV, redis
-local tonumber, floor, format, find, log = tonumber, math.floor, string.format, string.find, math.log
+-- Only what the one-limit path uses is held in a local: a global and a
+-- field cost a table lookup each (math.floor and string.format are looked
+-- up where they are used, on rarer paths).
+local tonumber, find, log = tonumber, string.find, math.log
 local unit, now, mode = ARGV[2], false, ARGV[4]
 local count = 1
 if ARGV[1] ~= '1' then
@@ -270,23 +287,24 @@ local n = (#ARGV - 4) / 3
 -- other case is checked one argument at a time below.
 local max, decay, resolution
 if n == 1 then
-  local text = ARGV[3]
+  -- (each ARGV[i] read once: a read is a table lookup)
+  local text, m, d, r = ARGV[3], ARGV[5], ARGV[6], ARGV[7]
   if text == '' then
-    if find(ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7], '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
-      max, decay, resolution = ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
+    if find(m .. ' ' .. d .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
+      max, decay, resolution = m + 0, d + 0, r + 0
     end
-  elseif find(text .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7], '^[1-9]%d* [1-9]%d* [1-9]%d* [1-9]%d*$') then
-    now, max, decay, resolution = text + 0, ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
+  elseif find(text .. ' ' .. m .. ' ' .. d .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d* [1-9]%d*$') then
+    now, max, decay, resolution = text + 0, m + 0, d + 0, r + 0
     if now > MAX_TIME then
       now = nil
     end
   end
 end
-if ARGV[3] ~= '' and now == false then
+if now == false and ARGV[3] ~= '' then
   -- Canonical: what '%d' writes back (in range, a number's '%d' text is
   -- interned already when it is ARGV[3], so the compare is cheap).
   now = tonumber(ARGV[3])
-  if not (now and now >= 0 and now <= MAX_TIME and format('%d', now) == ARGV[3]) then
+  if not (now and now >= 0 and now <= MAX_TIME and string.format('%d', now) == ARGV[3]) then
     now = nil
   end
 end
@@ -325,8 +343,10 @@ if n == 1 then
     -- #expand limits_error(bad, helpers, 1)
     return bad
   end
+  -- (An error reply, a key of another type, is told below, where the
+  -- state is not a number: wrong_type without a call of type() on every
+  -- call. Nothing is written before.)
   local state = redis.pcall('GET', key)
-  -- #expand wrong_type(state, 'ar1')
   local server = not now
   if server then
     -- The server's TIME in the unit (server_now, its strings converted
@@ -353,6 +373,12 @@ if n == 1 then
       stored = last % ONE_INTEGER
       last = (last - stored) / ONE_INTEGER
     else
+      -- wrong_type: the reply is a string or an error table (tonumber
+      -- of a table is nil).
+      if type(state) == 'table' and state.err then
+        return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ar1'
+          .. ' state (another script\'s state?): ' .. state.err)
+      end
       local index, text = string.match(state, '^(%d+):([^:]+)$')
       if index then
         last, stored = tonumber(index), tonumber(text)
@@ -396,10 +422,15 @@ if n == 1 then
   if remaining < 0 then
     remaining = 0
   end
+  local logf = log(factor)
   if c > 0 then
+    -- estimate(k, c, logf, 0, 0) with its room, EPSILON, written in.
+    local estimate = log(c / EPSILON) / logf
+    local part = estimate % 1
     local k
-    -- #expand estimate(k, c, factor, 0, 0)
-    if not k then
+    if estimate > 0 and part > 0.0001 and part < 0.9999 then
+      k = estimate - part + 1
+    else
       -- #expand boundaries(k, c, factor, 0, 0)
     end
     reset_after = slot_start + k * resolution - now
@@ -424,7 +455,7 @@ if n == 1 then
     elseif ttl < 1 then
       ttl = 1
     elseif not numbers then
-      ttl = format('%d', ttl)
+      ttl = string.format('%d', ttl)
     end
     -- One integer (the server keeps it in 16 bytes, like a counter) when
     -- the count is whole and below 2^20 and the boundary below 2^33; else
@@ -432,14 +463,14 @@ if n == 1 then
     -- '%.17g' below 10^15, and much cheaper).
     local value
     if c % 1 ~= 0 or c >= 1000000000000000 then
-      value = format('%d:%.17g', boundary, c)
+      value = string.format('%d:%.17g', boundary, c)
     elseif c < ONE_INTEGER and boundary < 8589934592 then
       value = boundary * ONE_INTEGER + c
       if not numbers then
-        value = format('%d', value)
+        value = string.format('%d', value)
       end
     else
-      value = format('%d:%d', boundary, c)
+      value = string.format('%d:%d', boundary, c)
     end
     redis.call('SET', key, value, 'PX', ttl)
   end
@@ -449,7 +480,7 @@ if n == 1 then
   local retry = -1
   if asked <= max then
     local k
-    -- #expand estimate(k, c, factor, asked, max)
+    -- #expand estimate(k, c, logf, asked, max)
     if not k then
       -- #expand boundaries(k, c, factor, asked, max)
     end
@@ -465,6 +496,7 @@ end
 
 -- Two or more limits. The state counts only if it was written for these limits, which were
 -- checked then. counts[i]: limit i's count (as stored, then at stamp).
+local floor, format = math.floor, string.format
 local limits = unit .. ' ' .. table.concat(ARGV, ' ', 5)
 local state = redis.pcall('GET', key)
 -- #expand wrong_type(state, 'ar1')

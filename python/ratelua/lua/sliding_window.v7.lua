@@ -14,8 +14,8 @@
 --          v7: 'reserve:<id>:<lifetime>' or 'settle:<id>' (lua/README.md,
 --          Reserve, then settle): ARGV[1] is the estimate of a reserve,
 --          decided as mode '0' and held until now + lifetime, or the
---          actual cost of a settle, whose refund goes back to the bucket
---          of the reserve's time in every limit whose window counts it
+--          actual cost of a settle, recorded at now once the estimate
+--          left the bucket of the reserve's time (issue 32, below)
 -- ARGV[5..] 1 to 16 limits of three integers:
 --          max         events allowed in the window, 1..10^9
 --          duration    the window in the unit, 1..2^52
@@ -93,7 +93,19 @@
 
 -- v7 also takes reserve and settle (issue 31): a key holding reservations
 -- marks "l" (see the general code) and takes the general code only; a key
--- that never held one keeps the paths and the cost above.
+-- that never held one keeps the paths and the cost above. A reservation
+-- holds its units until it is settled (issue 32): every check of a limit
+-- counts, besides its window's buckets, the estimates held whose recorded
+-- bucket has left the window; a settle takes the estimate out of that
+-- bucket (where a window still counts it) and records the actual cost at
+-- now; one found expired is settled with its estimate at its expiry.
+-- Why no window admits more than max when a reservation's units are
+-- admitted anywhere in [reserve, settle]: a check at time c counts every
+-- reservation held at c in full (in its bucket, or by the hold), and one
+-- settled (or expired) at s <= c in the bucket of s, which every window
+-- holding one of its admissions (all at times <= s) and checked at c >= s
+-- counts; so every check sees at least the admissions in its window, and
+-- admits only what fits (internal/model, TestSlidingWindowHoldsUntilSettled).
 -- What v7 does apart from v6 (issue 35; v7 is in development): the replies
 -- are v6's; the state is v6's and two fields more, so it has a state
 -- version of its own (7: v7 neither reads nor shares v6's state). A denied
@@ -427,7 +439,7 @@ if op or (lfield ~= limits and lfield) then
   if lfield == limits then
     stored[1], marked = false, true
   elseif lfield and string.sub(lfield, 1, #limits + 2) == limits .. ' #' then
-    held, marked = tonumber(string.sub(lfield, #limits + 3)) or 0, true
+    held, marked = tonumber(match(lfield, '^%d+', #limits + 3)) or 0, true
   end
 end
 
@@ -1131,7 +1143,7 @@ end
 -- Offsets of a limit's values in the table t (see below).
 local MAX, DURATION, RESOLUTION, BUCKETS, WHOLE, PART, TOTAL, SPAN, BOUNDARY, HEAD = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 local LOW, NEWEST, OLDEST, LEAVING, LEAVING_AT, WINDOW, NEWEST_COUNT = 11, 12, 13, 14, 15, 16, 17
-local PARTIAL_VALUE, FIELD_FORMAT = 18, 19
+local PARTIAL_VALUE, FIELD_FORMAT, EXTRA = 18, 19, 20
 
 -- One flat table t. Limit i owns t[o + MAX .. o + FIELD_FORMAT],
 -- o = 20 * (i - 1): MAX, DURATION, RESOLUTION; BUCKETS, N; WHOLE and PART,
@@ -1360,39 +1372,47 @@ local stamp = now
 if last ~= nil and last > now then
   stamp = last
 end
--- A reserve or a settle: its reservation's field "r<id>" is "<expiry>
--- <estimate> <stamp>", the time it was recorded at being <stamp>; live
--- while now < expiry. A reserve of a live id (retried) records nothing and
--- replies as admitted, read as a peek; a settle of an id not live applies
--- nothing and replies as a peek with retry_after -1 and limit_index 0; a
--- settle of a live one refunds estimate - actual from the bucket of
--- <stamp> in every limit whose window still counts it (down to 0), or
--- records actual - estimate at stamp (never denied).
-local rfield, estimate, rstamp, retried, refund = nil, nil, nil, false, 0
-if op then
-  rfield = format('r%d', id)
-  local text = last ~= nil and redis.call('HGET', key, rfield)
-  if text then
-    local x, e, r = match(text, '^(%d+) (%d+) (%d+)$')
-    if x and x + 0 > now then
-      estimate, rstamp = e + 0, r + 0
+-- The reservations a marked key holds (v7, issue 32): "l" goes on with
+-- " <id>:<expiry>:<estimate>:<stamp>" per reservation, <stamp> the time it
+-- was recorded at; live while now < expiry. hold is the live ones, four
+-- numbers each (hold[nh - 3 .. nh] the last), gone the expired ones (as
+-- <expiry>, <estimate>, <stamp>), which this call finds: each is settled
+-- with its estimate at its expiry (or the last write, if later) below.
+-- A reserve of a live id (retried) records nothing and replies as
+-- admitted, read as a peek; a settle of an id not live applies nothing and
+-- replies as a peek with retry_after -1 and limit_index 0; a settle of a
+-- live one takes its estimate out of the bucket of <stamp> in every limit
+-- whose window still counts it and records the actual cost at stamp
+-- (never denied).
+local hold, nh, gone, ng, estimate, rstamp, retried = nil, 0, nil, 0, nil, nil, false
+if held and held > 0 then
+  hold, gone = {}, {}
+  for rid, x, e, r in string.gmatch(lfield, ' (%d+):(%d+):(%d+):(%d+)') do
+    rid, x, e, r = rid + 0, x + 0, e + 0, r + 0
+    if x <= now then
+      ng = ng + 3
+      gone[ng - 2], gone[ng - 1], gone[ng] = x, e, r
+    elseif op and rid == id then
+      estimate, rstamp = e, r -- the op's reservation, live
+      if op == 'reserve' then
+        nh = nh + 4
+        hold[nh - 3], hold[nh - 2], hold[nh - 1], hold[nh] = rid, x, e, r
+      end
+    else
+      nh = nh + 4
+      hold[nh - 3], hold[nh - 2], hold[nh - 1], hold[nh] = rid, x, e, r
     end
-  else
-    rfield = false -- not held
   end
-  if op == 'reserve' then
-    if estimate then
-      retried, count = true, 0
-    end
-  elseif estimate then
-    refund = estimate - count
-    count = 0
-    if refund < 0 then
-      count, refund = -refund, 0
-    end
-  else
-    count = 0
+end
+if op == 'reserve' then
+  if estimate then
+    retried, count = true, 0
+  elseif nh >= 4 * MAX_RESERVATIONS then
+    return redis.error_reply('ERR ratelua: KEYS[1] holds ' .. MAX_RESERVATIONS .. ' open reservations, the most'
+      .. ' a key holds: settle or cancel one, or wait for its lifetime to pass, before ARGV[4] reserves another')
   end
+elseif op and not estimate then
+  count = 0
 end
 
 -- Advance every ring to stamp: name the buckets leaving it and the partly
@@ -1533,105 +1553,208 @@ for o = 0, last_o, 20 do
     allowed = false
   end
 end
-if estimate and op == 'settle' then
-  -- The refund, bucket by bucket (written at once: a settle is refused no
-  -- more), then the decision of the peek that replies: asked 1 after the
-  -- overrun, count, is recorded.
-  allowed = true
-  for o = 0, last_o, 20 do
-    local i = o / 20 + 1
-    local resolution, buckets = t[o + RESOLUTION], t[o + BUCKETS]
-    local b = rstamp % resolution
-    if b < 0 then
-      b = b + resolution
-    elseif b >= resolution then
-      b = b - resolution
-    end
-    b = (rstamp - b) / resolution
-    local written, first = t[o + NEWEST], t[o + OLDEST]
-    if refund > 0 and written and b > t[o + LOW] and b >= first and b <= written then
-      local name = t[o + FIELD_FORMAT] or format('%d.%%d', i)
-      t[o + FIELD_FORMAT] = name
-      local given = 0
-      if b == written then
-        given = t[o + NEWEST_COUNT]
-        if given > refund then
-          given = refund
-        end
-        t[o + NEWEST_COUNT] = t[o + NEWEST_COUNT] - given
-      else
-        local field = format(name, b % buckets)
-        local v = redis.call('HGET', key, field)
-        local vb, vc, vs = match(v or '', '^(%d+):(%d+):(%d+)$')
-        if vb ~= nil and tonumber(vb) == b then
-          vc, vs = tonumber(vc), tonumber(vs)
-          given = vc
+-- v7 (issue 32): the reservation a settle names and the expired ones this
+-- call found leave the buckets they were recorded in, in every limit
+-- whose window still counts that bucket (never below 0, unlinking a
+-- bucket they empty, written at once: the call is refused no more); the
+-- expired ones are recorded in the bucket of their expiry (or of the last
+-- write, if later), oldest first, in every limit whose window counts it.
+if ng > 0 or (estimate and op == 'settle') then
+  local rem, nr = {}, 0
+  for j = 1, ng, 3 do
+    nr = nr + 2
+    rem[nr - 1], rem[nr] = gone[j + 2], gone[j + 1]
+  end
+  if estimate and op == 'settle' then
+    nr = nr + 2
+    rem[nr - 1], rem[nr] = rstamp, estimate
+  end
+  for q = 1, nr, 2 do
+    local at, refund = rem[q], rem[q + 1]
+    for o = 0, last_o, 20 do
+      local i = o / 20 + 1
+      local resolution, buckets = t[o + RESOLUTION], t[o + BUCKETS]
+      local b = at % resolution
+      if b < 0 then
+        b = b + resolution
+      elseif b >= resolution then
+        b = b - resolution
+      end
+      b = (at - b) / resolution
+      local written, first = t[o + NEWEST], t[o + OLDEST]
+      if refund > 0 and written and b > t[o + LOW] and b >= first and b <= written then
+        local name = t[o + FIELD_FORMAT] or format('%d.%%d', i)
+        t[o + FIELD_FORMAT] = name
+        local given = 0
+        if b == written then
+          given = t[o + NEWEST_COUNT]
           if given > refund then
             given = refund
           end
-          if given < vc then
-            redis.call('HSET', key, field, format('%d:%d:%d', b, vc - given, vs))
-          else
-            -- Emptied: unlinked from the chain (every bucket in it but the
-            -- newest holds at least one event).
-            redis.call('HDEL', key, field)
-            if b == first then
-              t[o + OLDEST] = b + vs
+          t[o + NEWEST_COUNT] = t[o + NEWEST_COUNT] - given
+        else
+          local field = format(name, b % buckets)
+          local v = redis.call('HGET', key, field)
+          local vb, vc, vs = match(v or '', '^(%d+):(%d+):(%d+)$')
+          if vb ~= nil and tonumber(vb) == b then
+            vc, vs = tonumber(vc), tonumber(vs)
+            given = vc
+            if given > refund then
+              given = refund
+            end
+            if given < vc then
+              redis.call('HSET', key, field, format('%d:%d:%d', b, vc - given, vs))
             else
+              -- Emptied: unlinked from the chain (every bucket in it but the
+              -- newest holds at least one event).
+              redis.call('HDEL', key, field)
+              if b == first then
+                t[o + OLDEST] = b + vs
+              else
+                local p, pc, ps
+                p, pc, ps = first, 0, 0
+                while true do
+                  local pred_b, pred_c, pred_s = match(redis.call('HGET', key, format(name, p % buckets)) or '',
+                    '^(%d+):(%d+):(%d+)$')
+                  if pred_b == nil or tonumber(pred_b) ~= p or pred_s == '0' or p >= b then
+                    error('ratelua: sliding_window state of ' .. key .. ' is inconsistent')
+                  end
+                  pc, ps = tonumber(pred_c), tonumber(pred_s)
+                  if p + ps == b then
+                    break
+                  end
+                  p = p + ps
+                end
+                redis.call('HSET', key, format(name, p % buckets), format('%d:%d:%d', p, pc, ps + vs))
+              end
+            end
+          end
+        end
+        t[o + TOTAL], t[o + WINDOW] = t[o + TOTAL] - given, t[o + WINDOW] - given
+        t[o + PARTIAL_VALUE] = false
+        if t[o + TOTAL] == 0 then
+          t[o + NEWEST], t[o + OLDEST], t[o + NEWEST_COUNT] = false, false, 0
+        end
+      end
+    end
+  end
+  if ng > 0 then
+    local order = {}
+    for j = 1, ng, 3 do
+      order[#order + 1] = j
+    end
+    table.sort(order, function(x, y)
+      return gone[x] < gone[y]
+    end)
+    for _, j in ipairs(order) do
+      local at, units = gone[j], gone[j + 1]
+      if at < last then
+        at = last
+      end
+      for o = 0, last_o, 20 do
+        local resolution, buckets = t[o + RESOLUTION], t[o + BUCKETS]
+        local b = at % resolution
+        if b < 0 then
+          b = b + resolution
+        elseif b >= resolution then
+          b = b - resolution
+        end
+        b = (at - b) / resolution
+        if b > t[o + LOW] then
+          local written = t[o + NEWEST]
+          if not written then
+            t[o + NEWEST], t[o + OLDEST], t[o + NEWEST_COUNT], t[o + TOTAL] = b, b, units, units
+          elseif b == written then
+            t[o + NEWEST_COUNT], t[o + TOTAL] = t[o + NEWEST_COUNT] + units, t[o + TOTAL] + units
+          else
+            -- A later bucket: the newest one is spilled, linked to it.
+            local name = t[o + FIELD_FORMAT] or format('%d.%%d', o / 20 + 1)
+            t[o + FIELD_FORMAT] = name
+            local wc = t[o + NEWEST_COUNT]
+            if wc == 0 then
               local p, pc, ps
+              local first = t[o + OLDEST]
               p, pc, ps = first, 0, 0
               while true do
                 local pred_b, pred_c, pred_s = match(redis.call('HGET', key, format(name, p % buckets)) or '',
                   '^(%d+):(%d+):(%d+)$')
-                if pred_b == nil or tonumber(pred_b) ~= p or pred_s == '0' or p >= b then
+                if pred_b == nil or tonumber(pred_b) ~= p or pred_s == '0' or p >= written then
                   error('ratelua: sliding_window state of ' .. key .. ' is inconsistent')
                 end
                 pc, ps = tonumber(pred_c), tonumber(pred_s)
-                if p + ps == b then
+                if p + ps == written then
                   break
                 end
                 p = p + ps
               end
-              redis.call('HSET', key, format(name, p % buckets), format('%d:%d:%d', p, pc, ps + vs))
+              redis.call('HSET', key, format(name, p % buckets), format('%d:%d:%d', p, pc, ps + b - written))
+            else
+              redis.call('HSET', key, format(name, written % buckets), format('%d:%d:%d', written, wc, b - written))
             end
+            t[o + NEWEST], t[o + NEWEST_COUNT], t[o + TOTAL] = b, units, t[o + TOTAL] + units
           end
+          t[o + WINDOW] = t[o + WINDOW] + units
+          t[o + PARTIAL_VALUE] = false
         end
       end
-      t[o + TOTAL], t[o + WINDOW] = t[o + TOTAL] - given, t[o + WINDOW] - given
-      t[o + PARTIAL_VALUE] = false
-      if t[o + TOTAL] == 0 then
-        t[o + NEWEST], t[o + OLDEST], t[o + NEWEST_COUNT] = false, false, 0
+    end
+  end
+end
+-- Rule 1 of issue 32: every limit counts, besides its window, the
+-- reservations held whose bucket has left it (EXTRA); then the decision
+-- again, and a settle's is the peek's that replies: asked 1 after the
+-- actual cost, count, is recorded.
+if nh > 0 then
+  for o = 0, last_o, 20 do
+    local resolution, low, extra = t[o + RESOLUTION], t[o + LOW], 0
+    for j = 4, nh, 4 do
+      local at = hold[j]
+      local b = at % resolution
+      if b < 0 then
+        b = b + resolution
+      elseif b >= resolution then
+        b = b - resolution
+      end
+      if (at - b) / resolution <= low then
+        extra = extra + hold[j - 1]
       end
     end
+    t[o + EXTRA], t[o + WINDOW] = extra, t[o + WINDOW] + extra
+  end
+end
+if estimate and op == 'settle' then
+  allowed = true
+  for o = 0, last_o, 20 do
     if t[o + WINDOW] + count + 1 > t[o + MAX] then
       allowed = false
     end
   end
   asked = 1
+elseif held then
+  allowed = true
+  for o = 0, last_o, 20 do
+    if t[o + WINDOW] + asked > t[o + MAX] then
+      allowed = false
+    end
+  end
 end
 if retried then
   allowed = true
 end
+local reserves = op == 'reserve' and count > 0 and allowed
 local record = (count > 0 and (allowed or mode == '1')) or (estimate and op == 'settle')
-local save = record or leaving > 16
-local had = held
-if op == 'reserve' and record and not rfield and held >= MAX_RESERVATIONS then
-  -- A reserve of a new id on a full key: the expired reservations are
-  -- dropped first; refused, nothing written, if none is.
-  local all, gone = redis.call('HGETALL', key), {}
-  for j = 1, #all, 2 do
-    if string.byte(all[j]) == 114 and match(all[j + 1], '^%d+') + 0 <= now then
-      gone[#gone + 1] = all[j]
-    end
-  end
-  if held - #gone >= MAX_RESERVATIONS then
-    return redis.error_reply('ERR ratelua: KEYS[1] holds ' .. MAX_RESERVATIONS .. ' open reservations, the most'
-      .. ' a key holds: settle or cancel one, or wait for its lifetime to pass, before ARGV[4] reserves another')
-  end
-  for j = 1, #gone, 1000 do
-    redis.call('HDEL', key, unpack(gone, j, math.min(j + 999, #gone)))
-  end
-  held = held - #gone
+if ng > 0 and not record then
+  record, count = true, 0 -- the conversions are written
+end
+-- (A key marked, or a reserve or a settle, never saves the advanced rings
+-- alone: a later call whose clock is behind this one's but not behind the
+-- last write would count buckets they dropped.)
+local save = record or (leaving > 16 and not held)
+if reserves then
+  -- Held from now on (its units at head, in every window).
+  hold = hold or {}
+  nh = nh + 4
+  hold[nh - 3], hold[nh - 2], hold[nh - 1], hold[nh] = id, now + lifetime, count, stamp
 end
 
 -- Record, and reply from the state after this call: when allowed, the limit
@@ -1643,6 +1766,15 @@ local rb = base + 5 * n -- t[rb + 1 ..]: the fields read ahead
 local remaining, retry, reset_after, index = nil, 0, 0, 1
 -- The summary of a call that records (see the quiet case).
 local boundary, room, least, reset = MAX_TIME * 2, nil, 1, 0
+-- v7: the latest expiry held, or stamp if later (the bucket a held
+-- reservation leaves from when nothing else happens: one found expired is
+-- settled at its expiry or the last write, at least stamp).
+local latest = stamp
+for j = 2, nh, 4 do
+  if hold[j] > latest then
+    latest = hold[j]
+  end
+end
 for o = 0, last_o, 20 do
   local max, duration, resolution, buckets = t[o + MAX], t[o + DURATION], t[o + RESOLUTION], t[o + BUCKETS]
   local total, head, low, written, first, window = t[o + TOTAL], t[o + HEAD], t[o + LOW], t[o + NEWEST], t[o + OLDEST], t[o + WINDOW]
@@ -1732,7 +1864,28 @@ for o = 0, last_o, 20 do
     local name = t[o + FIELD_FORMAT] or format('%d.%%d', i)
     local b = first
     local from, to, read, digits = 0, -1, nil, nil
-    while true do
+    -- v7: the units of the reservations held, per bucket in the window
+    -- (they leave from the buckets of their expiries, below).
+    local inb = nil
+    if nh > 0 then
+      inb = {}
+      for j = 4, nh, 4 do
+        local at = hold[j]
+        local x = at % resolution
+        if x < 0 then
+          x = x + resolution
+        elseif x >= resolution then
+          x = x - resolution
+        end
+        x = (at - x) / resolution
+        if x > low then
+          -- (keyed by text: a large integer key would size a table's array)
+          x = format('%d', x)
+          inb[x] = (inb[x] or 0) + hold[j - 1]
+        end
+      end
+    end
+    while b do
       local c, s = 0, 0
       if record and b == head then
         c = top
@@ -1784,16 +1937,50 @@ for o = 0, last_o, 20 do
         end
       end
       if b > low then
+        if inb then
+          c = c - (inb[format('%d', b)] or 0)
+        end
         excess = excess - c
         if excess <= 0 then
           break
         end
       end
-      if s == 0 then
+      if s ~= 0 then
+        b = b + s
+      elseif nh > 0 then
+        b = false -- the held units next
+      else
         -- Unreachable while the ring totals agree with the chain.
         error('ratelua: sliding_window state of ' .. key .. ' is inconsistent')
       end
-      b = b + s
+    end
+    if not b then
+      -- v7: the reservations held, as settled at their expiries, soonest
+      -- first.
+      local order = {}
+      for j = 4, nh, 4 do
+        order[#order + 1] = j
+      end
+      table.sort(order, function(x, y)
+        return hold[x - 2] < hold[y - 2]
+      end)
+      for _, j in ipairs(order) do
+        excess = excess - hold[j - 1]
+        if excess <= 0 then
+          local at = hold[j - 2]
+          if at < stamp then
+            at = stamp -- (a clock behind the last write's)
+          end
+          b = at % resolution
+          if b < 0 then
+            b = b + resolution
+          elseif b >= resolution then
+            b = b - resolution
+          end
+          b = (at - b) / resolution
+          break
+        end
+      end
     end
     r = b * resolution + duration - now
     if r > MAX_TIME then
@@ -1802,7 +1989,27 @@ for o = 0, last_o, 20 do
       r = 0
     end
   end
-  if window > 0 then
+  if window > 0 and nh > 0 then
+    -- v7: the latest expiry held decides (its bucket is the newest of the
+    -- view in which the held units leave from there).
+    local at = latest
+    local nb = at % resolution
+    if nb < 0 then
+      nb = nb + resolution
+    elseif nb >= resolution then
+      nb = nb - resolution
+    end
+    nb = (at - nb) / resolution
+    local reset = nb * resolution + duration - now
+    if reset > MAX_TIME then
+      reset = MAX_TIME
+    elseif reset < 0 then
+      reset = 0
+    end
+    if reset > reset_after then
+      reset_after = reset
+    end
+  elseif window > 0 then
     local nb = written
     if top == 0 and first ~= written then
       -- v7: the newest bucket emptied by a refund (a marked key): the
@@ -1883,53 +2090,48 @@ if save then
   end
   if held then
     -- v7: a reserve or a settle, or a marked key. "l" stays marked while
-    -- the key holds reservation fields or a limit's newest bucket is empty
-    -- (a refund's) with others not: the fast paths take neither.
-    local settled = op == 'settle' and estimate
-    if settled then
-      held = held - 1
-    elseif op == 'reserve' and record and not rfield then
-      held = held + 1
-    end
+    -- the key holds reservations or a limit's newest bucket is empty (a
+    -- settle's) with others not: the fast paths take neither.
+    local settled = (op == 'settle' and estimate) or ng > 0
     local mark = limits
     for a = mb + 3, mb + 3 * n, 3 do
       if t[a - 2] > 0 and t[a] == 0 then
         mark = false
       end
     end
-    if held > 0 or not mark then
-      mark = limits .. format(' #%d', held)
+    if nh > 0 or not mark then
+      local parts = { limits, format(' #%d', nh / 4) }
+      for j = 4, nh, 4 do
+        parts[#parts + 1] = format(' %d:%d:%d:%d', hold[j - 3], hold[j - 2], hold[j - 1], hold[j])
+      end
+      mark = table.concat(parts)
     end
-    if settled and held == 0 and reset_after == 0 then
+    if settled and nh == 0 and reset_after == 0 then
       redis.call('DEL', key) -- nothing left to remember
     else
       redis.call('HSET', key, 'l', mark, 'm', meta, unpack(t, base + 1, k))
       if settled then
-        -- Forgotten, and the denial memo dropped.
-        redis.call('HDEL', key, rfield, 'd', 'e')
+        -- The denial memo dropped.
+        redis.call('HDEL', key, 'd', 'e')
       end
       if record then
-        local ttl, span = nil, reset_after
-        if op == 'reserve' then
-          redis.call('HSET', key, rfield or format('r%d', id), format('%d %d %d', now + lifetime, count, stamp))
-          if lifetime > span then
-            span = lifetime
-          end
-        end
+        -- reset_after covers every reservation held until its expiry's
+        -- bucket leaves the widest window.
+        local ttl
         do
-          local ms = span
+          local ms = reset_after
           if unit == 'us' then
-            -- ceil(span / 1000), exactly: the float quotient is floor or
+            -- ceil(reset_after / 1000), exactly: the float quotient is floor or
             -- floor + 1.
-            ms = math.floor(span / 1000)
-            if ms * 1000 > span then
+            ms = math.floor(reset_after / 1000)
+            if ms * 1000 > reset_after then
               ms = ms - 1
             end
-            if ms * 1000 < span then
+            if ms * 1000 < reset_after then
               ms = ms + 1
             end
           elseif unit == 's' then
-            ms = span * 1000
+            ms = reset_after * 1000
           end
           if ms > MAX_TIME then
             ms = MAX_TIME
@@ -1938,12 +2140,7 @@ if save then
           end
           ttl = string.format('%d', ms)
         end
-        if (op == 'reserve' and had > 0) or (op ~= 'reserve' and held > 0) then
-          -- A key holding reservations: its TTL never shortens.
-          redis.call('PEXPIRE', key, ttl, 'GT')
-        else
-          redis.call('PEXPIRE', key, ttl)
-        end
+        redis.call('PEXPIRE', key, ttl)
       end
     end
   elseif last == nil then
