@@ -141,18 +141,25 @@
 // the ordinary path. Decide, AllowBatch, Peek and Reserve are never served
 // from a batch; Reset and ResetMany drop the key's batch with its state.
 //
-// Nothing is admitted that the server did not debit first, so across
-// every process admissions never exceed the units the server counted.
-// What a user gives up, exactly: units sit at most Lifetime in a process
-// before they are admitted, so in any window of length W the admissions
-// are at most what a limit counts over W + Lifetime (Lifetime must be at
+// Nothing is admitted that the server did not debit first, and a v7
+// script holds a reservation's units until it is settled (or its id
+// expires): a token bucket refills only up to its capacity less the units
+// reserved and not yet settled; a window (sliding_window, zset_log)
+// counts them in every check until the settle, and the units a batch used
+// from the settle on. So across every process admissions never exceed
+// any limit in any window, at whatever time within its batch's Lifetime a
+// unit is admitted. What a user gives up, exactly: units sit at most
+// Lifetime in a process before they are admitted (Lifetime must be at
 // most a tenth of the shortest limit's window; construction refuses
 // more); a denial can precede the true exhaustion by at most the units
 // held in batches of other processes (at most the sum of their batches,
-// each at most the Remaining / 2 + 1 of its reserve's reply); and a
-// denial can outlast it by at most a Lifetime (the held denial). A
-// process that dies without Close loses its batches' unused units,
-// counted as spent until the limits give them back, never admitted twice.
+// each at most the Remaining / 2 + 1 of its reserve's reply), and by the
+// units used in a window's last Lifetime, which count until a Lifetime
+// later; and a denial can outlast it by at most a Lifetime (the held
+// denial). A process that dies without Close loses its batches' unused
+// units: held until each batch's reservation expires (Lifetime plus the
+// larger of Lifetime and a second), then counted as spent until the
+// limits give them back; never admitted twice.
 //
 // The options keep their meaning. DenyCache answers and caches a batch's
 // reserve as it does AllowN(K); a denial it answers sends the request the
