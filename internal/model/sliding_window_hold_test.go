@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// batch is a reservation a hold test took: its units are admitted at
-// times in [reserved, settle] (settle past expiry: never settled, admitted
-// until expiry, as a process that died).
-type batch struct {
+// swBatch is a reservation a sliding_window hold test took: its units
+// are admitted at times in [reserved, settle] (settle past expiry: never
+// settled, admitted until expiry, as a process that died).
+type swBatch struct {
 	id, reserved, expiry, settle, used int64
 }
 
@@ -44,7 +44,7 @@ func holdRun(seed uint64) string {
 	}
 	m := &SlidingWindow{Limits: limits, Reserves: true}
 	var admitted []int64 // admission times
-	var open []batch
+	var open []swBatch
 	var log []string
 	now := int64(1000)
 	nextID := int64(1)
@@ -79,7 +79,7 @@ func holdRun(seed uint64) string {
 			if got.Allowed != 1 {
 				break
 			}
-			b := batch{id: id, reserved: now, expiry: now + lifetime, settle: now + r.Int64N(lifetime+5)}
+			b := swBatch{id: id, reserved: now, expiry: now + lifetime, settle: now + r.Int64N(lifetime+5)}
 			until := b.settle
 			if b.settle >= b.expiry {
 				until = b.expiry // never settled: used until it expires
