@@ -5386,8 +5386,10 @@ if n == 1 and count >= 0 and not op then
     -- first_index: the base of the newest event, as text.
     local last, newest, size, first_index = nil, 0, 0, nil
     local top = redis.pcall('ZRANGE', key, '-1', '-1')
-    if type(top) == 'table' and top.err then
-      return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'zset_log'
+    -- wrong_type without its type(): ZRANGE replies a table, or an error
+    -- (a table with err).
+    if top.err then
+      return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than zset_log'
         .. ' state (another script\'s state?): ' .. top.err)
     end
     top = top[1]
