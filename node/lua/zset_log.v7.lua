@@ -422,23 +422,25 @@ if n == 1 and count >= 0 and not op then
         -- (a: 1 digit, b: 2, ...), then the base.
         local index = newest + 1
         if added == 1 then
-          local letter
+          -- Below 10^4 the name is joined by .. (an index under 10^14 is
+          -- written as by '%d'), cheaper than format.
+          local member
           if index < 10 then
-            letter = 'a'
+            member = score .. ':a' .. index .. ':' .. first_index
           elseif index < 100 then
-            letter = 'b'
+            member = score .. ':b' .. index .. ':' .. first_index
           elseif index < 1000 then
-            letter = 'c'
+            member = score .. ':c' .. index .. ':' .. first_index
           elseif index < 10000 then
-            letter = 'd'
+            member = score .. ':d' .. index .. ':' .. first_index
           else
             local digits, ten = 5, 100000
             while index >= ten do
               digits, ten = digits + 1, ten * 10
             end
-            letter = string.char(96 + digits)
+            member = format('%s:%s%d:%s', score, string.char(96 + digits), index, first_index)
           end
-          redis.call('ZADD', key, score, format('%s:%s%d:%s', score, letter, index, first_index))
+          redis.call('ZADD', key, score, member)
         else
           local letter, ten = 97, 10
           while index >= ten do
