@@ -361,7 +361,7 @@ if n == 1 and count >= 0 and not op then
       -- consecutive, so c is the newest index minus its index plus 1, and it
       -- is the retry event of a denied call at saturation (mode 0,
       -- eventCount 1).
-      local c, first = 0, nil
+      local c, first, first_time = 0, nil, nil
       if size > 0 and last > stamp - window then
         c = size
         if size + asked <= max then
@@ -381,7 +381,8 @@ if n == 1 and count >= 0 and not op then
           end
         elseif size > 1 then
           first = redis.call('ZRANGE', key, format('(%d', stamp - window), '+inf', 'BYSCORE', 'LIMIT', '0', '1')[1]
-          local index = match(first, '^%d+:%l(%d+):')
+          local index
+          first_time, index = match(first, '^(%d+):%l(%d+):')
           if index == nil then
             return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
           end
@@ -411,7 +412,9 @@ if n == 1 and count >= 0 and not op then
           size = keep
         end
         local base = newest - size + 1
-        if first_index == nil or base ~= first_index + 0 then
+        if first_index == nil then
+          first_index = '1' -- a fresh key's (newest and size 0)
+        elseif base ~= first_index + 0 then
           first_index = format('%d', base)
         end
         local score = text
@@ -522,7 +525,10 @@ if n == 1 and count >= 0 and not op then
       elseif rank == added then
         time = previous
       elseif rank == c - 1 and first then
-        time = match(first, '^%d+') + 0
+        if first_time == nil then
+          first_time = match(first, '^%d+')
+        end
+        time = first_time + 0
       else
         local r = format('%d', rank)
         time = match(redis.call('ZRANGE', key, r, r, 'REV')[1], '^%d+') + 0
