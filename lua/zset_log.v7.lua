@@ -109,7 +109,8 @@ local MAX_RESERVATIONS = 1000
 -- KEYS, ARGV and redis as locals: a global is a table lookup on every use
 -- (about 150 instructions; a local, a register).
 local KEYS, ARGV, redis = KEYS, ARGV, redis
-local tonumber, format, match, find = tonumber, string.format, string.match, string.find
+local tonumber, string = tonumber, string
+local format, match, find = string.format, string.match, string.find
 -- One limit (n == 1), the common case: now and the limit's two integers
 -- are checked canonical at once, in one find of their text joined by
 -- spaces (a find costs about 1k instructions, more than the joining), into
@@ -407,15 +408,15 @@ if n == 1 and count >= 0 and not op then
           keep = c
         end
         local removable = size - keep
+        local base = newest - size + 1
         if removable > 0 and removable >= keep then
           redis.call('ZREMRANGEBYRANK', key, '0', format('%d', removable - 1))
           size = keep
-        end
-        local base = newest - size + 1
-        if first_index == nil then
-          first_index = '1' -- a fresh key's (newest and size 0)
-        elseif base ~= first_index + 0 then
+          -- The base moves by the events dropped (else it is first_index).
+          base = newest - size + 1
           first_index = format('%d', base)
+        elseif first_index == nil then
+          first_index = '1' -- a fresh key's (newest and size 0)
         end
         local score = text
         if stamp ~= now or score == '' then
