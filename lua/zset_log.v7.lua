@@ -174,7 +174,8 @@ if mode ~= '0' and mode ~= '1' then
     end
   end
 end
-if count == nil or now == nil or #KEYS ~= 1 or (ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us')
+local unit = ARGV[2]
+if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
   or (mode ~= '0' and mode ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0))
   or (op and count < least) then
   local helpers = {}
@@ -274,7 +275,7 @@ if count == nil or now == nil or #KEYS ~= 1 or (ARGV[2] ~= 'ms' and ARGV[2] ~= '
   end
   return helpers.refuse(KEYS, args, 2)
 end
-local unit, key = ARGV[2], KEYS[1]
+local key = KEYS[1]
 
 -- One limit, the common case, with locals only: the limit is checked
 -- inline (its '%d' text must be ARGV's), and the window is counted from
@@ -429,7 +430,9 @@ if n == 1 and count >= 0 and not op then
           -- Below 10^4 the name is joined by .. (an index under 10^14 is
           -- written as by '%d'), cheaper than format.
           local member
-          if index < 10 then
+          if index == 1 then
+            member = score .. ':a1:' .. first_index -- a fresh key's
+          elseif index < 10 then
             member = score .. ':a' .. index .. ':' .. first_index
           elseif index < 100 then
             member = score .. ':b' .. index .. ':' .. first_index
