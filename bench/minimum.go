@@ -117,12 +117,15 @@ return n`)
 // what no script doing its job can skip either (issue 35): ARGV[3] (now)
 // and the limit's two integers checked canonical and converted to
 // numbers, the cheapest way measured for checkedScript (one find of their
-// text joined by spaces, then arithmetic), the window counted by one ZCOUNT
+// text joined by spaces, then arithmetic), the newest event read (ZRANGE
+// -1 -1: a reply's reset_after counts from its time, and the contract
+// treats a now earlier than it as its time, so a script under the
+// contract reads it; this one only reads it), the window counted by one ZCOUNT
 // (on a server that turns a number argument into text by ll2string,
 // Valkey 8 and Redis 7.2 and later, the window's start is passed as a
 // number; Redis 7.0 gets text), the event added (ZADD, scored by ARGV[3])
 // and the TTL set (PEXPIRE of ARGV[6]) only when allowed, and a 5-integer
-// reply. It reads no newest event, trims nothing and computes no
+// reply. It parses no member, trims nothing and computes no
 // retry_after nor reset_after: a script doing zset_log's job can only cost
 // more on a key whose set is small (fresh keys, a few calls per key),
 // where its ZCOUNT costs what any count does. (On a key holding a full
@@ -135,6 +138,7 @@ if not string.find(now .. ' ' .. m .. ' ' .. w, '^[1-9]%d* [1-9]%d* [1-9]%d*$') 
   return redis.error_reply('ERR arguments')
 end
 local max, window = m + 0, w + 0
+local top = redis.call('ZRANGE', KEYS[1], '-1', '-1')[1]
 local since = now - window + 1
 if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
   since = string.format('%d', since)
