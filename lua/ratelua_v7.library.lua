@@ -5463,7 +5463,14 @@ if n == 1 and count >= 0 and not op then
             c = size - redis.call('ZCOUNT', key, '-inf', since)
           end
         elseif size > 1 then
-          first = redis.call('ZRANGE', key, format('(%d', stamp - window), '+inf', 'BYSCORE', 'LIMIT', '0', '1')[1]
+          -- The times are integers: after stamp - window is from stamp -
+          -- window + 1 (a number where the server writes it by ll2string,
+          -- as above).
+          local after = stamp - window + 1
+          if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+            after = format('%d', after)
+          end
+          first = redis.call('ZRANGE', key, after, '+inf', 'BYSCORE', 'LIMIT', '0', '1')[1]
           local index
           first_time, index = match(first, '^(%d+):%l(%d+):')
           if index == nil then
