@@ -244,7 +244,11 @@ const (
 	// and a denial that writes nothing (checkedScript).
 	minChecked = minContract + ", integers checked and converted"
 	minZSet    = "minimum: ZCOUNT + ZADD + PEXPIRE (exact log)"
-	minHash    = "minimum: HMGET + HSET + PEXPIRE of one field (sliding window)"
+	// minZSetChecked is minZSet under ratelua's contract (zset_log's
+	// arguments, a 5-integer reply) with the integers checked and converted
+	// and a denial that writes nothing (zsetCheckedScript).
+	minZSetChecked = minZSet + ", ratelua's contract, integers checked and converted"
+	minHash        = "minimum: HMGET + HSET + PEXPIRE of one field (sliding window)"
 )
 
 // rowName is the table name of a ratelua row of a version.

@@ -113,6 +113,61 @@ end
 redis.call('PEXPIRE', KEYS[1], window)
 return n`)
 
+// zsetCheckedScript is zsetMinimumScript under zset_log's contract with
+// what no script doing its job can skip either (issue 35): ARGV[3] (now)
+// and the limit's two integers checked canonical and converted to
+// numbers, the cheapest way measured for checkedScript (one find of their
+// text joined by spaces, then arithmetic), the newest event read (ZRANGE
+// -1 -1: a reply's reset_after counts from its time, and the contract
+// treats a now earlier than it as its time, so a script under the
+// contract reads it; this one only reads it), the window counted by one ZCOUNT
+// (on a server that turns a number argument into text by ll2string,
+// Valkey 8 and Redis 7.2 and later, the window's start is passed as a
+// number; Redis 7.0 gets text), the event added (ZADD, scored by ARGV[3])
+// and the TTL set (PEXPIRE of ARGV[6]) only when allowed, and a 5-integer
+// reply. It parses no member, trims nothing and computes no
+// retry_after nor reset_after: a script doing zset_log's job can only cost
+// more on a key whose set is small (fresh keys, a few calls per key),
+// where its ZCOUNT costs what any count does. (On a key holding a full
+// window, its ZCOUNT scans the events in the window, so there it is no
+// bound.)
+var zsetCheckedScript = rueidis.NewLuaScript(`
+local ARGV = ARGV
+local now, m, w = ARGV[3], ARGV[5], ARGV[6]
+if not string.find(now .. ' ' .. m .. ' ' .. w, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
+  return redis.error_reply('ERR arguments')
+end
+local max, window = m + 0, w + 0
+local top = redis.call('ZRANGE', KEYS[1], '-1', '-1')[1]
+local since = now - window + 1
+if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+  since = string.format('%d', since)
+end
+local n = redis.call('ZCOUNT', KEYS[1], since, '+inf')
+if n >= max then
+  return {0, 0, 1, window, 1}
+end
+redis.call('ZADD', KEYS[1], now, now .. ':' .. n)
+redis.call('PEXPIRE', KEYS[1], w)
+return {1, max - n - 1, 0, window, 1}`)
+
+// zsetCheckedRunner runs zsetCheckedScript with zset_log's one-limit
+// arguments (100 per minute).
+type zsetCheckedRunner struct {
+	client rueidis.Client
+	now    func() time.Time
+}
+
+func (z zsetCheckedRunner) StateKeys(eventKey string) []string {
+	return []string{"minzsetchecked:" + eventKey}
+}
+
+func (z zsetCheckedRunner) Decide(ctx context.Context, eventKey string) error {
+	return zsetCheckedScript.Exec(ctx, z.client, z.StateKeys(eventKey), []string{
+		"1", "ms", strconv.FormatInt(z.now().UnixMilli(), 10), "0", "100", "60000",
+	}).Error()
+}
+
 // hashMinimumScript, the minimum of a state kept in a hash whose decision
 // reads and writes one field (sliding_window reads two short fields and
 // writes one): HMGET the field, HSET it, PEXPIRE the key.
@@ -170,6 +225,10 @@ func minimumContenders() []contender {
 		{
 			name: minZSet, group: groupMinimum, cmds: scriptCmds,
 			make: func(e *env) (runner, error) { return zsetMinimumRunner{client: e.rc, now: e.now}, nil },
+		},
+		{
+			name: minZSetChecked, group: groupMinimum, cmds: scriptCmds, job: jobZSetLog100,
+			make: func(e *env) (runner, error) { return zsetCheckedRunner{client: e.rc, now: e.now}, nil },
 		},
 		{
 			name: minHash, group: groupMinimum, cmds: scriptCmds,

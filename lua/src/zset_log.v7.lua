@@ -121,26 +121,28 @@ end
 -- KEYS, ARGV and redis as locals: a global is a table lookup on every use
 -- (about 150 instructions; a local, a register).
 local KEYS, ARGV, redis = KEYS, ARGV, redis
-local tonumber, format, match, find = tonumber, string.format, string.match, string.find
+local tonumber, string = tonumber, string
+local format, match, find = string.format, string.match, string.find
 -- One limit (n == 1), the common case: now and the limit's two integers
 -- are checked canonical at once, in one find of their text joined by
 -- spaces (a find costs about 1k instructions, more than the joining), into
 -- max1 and window1.
 local n, max1, window1 = (#ARGV - 4) / 2, nil, nil
 local count, now = 1, false
+-- ARGV[i] read once each (a field read costs about 100 instructions).
+local text, limit1, limit2 = ARGV[3], ARGV[5], ARGV[6]
 if ARGV[1] ~= '1' then
   -- #expand integer(count, ARGV[1], -MAX_TIME, MAX_TIME)
 end
-if ARGV[3] ~= '' then
+if text ~= '' then
   -- Canonical: '0', or a digit 1-9 then digits (what '%d' writes), which
   -- text + 0 reads without a call (a find and no string made: cheaper
   -- than comparing with format('%d', ...)).
-  local text = ARGV[3]
   now = nil
   if text == '0' then
     now = 0
-  elseif n == 1 and find(text .. ' ' .. ARGV[5] .. ' ' .. ARGV[6], '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
-    now, max1, window1 = text + 0, ARGV[5] + 0, ARGV[6] + 0
+  elseif n == 1 and find(text .. ' ' .. limit1 .. ' ' .. limit2, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
+    now, max1, window1 = text + 0, limit1 + 0, limit2 + 0
     if now > MAX_TIME then
       now = nil
     end
@@ -163,7 +165,8 @@ if mode ~= '0' and mode ~= '1' then
     end
   end
 end
-if count == nil or now == nil or #KEYS ~= 1 or (ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us')
+local unit = ARGV[2]
+if count == nil or now == nil or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
   or (mode ~= '0' and mode ~= '1') or (n ~= 1 and (n < 1 or n > MAX_LIMITS or n % 1 ~= 0))
   or (op and count < least) then
   -- #expand rare(helpers)
@@ -176,7 +179,7 @@ if count == nil or now == nil or #KEYS ~= 1 or (ARGV[2] ~= 'ms' and ARGV[2] ~= '
   end
   return helpers.refuse(KEYS, args, 2)
 end
-local unit, key = ARGV[2], KEYS[1]
+local key = KEYS[1]
 
 -- One limit, the common case, with locals only: the limit is checked
 -- inline (its '%d' text must be ARGV's), and the window is counted from
@@ -190,8 +193,8 @@ if n == 1 and count >= 0 and not op then
   local max, window = 0, 0
   if max1 then
     max, window = max1, window1
-  elseif find(ARGV[5], '^[1-9]%d*$') and find(ARGV[6], '^[1-9]%d*$') then
-    max, window = ARGV[5] + 0, ARGV[6] + 0
+  elseif find(limit1, '^[1-9]%d*$') and find(limit2, '^[1-9]%d*$') then
+    max, window = limit1 + 0, limit2 + 0
   end
   if max >= 1 and max <= 10000 and window >= 1 and window <= MAX_TIME then
     if server then
@@ -200,7 +203,12 @@ if n == 1 and count >= 0 and not op then
     -- first_index: the base of the newest event, as text.
     local last, newest, size, first_index = nil, 0, 0, nil
     local top = redis.pcall('ZRANGE', key, '-1', '-1')
-    -- #expand wrong_type(top, 'zset_log')
+    -- wrong_type without its type(): ZRANGE replies a table, or an error
+    -- (a table with err).
+    if top.err then
+      return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than zset_log'
+        .. ' state (another script\'s state?): ' .. top.err)
+    end
     top = top[1]
     local time, index
     if top then
@@ -236,7 +244,7 @@ if n == 1 and count >= 0 and not op then
       -- consecutive, so c is the newest index minus its index plus 1, and it
       -- is the retry event of a denied call at saturation (mode 0,
       -- eventCount 1).
-      local c, first = 0, nil
+      local c, first, first_time = 0, nil, nil
       if size > 0 and last > stamp - window then
         c = size
         if size + asked <= max then
@@ -255,8 +263,16 @@ if n == 1 and count >= 0 and not op then
             c = size - redis.call('ZCOUNT', key, '-inf', since)
           end
         elseif size > 1 then
-          first = redis.call('ZRANGE', key, format('(%d', stamp - window), '+inf', 'BYSCORE', 'LIMIT', '0', '1')[1]
-          local index = match(first, '^%d+:%l(%d+):')
+          -- The times are integers: after stamp - window is from stamp -
+          -- window + 1 (a number where the server writes it by ll2string,
+          -- as above).
+          local after = stamp - window + 1
+          if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+            after = format('%d', after)
+          end
+          first = redis.call('ZRANGE', key, after, '+inf', 'BYSCORE', 'LIMIT', '0', '1')[1]
+          local index
+          first_time, index = match(first, '^(%d+):%l(%d+):')
           if index == nil then
             return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
           end
@@ -281,15 +297,17 @@ if n == 1 and count >= 0 and not op then
           keep = c
         end
         local removable = size - keep
+        local base = newest - size + 1
         if removable > 0 and removable >= keep then
           redis.call('ZREMRANGEBYRANK', key, '0', format('%d', removable - 1))
           size = keep
-        end
-        local base = newest - size + 1
-        if first_index == nil or base ~= first_index + 0 then
+          -- The base moves by the events dropped (else it is first_index).
+          base = newest - size + 1
           first_index = format('%d', base)
+        elseif first_index == nil then
+          first_index = '1' -- a fresh key's (newest and size 0)
         end
-        local score = ARGV[3]
+        local score = text
         if stamp ~= now or score == '' then
           score = format('%d', stamp)
         end
@@ -297,23 +315,27 @@ if n == 1 and count >= 0 and not op then
         -- (a: 1 digit, b: 2, ...), then the base.
         local index = newest + 1
         if added == 1 then
-          local letter
-          if index < 10 then
-            letter = 'a'
+          -- Below 10^4 the name is joined by .. (an index under 10^14 is
+          -- written as by '%d'), cheaper than format.
+          local member
+          if index == 1 then
+            member = score .. ':a1:' .. first_index -- a fresh key's
+          elseif index < 10 then
+            member = score .. ':a' .. index .. ':' .. first_index
           elseif index < 100 then
-            letter = 'b'
+            member = score .. ':b' .. index .. ':' .. first_index
           elseif index < 1000 then
-            letter = 'c'
+            member = score .. ':c' .. index .. ':' .. first_index
           elseif index < 10000 then
-            letter = 'd'
+            member = score .. ':d' .. index .. ':' .. first_index
           else
             local digits, ten = 5, 100000
             while index >= ten do
               digits, ten = digits + 1, ten * 10
             end
-            letter = string.char(96 + digits)
+            member = format('%s:%s%d:%s', score, string.char(96 + digits), index, first_index)
           end
-          redis.call('ZADD', key, score, format('%s:%s%d:%s', score, letter, index, first_index))
+          redis.call('ZADD', key, score, member)
         else
           local letter, ten = 97, 10
           while index >= ten do
@@ -352,7 +374,7 @@ if n == 1 and count >= 0 and not op then
       if record then
         -- In unit ms the TTL is the text of ARGV[6] when it is the window
         -- (reset_after >= 1 here).
-        local ttl = ARGV[6]
+        local ttl = limit2
         if unit ~= 'ms' or reset_after ~= window then
           -- #expand ttl_ms(ttl, unit, reset_after)
         end
@@ -374,7 +396,10 @@ if n == 1 and count >= 0 and not op then
       elseif rank == added then
         time = previous
       elseif rank == c - 1 and first then
-        time = match(first, '^%d+') + 0
+        if first_time == nil then
+          first_time = match(first, '^%d+')
+        end
+        time = first_time + 0
       else
         local r = format('%d', rank)
         time = match(redis.call('ZRANGE', key, r, r, 'REV')[1], '^%d+') + 0
