@@ -4122,7 +4122,10 @@ redis.register_function('ratelua_token_bucket_v7', function(KEYS, ARGV)
 -- KEYS, ARGV and redis as locals: a global is a table lookup on every use
 -- (about 150 instructions; a local, a register).
 local KEYS, ARGV, redis = KEYS, ARGV, redis
-local tonumber, floor, format, find = tonumber, math.floor, string.format, string.find
+-- Only what the one-limit path uses on every call is held in a local: a
+-- global and a field cost a table lookup each (math.floor and
+-- string.format are looked up where the rarer paths use them).
+local tonumber, find = tonumber, string.find
 local unit, now, mode = ARGV[2], false, ARGV[4]
 local count = 1
 if ARGV[1] ~= '1' then
@@ -4140,19 +4143,20 @@ local n = (#ARGV - 4) / 3
 -- at a time below.
 local capacity, amount, interval
 if n == 1 then
-  local text = ARGV[3]
+  -- (each ARGV[i] read once: a read is a table lookup)
+  local text, c, a, r = ARGV[3], ARGV[5], ARGV[6], ARGV[7]
   if text == '' then
-    if find(ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7], '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
-      capacity, amount, interval = ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
+    if find(c .. ' ' .. a .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
+      capacity, amount, interval = c + 0, a + 0, r + 0
     end
-  elseif find(text .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7], '^[1-9]%d* [1-9]%d* [1-9]%d* [1-9]%d*$') then
-    now, capacity, amount, interval = text + 0, ARGV[5] + 0, ARGV[6] + 0, ARGV[7] + 0
+  elseif find(text .. ' ' .. c .. ' ' .. a .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d* [1-9]%d*$') then
+    now, capacity, amount, interval = text + 0, c + 0, a + 0, r + 0
     if now > MAX_TIME then
       now = nil
     end
   end
 end
-if ARGV[3] ~= '' and now == false then
+if now == false and ARGV[3] ~= '' then
   -- Canonical: '0' or an anchored find of the digits, then read by
   -- arithmetic (no tonumber call). A call of fewer than 3 arguments has
   -- no ARGV[3]: it is refused below, naming the first one missing.
@@ -4315,9 +4319,13 @@ if n == 1 and count >= 0 then
   if capacity and capacity <= 1000000000 and amount <= 1000000000 and capacity * interval <= 1125899906842624 then
     local state = redis.pcall('GET', key)
     -- v7: a key holding reservations is a hash (held: the reservation
-    -- op names, its field's text), its field s v6's string state.
-    local hashed, held, holds = false, nil, nil
-    if type(state) == 'table' then
+    -- op names, its field's text), its field s v6's string state. The
+    -- reply is false, a string or an error table, and a string's field
+    -- err is nil (the string library has none): no type() call. format is
+    -- looked up only on the paths that use it.
+    local hashed, held, holds, format = false, nil, nil, nil
+    if state and state.err then
+      format = string.format
       do
         local held_fields
         if op then
@@ -4480,6 +4488,7 @@ if n == 1 and count >= 0 then
     -- v7: a reserve or a settle. estimate: the live reservation's.
     local write, estimate, limits, settled = record, nil, nil, 0
     if op then
+      format = string.format
       limits = unit .. ' ' .. ARGV[5] .. ' ' .. ARGV[6] .. ' ' .. ARGV[7]
       estimate = nil
       if held then
@@ -4579,6 +4588,9 @@ if n == 1 and count >= 0 then
       -- the script makes the text (and where REDIS_VERSION_NUM is not
       -- set, an emulator).
       local numbers = (redis.REDIS_VERSION_NUM or 0) >= 0x070200
+      if not numbers then
+        format = string.format
+      end
       if unit ~= 'ms' then
         do
           local ms = ttl
@@ -4613,7 +4625,7 @@ if n == 1 and count >= 0 then
       end
       local x = now * amount + deficit
       if x >= 9007199254740992 then
-        x = format('%d %d', now, deficit)
+        x = string.format('%d %d', now, deficit)
       elseif not numbers then
         x = format('%d', x)
       end
@@ -4693,6 +4705,7 @@ end
 -- refill_interval and tokens * refill_interval (as stored, then at stamp).
 -- state: the string state, or a hash's field s (hashed; held as held
 -- reads it).
+local floor, format = math.floor, string.format
 local limits, lim, last = nil, {}, nil
 local state, hashed, held, holds = false, false, nil, nil
 if count >= 0 and n ~= 1 then
