@@ -83,8 +83,8 @@
 -- call, a reset or the first write of a key (which build the error
 -- helpers). The fast paths (one limit with locals, several in passes over
 -- one table) now also take a call whose rings drop fewer than 1000 bucket
--- slots (one HMGET of those slots, dropped along the chain), with several limits a call for which some
--- limit's whole ring has left (that limit starts again, empty, with no
+-- slots (one HMGET of those slots, dropped along the chain), with several
+-- limits a call for which some limit's whole ring has left (that limit starts again, empty, with no
 -- read), and a denied call that records nothing and is
 -- over a limit by one event (it retries when the limit's oldest bucket
 -- leaves the window: every bucket holds at least one event), where v5 ran
