@@ -4,9 +4,9 @@
 --
 -- KEYS[1]  the state key (the only key read or written)
 -- ARGV[1]  eventCount: > 0 record that many events and decide; 0 decide
---          whether one more event would pass (records nothing, but may save
---          the dropping of expired buckets); < 0 delete the state and reply
---          as for a fresh key
+--          whether one more event would pass (records nothing: v7 writes
+--          nothing, see below); < 0 delete the state and reply as for a
+--          fresh key
 -- ARGV[2]  unit of now and of every duration: 's', 'ms' or 'us'
 -- ARGV[3]  now in that unit, or '' for the server clock (TIME)
 -- ARGV[4]  mode: '0' a denied call records nothing in any limit;
@@ -62,10 +62,12 @@
 -- "l" and "m" keep a small hash in the server's compact encoding, where one
 -- field holding both would not. A bucket's count is capped at max + 1 (mode
 -- 1), which changes no reply. TTL: reset_after. A now earlier than the last
--- write is treated as the time of the last write. A call that drops more
--- than 16 expired buckets without recording saves the advanced rings (HSET
--- of "m" alone), so each bucket is read about once. The key must be written
--- by this script only.
+-- write is treated as the time of the last write. A call that records
+-- nothing writes nothing (v7; v5 and v6 saved the advanced rings, HSET of
+-- "m" alone, when more than 16 buckets left: a later call whose clock is
+-- behind that call but not behind the last write then missed the events
+-- of the buckets dropped, which its window still covers). The key must be
+-- written by this script only.
 --
 -- What v6 does apart from v5: the replies are v5's; the state is not (state
 -- version 6: v6 neither reads nor shares v5's state, the Go API's key names
@@ -81,10 +83,8 @@
 -- call, a reset or the first write of a key (which build the error
 -- helpers). The fast paths (one limit with locals, several in passes over
 -- one table) now also take a call whose rings drop fewer than 1000 bucket
--- slots (one HMGET of those slots, dropped along the chain, the advanced
--- rings saved by a call that records nothing when more than 16 left, as
--- the general code does), with several limits a call for which some
--- limit's whole ring has left (that limit starts again, empty, with no
+-- slots (one HMGET of those slots, dropped along the chain), with several
+-- limits a call for which some limit's whole ring has left (that limit starts again, empty, with no
 -- read), and a denied call that records nothing and is
 -- over a limit by one event (it retries when the limit's oldest bucket
 -- leaves the window: every bucket holds at least one event), where v5 ran
@@ -114,7 +114,12 @@
 -- same denials that follow, while no limit's head or window edge moves,
 -- read it in the first HMGET and reply from one match, whatever the number
 -- of limits: the hammered key of the login case (every call denied) costs
--- about as much as with one limit. A peek never writes a memo.
+-- about as much as with one limit. A peek never writes a memo. A call that
+-- records nothing no longer saves the advanced rings (v6 did when more
+-- than 16 buckets left, keeping the last write's time: a later call behind
+-- it but not behind that write counted its window without the buckets
+-- dropped, TestSlidingWindowSaveBehind): such calls read the buckets that
+-- left again, until the next write.
 -- ratelua v7 prelude, shared by every v7 script (generated into each
 -- released file; do not edit there). It holds two constants and macros
 -- (-- #define ... -- #end, see internal/luagen/macro.go): a script expands
@@ -628,8 +633,8 @@ end
 
 -- One limit, the common case: the state was written for this limit, its
 -- ring has not left, fewer than 1000 bucket slots leave it now (read in one
--- HMGET and dropped along the chain; a call that records nothing saves the
--- advanced ring when more than 16 left, as the general code does), the window needs no bucket but those
+-- HMGET and dropped along the chain; a call that records nothing writes
+-- nothing), the window needs no bucket but those
 -- in "m" (no partly covered oldest bucket but the newest), and no retry has
 -- to be found on the chain. Any other call goes on to the general code
 -- below (which reads "m" again).
@@ -690,9 +695,7 @@ if n == 1 and time then
     total = total + 0
     top = top + 0
     local simple = w > edge and edge - first < 999
-    local leaving = 0
     if simple and edge >= first then
-      leaving = edge - first + 1
       -- Drop the buckets leaving the ring along the chain, oldest first:
       -- their slots, first to edge, read at once.
       local names = {}
@@ -754,10 +757,6 @@ if n == 1 and time then
             redis.call('HSET', key, 'm', meta)
           end
           w = head
-        elseif leaving > 16 then
-          -- Save the advanced ring, so that the next calls need not read
-          -- these buckets again (the key keeps its TTL).
-          redis.call('HSET', key, 'm', format('%d 0 0 0 0 0 %d %d %d', last, total, w - first, wc))
         end
         local reset_after = 0
         if window > 0 then
@@ -823,7 +822,7 @@ end
 -- the read of the limit's first leaving slot (a call that records finds
 -- the summary's times then: a denial needs none of them). The slots leaving every
 -- ring, fewer than 1000 in all, are read in one HMGET (a call that records
--- nothing saves the advanced rings when more than 16 left). Any limit
+-- nothing writes nothing). Any limit
 -- outside the common case sends the call to the general code.
 if n > 1 and time then
   do
@@ -1118,9 +1117,6 @@ if n > 1 and time then
             ttl = string.format('%d', ms)
           end
           redis.call('PEXPIRE', key, ttl)
-        elseif reads > 16 then
-          -- Save the advanced rings (the key keeps its TTL).
-          redis.call('HSET', key, 'm', format('%d 0 0 0 0 0' .. string.rep(' %d %d %d', n), last, unpack(f, mb + 1, mb + 3 * n)))
         elseif memo and stamp < soonest and latest - now <= MAX_TIME and reset_at - now <= MAX_TIME then
           local at = -1
           if retry ~= -1 then
@@ -1420,7 +1416,6 @@ end
 -- once.
 local base = 20 * n
 local m = 0
-local leaving = 0
 for o = 0, last_o, 20 do
   local resolution, buckets = t[o + RESOLUTION], t[o + BUCKETS]
   local into = stamp % resolution
@@ -1458,7 +1453,6 @@ for o = 0, last_o, 20 do
         local name = format('%d.%%d', o / 20 + 1)
         t[o + FIELD_FORMAT] = name
         if edge >= lo then
-          leaving = leaving + edge - lo + 1
           for b = lo, edge do
             m = m + 1
             t[base + m] = format(name, b % buckets)
@@ -1746,10 +1740,10 @@ local record = (count > 0 and (allowed or mode == '1')) or (estimate and op == '
 if ng > 0 and not record then
   record, count = true, 0 -- the conversions are written
 end
--- (A key marked, or a reserve or a settle, never saves the advanced rings
--- alone: a later call whose clock is behind this one's but not behind the
--- last write would count buckets they dropped.)
-local save = record or (leaving > 16 and not held)
+-- A call that records nothing writes nothing, not even the advanced rings:
+-- a later call whose clock is behind this one's but not behind the last
+-- write would count without the buckets they dropped
+-- (TestSlidingWindowSaveBehind).
 if reserves then
   -- Held from now on (its units at head, in every window).
   hold = hold or {}
@@ -2058,7 +2052,7 @@ for o = 0, last_o, 20 do
   if not allowed and retry ~= -1 and (r == -1 or r > retry) then
     retry, index = r, i
   end
-  if save then
+  if record then
     local a = mb + 3 * i
     if first then
       t[a - 2], t[a - 1], t[a] = total, written - first, top
@@ -2068,11 +2062,9 @@ for o = 0, last_o, 20 do
   end
 end
 
--- Write what was recorded, or, when this call had to read many buckets
--- leaving the rings, the advanced rings alone so that the next calls need
--- not read them again (the key keeps its TTL).
-if save then
-  if record and n > 1 then
+-- Write what was recorded (a call that records nothing writes nothing).
+if record then
+  if n > 1 then
     meta = format('%d 0 %d %d %d %d' .. string.rep(' %d %d %d', n), stamp, boundary, room, least, reset,
       unpack(t, mb + 1, mb + 3 * n))
     if #meta > 64 then
@@ -2082,11 +2074,7 @@ if save then
       end
     end
   else
-    local time = last
-    if record then
-      time = stamp
-    end
-    meta = format('%d 0 0 0 0 0' .. string.rep(' %d %d %d', n), time, unpack(t, mb + 1, mb + 3 * n))
+    meta = format('%d 0 0 0 0 0' .. string.rep(' %d %d %d', n), stamp, unpack(t, mb + 1, mb + 3 * n))
   end
   if held then
     -- v7: a reserve or a settle, or a marked key. "l" stays marked while
@@ -2114,41 +2102,39 @@ if save then
         -- The denial memo dropped.
         redis.call('HDEL', key, 'd', 'e')
       end
-      if record then
-        -- reset_after covers every reservation held until its expiry's
-        -- bucket leaves the widest window.
-        local ttl
-        do
-          local ms = reset_after
-          if unit == 'us' then
-            -- ceil(reset_after / 1000), exactly: the float quotient is floor or
-            -- floor + 1.
-            ms = math.floor(reset_after / 1000)
-            if ms * 1000 > reset_after then
-              ms = ms - 1
-            end
-            if ms * 1000 < reset_after then
-              ms = ms + 1
-            end
-          elseif unit == 's' then
-            ms = reset_after * 1000
+      -- reset_after covers every reservation held until its expiry's
+      -- bucket leaves the widest window.
+      local ttl
+      do
+        local ms = reset_after
+        if unit == 'us' then
+          -- ceil(reset_after / 1000), exactly: the float quotient is floor or
+          -- floor + 1.
+          ms = math.floor(reset_after / 1000)
+          if ms * 1000 > reset_after then
+            ms = ms - 1
           end
-          if ms > MAX_TIME then
-            ms = MAX_TIME
-          elseif ms < 1 then
-            ms = 1
+          if ms * 1000 < reset_after then
+            ms = ms + 1
           end
-          ttl = string.format('%d', ms)
+        elseif unit == 's' then
+          ms = reset_after * 1000
         end
-        redis.call('PEXPIRE', key, ttl)
+        if ms > MAX_TIME then
+          ms = MAX_TIME
+        elseif ms < 1 then
+          ms = 1
+        end
+        ttl = string.format('%d', ms)
       end
+      redis.call('PEXPIRE', key, ttl)
     end
   elseif last == nil then
     redis.call('HSET', key, 'l', limits, 'm', meta, unpack(t, base + 1, k))
   else
     redis.call('HSET', key, 'm', meta, unpack(t, base + 1, k))
   end
-  if record and not held then
+  if not held then
     local ttl
     do
       local ms = reset_after
