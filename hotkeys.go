@@ -130,8 +130,7 @@ type hotKey struct {
 type hotBatch struct {
 	res    *Reservation
 	b      hotkey.Batch
-	result Result    // the reserve's reply
-	expiry time.Time // when the server forgets the reservation
+	result Result // the reserve's reply
 	timer  *time.Timer
 }
 
@@ -322,7 +321,8 @@ func (hk *hotKeys) local(ctx context.Context, n int64, r Result, start time.Time
 	return r, nil
 }
 
-// refillKey gives the key's old batch back and reserves a new one of size units, taking n of them at now. It reports ok with the answer when the
+// refillKey gives the key's old batch back and reserves a new one of size
+// units, taking n of them at now. It reports ok with the answer when the
 // new batch admitted the n events; else the ordinary path decides them.
 func (hk *hotKeys) refillKey(ctx context.Context, k *hotKey, eventKey string, old *hotBatch, size, n int64, now time.Time) (Result, bool) {
 	hk.giveBack(ctx, old)
@@ -339,8 +339,7 @@ func (hk *hotKeys) refillKey(ctx context.Context, k *hotKey, eventKey string, ol
 			// Let go (or closed) meanwhile: give it back whole.
 			break
 		}
-		b := &hotBatch{res: res, result: rr, expiry: now.Add(hk.cfg.Lifetime + max(hk.cfg.Lifetime, time.Second)),
-			b: hotkey.Batch{K: size, Expires: now.Add(hk.cfg.Lifetime)}}
+		b := &hotBatch{res: res, result: rr, b: hotkey.Batch{K: size, Expires: now.Add(hk.cfg.Lifetime)}}
 		b.b.Take(n, now)
 		k.batch, k.remaining = b, rr.Remaining
 		if hk.l.clock == nil {
