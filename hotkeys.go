@@ -89,7 +89,7 @@ func checkHotKeys(h HotKeys, script Script, quotas []quota) (HotKeys, error) {
 	}
 	for i, q := range quotas {
 		if h.Lifetime > q.window/hotWindowRatio {
-			return h, &LimitError{Index: i, Field: "HotKeys.Lifetime", Reason: fmt.Sprintf("must be at most a tenth of every limit's window (units sit in a process up to Lifetime before they are admitted, so a window of W may admit what W + Lifetime counts): %v is more than %v / %d", h.Lifetime, q.window, hotWindowRatio)}
+			return h, &LimitError{Index: i, Field: "HotKeys.Lifetime", Reason: fmt.Sprintf("must be at most a tenth of every limit's window (a batch holds its units from every other process until it is settled, up to Lifetime after its reserve: a longer one would keep a large share of a short window's limit idle in one process): %v is more than %v / %d", h.Lifetime, q.window, hotWindowRatio)}
 		}
 	}
 	return h, nil

@@ -137,6 +137,32 @@ func stateClient(t *testing.T, tg target, prefix string) (rueidis.Client, *ratel
 	return client, l
 }
 
+// endedLogs reads the logs of n workers that closed (each wrote its end
+// line, with as many admissions as its log holds), and their end lines
+// summed.
+func endedLogs(t *testing.T, dir string, n int) ([]workerLog, endLine) {
+	t.Helper()
+	logs := make([]workerLog, n)
+	var sum endLine
+	for i := range logs {
+		w, err := readLog(filepath.Join(dir, fmt.Sprintf("log-%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !w.ended || int64(len(w.admits)) != w.end.admitted {
+			t.Fatalf("worker %d: its log has %d admissions, its end line %+v (ended %v)", i, len(w.admits), w.end, w.ended)
+		}
+		logs[i] = w
+		sum.decisions += w.end.decisions
+		sum.admitted += w.end.admitted
+		sum.calls += w.end.calls
+		sum.local += w.end.local
+		sum.pacedDecisions += w.end.pacedDecisions
+		sum.pacedCalls += w.end.pacedCalls
+	}
+	return logs, sum
+}
+
 // slackOf is the longest admitted Allow plus the longest reserve: a
 // batch's units are debited up to that long before its Lifetime starts,
 // and its give-back reaches the server up to that long after it ends.
@@ -174,24 +200,12 @@ func TestHotKeysFleet(t *testing.T) {
 		for i, cmd := range cmds {
 			waitWorker(t, cmd, dir, i)
 		}
-		logs := make([]workerLog, fleetWorkers)
-		var decisions, admitted, calls, local, reserves, pacedDecisions, pacedCalls int64
-		for i := range logs {
-			w, err := readLog(filepath.Join(dir, fmt.Sprintf("log-%d", i)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !w.ended || int64(len(w.admits)) != w.end.admitted {
-				t.Fatalf("worker %d: its log has %d admissions, its end line %+v (ended %v)", i, len(w.admits), w.end, w.ended)
-			}
-			logs[i] = w
-			decisions += w.end.decisions
-			admitted += w.end.admitted
-			calls += w.end.calls
-			local += w.end.local
+		logs, sum := endedLogs(t, dir, fleetWorkers)
+		decisions, admitted, calls, local := sum.decisions, sum.admitted, sum.calls, sum.local
+		pacedDecisions, pacedCalls := sum.pacedDecisions, sum.pacedCalls
+		var reserves int64
+		for _, w := range logs {
 			reserves += int64(len(w.reserves))
-			pacedDecisions += w.end.pacedDecisions
-			pacedCalls += w.end.pacedCalls
 		}
 		admits := sortedAdmits(logs)
 		slack := slackOf(logs)
@@ -366,22 +380,8 @@ func TestHotKeysWindowFleet(t *testing.T) {
 				for i, cmd := range cmds {
 					waitWorker(t, cmd, dir, i)
 				}
-				var logs []workerLog
-				var decisions, admitted, calls, local int64
-				for i := range workers {
-					w, err := readLog(filepath.Join(dir, fmt.Sprintf("log-%d", i)))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if !w.ended || int64(len(w.admits)) != w.end.admitted {
-						t.Fatalf("worker %d: its log has %d admissions, its end line %+v (ended %v)", i, len(w.admits), w.end, w.ended)
-					}
-					logs = append(logs, w)
-					decisions += w.end.decisions
-					admitted += w.end.admitted
-					calls += w.end.calls
-					local += w.end.local
-				}
+				logs, sum := endedLogs(t, dir, workers)
+				decisions, admitted, calls, local := sum.decisions, sum.admitted, sum.calls, sum.local
 				t.Logf("%s %s: %d decisions, %d admitted, %d from batches, %d server calls (%.4f per decision)",
 					tg.name, fleet.name, decisions, admitted, local, calls, float64(calls)/float64(decisions))
 				admits := sortedAdmits(logs)
