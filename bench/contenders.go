@@ -243,7 +243,10 @@ const (
 	// minChecked is minContract with the integers checked and converted
 	// and a denial that writes nothing (checkedScript).
 	minChecked = minContract + ", integers checked and converted"
-	minZSet    = "minimum: ZCOUNT + ZADD + PEXPIRE (exact log)"
+	// minBucket is minChecked doing a token bucket's job and nothing
+	// else (bucketScript).
+	minBucket = minChecked + ", a token bucket's job"
+	minZSet   = "minimum: ZCOUNT + ZADD + PEXPIRE (exact log)"
 	// minZSetChecked is minZSet under ratelua's contract (zset_log's
 	// arguments, a 5-integer reply) with the integers checked and converted
 	// and a denial that writes nothing (zsetCheckedScript).

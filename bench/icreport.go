@@ -76,7 +76,9 @@ faster than the 100 per minute of the 1-limit rows, so their state lives on), th
 servers' Lua garbage-collector step, so that a row's figure does not depend on the rows before it. Cells: thousands of instructions, then the ratio to the floor (INCR, PEXPIRE on first use) in the same
 workload. **/ cheapest peer**: the ratio to the cheapest peer or seed design doing the same job in that workload;
 a minimum row there (*integers checked and converted*: the commands, ratelua's arguments checked canonical and
-converted, TIME converted, nothing else) is a bound: no script doing that job under ratelua's contract costs less.
+converted, TIME converted, nothing else; *a token bucket's job*: that, the state a number at the clock's precision,
+the refill, a denial that writes nothing, the reply's four figures, and no bound, reservation or clock check of the
+contract) is a bound: no script doing that job under ratelua's contract costs less.
 `)
 	if len(rep.servers) > 0 {
 		b.WriteString("**timed / floor**: the usec-per-call ratio of the main table below (same run), for comparison.\n")

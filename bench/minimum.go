@@ -71,6 +71,60 @@ v = v + 1
 redis.call('SET', KEYS[1], v, 'PX', r)
 return {1, max - v, 0, resolution, 1}`)
 
+// bucketScript is checkedScript doing a token bucket's whole job on a
+// one-limit call with a count of 1, and nothing else (issue 35): the
+// state is one number, the bucket's deficit plus now times the refill
+// amount (every bucket or GCRA keeps a time at the clock's precision, so
+// its text has 15 or more digits where checkedScript's counter has one or
+// two), the deficit refilled by the time passed, a denial that writes
+// nothing and replies when a unit comes back and when the bucket is full,
+// an admission that writes the state with the TTL of a full refill and
+// replies the units left. On a server that takes a number argument as text
+// by ll2string (Redis 7.2 and later, Valkey 8) the numbers are passed as
+// they are, on Redis 7.0 as format('%d') text: the cheaper way measured on
+// each. It refuses no bound of the contract (limits up to 10^9, a state
+// left by another version or script), keeps no reservation, reads no TIME
+// to catch a clock far ahead, counts no count but 1: a token bucket under
+// ratelua's contract can only cost more, so where this row is above 0.85
+// of the cheapest peer, that target is out of reach for token_bucket.
+var bucketScript = rueidis.NewLuaScript(`
+local ARGV = ARGV
+local now, c, a, r = ARGV[3], ARGV[5], ARGV[6], ARGV[7]
+if now == '' then
+  if not string.find(c .. ' ' .. a .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
+    return redis.error_reply('ERR limits')
+  end
+  local time = redis.call('TIME')
+  local micros = time[2] + 0
+  now = time[1] * 1000 + (micros - micros % 1000) / 1000
+elseif string.find(now .. ' ' .. c .. ' ' .. a .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d* [1-9]%d*$') then
+  now = now + 0
+else
+  return redis.error_reply('ERR arguments')
+end
+local amount, interval = a + 0, r + 0
+local full, deficit = c * interval, 0
+local state = redis.call('GET', KEYS[1])
+if state then
+  deficit = state - now * amount
+  if deficit < 0 then
+    deficit = 0
+  end
+end
+local level = full - deficit
+if level < interval then
+  return {0, 0, (interval - level + (level - interval) % amount) / amount, (deficit + (-deficit) % amount) / amount, 0}
+end
+deficit = deficit + interval
+local ttl = (deficit + (-deficit) % amount) / amount
+local x, px = now * amount + deficit, ttl
+if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+  x, px = string.format('%d', x), string.format('%d', px)
+end
+redis.call('SET', KEYS[1], x, 'PX', px)
+level = level - interval
+return {1, (level - level % interval) / interval, 0, ttl, 1}`)
+
 // contractRunner runs contractScript with ar1's one-limit arguments
 // (100 per minute, decay 2), on the bench clock or on the server's.
 type contractRunner struct {
@@ -78,6 +132,7 @@ type contractRunner struct {
 	script      *rueidis.Lua // nil: contractScript
 	now         func() time.Time
 	serverClock bool
+	limit       []string // ARGV[5..7]; nil: ar1's (100, decay 2, per minute)
 }
 
 func (c contractRunner) StateKeys(eventKey string) []string {
@@ -93,10 +148,16 @@ func (c contractRunner) Decide(ctx context.Context, eventKey string) error {
 	if script == nil {
 		script = contractScript
 	}
-	return script.Exec(ctx, c.client, c.StateKeys(eventKey), []string{
-		"1", "ms", now, "0", "100", "2000", "60000",
-	}).Error()
+	limit := c.limit
+	if limit == nil {
+		limit = []string{"100", "2000", "60000"}
+	}
+	return script.Exec(ctx, c.client, c.StateKeys(eventKey), append([]string{"1", "ms", now, "0"}, limit...)).Error()
 }
+
+// bucketLimit is the token_bucket row's limit (tb1: 100 per minute) as a
+// call's ARGV[5..7]: capacity, refill amount, refill interval in ms.
+var bucketLimit = []string{"100", "100", "60000"}
 
 // zsetMinimumScript, the minimum of an exact log in a sorted set: count
 // the events of the window (ZCOUNT), add one if under max (ZADD), and set
@@ -220,6 +281,18 @@ func minimumContenders() []contender {
 			name: minChecked + ", server clock (TIME)", group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
 			make: func(e *env) (runner, error) {
 				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: checkedScript}, nil
+			},
+		},
+		{
+			name: minBucket, group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
+			make: func(e *env) (runner, error) {
+				return contractRunner{client: e.rc, now: e.now, script: bucketScript, limit: bucketLimit}, nil
+			},
+		},
+		{
+			name: minBucket + ", server clock (TIME)", group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
+			make: func(e *env) (runner, error) {
+				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: bucketScript, limit: bucketLimit}, nil
 			},
 		},
 		{
