@@ -149,62 +149,65 @@ local tonumber, find = tonumber, string.find
 local got, got_now
 if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEYS == 1 then
   local now, c, a, r = ARGV[3], ARGV[5], ARGV[6], ARGV[7]
-  local ok
   if now == '' then
-    ok = find(c .. ' ' .. a .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d*$')
+    if not find(c .. ' ' .. a .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
+      now = nil
+    end
   elseif find(now .. ' ' .. c .. ' ' .. a .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d* [1-9]%d*$') then
     now = now + 0
-    ok = now <= MAX_TIME
-  end
-  local capacity, amount, interval, full
-  if ok then
-    capacity, amount, interval = c + 0, a + 0, r + 0
-    full = capacity * interval
-    ok = capacity <= 1000000000 and amount <= 1000000000 and full <= 1125899906842624
-  end
-  local state
-  if ok then
-    state = redis.pcall('GET', KEYS[1])
-    got = state
-    ok = not (state and state.err)
-  end
-  if ok then
-    if now == '' then
-      local time = redis.call('TIME')
-      local micros = time[2] + 0
-      now = time[1] * 1000 + (micros - micros % 1000) / 1000
-      got_now = now
+    if now > MAX_TIME then
+      now = nil
     end
-    local deficit = 0
-    if state then
-      deficit = tonumber(state)
+  else
+    now = nil
+  end
+  if now then
+    local capacity, amount, interval = c + 0, a + 0, r + 0
+    local full = capacity * interval
+    if capacity <= 1000000000 and amount <= 1000000000 and full <= 1125899906842624 then
+      local state = redis.pcall('GET', KEYS[1])
+      got = state
+      -- A number, or nothing; tonumber is nil for the text state and for
+      -- an error table (a hash holding reservations, another type).
+      local deficit = 0
+      if state then
+        deficit = tonumber(state)
+      end
       if deficit then
-        deficit = deficit - now * amount
-        if deficit < 0 then
-          deficit = 0
+        if now == '' then
+          local time = redis.call('TIME')
+          local micros = time[2] + 0
+          now = time[1] * 1000 + (micros - micros % 1000) / 1000
+          got_now = now
         end
-      end
-    end
-    if deficit and deficit <= 2 * full then
-      local level = full - deficit
-      if level < interval then
-        -- Denied for want of a token (ceil of the wait, as below); a
-        -- level under one token leaves 0 whole tokens.
-        local need = interval - level
-        return { 0, 0, (need + (-need) % amount) / amount, (deficit + (-deficit) % amount) / amount, 1 }
-      end
-      level, deficit = level - interval, deficit + interval
-      local x = now * amount + deficit
-      if x < 9007199254740992 then
-        -- reset_after, the TTL too: ceil(deficit / amount) >= 1.
-        local reset_after = (deficit + (-deficit) % amount) / amount
-        local px = reset_after
-        -- Redis 7.0 gets the numbers as text (see the write below).
-        if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
-          x, px = string.format('%d', x), string.format('%d', px)
+        if state then
+          deficit = deficit - now * amount
+          if deficit < 0 then
+            deficit = 0
+          end
         end
-        redis.call('SET', KEYS[1], x, 'PX', px)
-        return { 1, (level - level % interval) / interval, 0, reset_after, 1 }
+        if deficit <= 2 * full then
+          local level = full - deficit
+          if level < interval then
+            -- Denied for want of a token (ceil of the wait, as below); a
+            -- level under one token leaves 0 whole tokens.
+            local need = interval - level
+            return { 0, 0, (need + (-need) % amount) / amount, (deficit + (-deficit) % amount) / amount, 1 }
+          end
+          level, deficit = level - interval, deficit + interval
+          local x = now * amount + deficit
+          if x < 9007199254740992 then
+            -- reset_after, the TTL too: ceil(deficit / amount) >= 1.
+            local reset_after = (deficit + (-deficit) % amount) / amount
+            local px = reset_after
+            -- Redis 7.0 gets the numbers as text (see the write below).
+            if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+              x, px = string.format('%d', x), string.format('%d', px)
+            end
+            redis.call('SET', KEYS[1], x, 'PX', px)
+            return { 1, (level - level % interval) / interval, 0, reset_after, 1 }
+          end
+        end
       end
     end
   end
