@@ -246,7 +246,10 @@ const (
 	// minBucket is minChecked doing a token bucket's job and nothing
 	// else (bucketScript).
 	minBucket = minChecked + ", a token bucket's job"
-	minZSet   = "minimum: ZCOUNT + ZADD + PEXPIRE (exact log)"
+	// minDecay is minChecked doing ar1's job and nothing else
+	// (decayScript).
+	minDecay = minChecked + ", ar1's job"
+	minZSet  = "minimum: ZCOUNT + ZADD + PEXPIRE (exact log)"
 	// minZSetChecked is minZSet under ratelua's contract (zset_log's
 	// arguments, a 5-integer reply) with the integers checked and converted
 	// and a denial that writes nothing (zsetCheckedScript).

@@ -78,7 +78,8 @@ workload. **/ cheapest peer**: the ratio to the cheapest peer or seed design doi
 a minimum row there (*integers checked and converted*: the commands, ratelua's arguments checked canonical and
 converted, TIME converted, nothing else; *a token bucket's job*: that, the state a number at the clock's precision,
 the refill, a denial that writes nothing, the reply's four figures, and no bound, reservation or clock check of the
-contract) is a bound: no script doing that job under ratelua's contract costs less.
+contract; *ar1's job*: the same for a decaying count, its decay and its logarithms) is a bound: no script doing that
+job under ratelua's contract costs less.
 `)
 	if len(rep.servers) > 0 {
 		b.WriteString("**timed / floor**: the usec-per-call ratio of the main table below (same run), for comparison.\n")

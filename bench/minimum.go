@@ -155,6 +155,84 @@ func (c contractRunner) Decide(ctx context.Context, eventKey string) error {
 	return script.Exec(ctx, c.client, c.StateKeys(eventKey), append([]string{"1", "ms", now, "0"}, limit...)).Error()
 }
 
+// decayScript is checkedScript doing ar1's whole job on a one-limit call
+// with a count of 1, and nothing else (issue 35): the state is the index
+// of the last write's resolution boundary and the count there, one
+// integer boundary * 2^20 + count while the count is whole (else the text
+// "<boundary>:<count>", the count by %.17g: a decayed count is a
+// fraction), the count divided by decay/1000 at each boundary since (by
+// repeated squaring, below 1/1000 it is 0), a denial that writes nothing
+// and replies when the count has decayed to max - 1 and to 0, an
+// admission that writes the state with the TTL of that decay and replies
+// the events left. The boundaries are counted by a logarithm, rounded up,
+// with no exact check. It refuses no bound of the contract, reads no TIME
+// to catch a clock far ahead, counts no count but 1: ar1 under ratelua's
+// contract can only cost more, so where this row is above 0.85 of the
+// cheapest peer, that target is out of reach for ar1.
+var decayScript = rueidis.NewLuaScript(`
+local ARGV = ARGV
+local now, m, d, r = ARGV[3], ARGV[5], ARGV[6], ARGV[7]
+if now == '' then
+  if not string.find(m .. ' ' .. d .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
+    return redis.error_reply('ERR limits')
+  end
+  local time = redis.call('TIME')
+  local micros = time[2] + 0
+  now = time[1] * 1000 + (micros - micros % 1000) / 1000
+elseif string.find(now .. ' ' .. m .. ' ' .. d .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d* [1-9]%d*$') then
+  now = now + 0
+else
+  return redis.error_reply('ERR arguments')
+end
+local max, factor, resolution = m + 0, d / 1000, r + 0
+local boundary, c = now / resolution, 0
+boundary = boundary - boundary % 1
+local state = redis.call('GET', KEYS[1])
+if state then
+  local last = tonumber(state)
+  if last then
+    c = last % 1048576
+    last = (last - c) / 1048576
+  else
+    local index, text = string.match(state, '^(%d+):(.+)$')
+    last, c = index + 0, text + 0
+  end
+  local k = boundary - last
+  if k > 0 then
+    local power = 1
+    while k > 0 do
+      if k % 2 == 1 then
+        power, k = power * factor, k - 1
+      end
+      factor, k = factor * factor, k / 2
+    end
+    factor = d / 1000
+    c = c / power
+    if c < 0.001 then
+      c = 0
+    end
+  end
+end
+local log = math.log
+local logf, start = log(factor), boundary * resolution
+if c + 1 > max then
+  local retry = log(c / (max - 1 + 0.001)) / logf
+  local reset = log(c / 0.001) / logf
+  return {0, 0, start + (retry - retry % 1 + 1) * resolution - now, start + (reset - reset % 1 + 1) * resolution - now, 1}
+end
+c = c + 1
+local reset = log(c / 0.001) / logf
+reset = start + (reset - reset % 1 + 1) * resolution - now
+local x, px = boundary * 1048576 + c, reset
+if c % 1 ~= 0 then
+  x = string.format('%d:%.17g', boundary, c)
+elseif (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+  x, px = string.format('%d', x), string.format('%d', px)
+end
+redis.call('SET', KEYS[1], x, 'PX', px)
+local remaining = max - c
+return {1, remaining - remaining % 1, 0, reset, 1}`)
+
 // bucketLimit is the token_bucket row's limit (tb1: 100 per minute) as a
 // call's ARGV[5..7]: capacity, refill amount, refill interval in ms.
 var bucketLimit = []string{"100", "100", "60000"}
@@ -293,6 +371,18 @@ func minimumContenders() []contender {
 			name: minBucket + ", server clock (TIME)", group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
 			make: func(e *env) (runner, error) {
 				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: bucketScript, limit: bucketLimit}, nil
+			},
+		},
+		{
+			name: minDecay, group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
+			make: func(e *env) (runner, error) {
+				return contractRunner{client: e.rc, now: e.now, script: decayScript}, nil
+			},
+		},
+		{
+			name: minDecay + ", server clock (TIME)", group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
+			make: func(e *env) (runner, error) {
+				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: decayScript}, nil
 			},
 		},
 		{
