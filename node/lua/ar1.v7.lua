@@ -119,6 +119,147 @@ local KEYS, ARGV, redis = KEYS, ARGV, redis
 -- field cost a table lookup each (math.floor and string.format are looked
 -- up where they are used, on rarer paths).
 local tonumber, find, log = tonumber, string.find, math.log
+-- The common call first (issue 35): one limit, count 1, mode '0', unit
+-- ms, a key holding a number or nothing, a clock not behind the last
+-- write, and boundaries counted by the logarithm alone. It decides as the
+-- one-limit path below, by the same arithmetic, with fewer steps (no
+-- count or mode to read, no clock behind, no mode '1'); any other call, or
+-- one of these that finds anything else, goes on to the general path
+-- having written nothing, with the key's GET (got) and the server's time
+-- (got_now) when it read them: no command is sent twice.
+local got, got_now
+if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEYS == 1 then
+  local now, m, d, r = ARGV[3], ARGV[5], ARGV[6], ARGV[7]
+  if now == '' then
+    if not find(m .. ' ' .. d .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
+      now = nil
+    end
+  elseif find(now .. ' ' .. m .. ' ' .. d .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d* [1-9]%d*$') then
+    now = now + 0
+    if now > MAX_TIME then
+      now = nil
+    end
+  else
+    now = nil
+  end
+  if now then
+    local max, decay, resolution = m + 0, d + 0, r + 0
+    if max <= 1000000000 and decay >= 1001 and decay <= 1000000000 and resolution <= MAX_TIME then
+      local state = redis.pcall('GET', KEYS[1])
+      got = state
+      -- A number, or nothing; tonumber is nil for the text state and for
+      -- an error table (another type).
+      local last = 0
+      if state then
+        last = tonumber(state)
+      end
+      if last then
+        if now == '' then
+          local time = redis.call('TIME')
+          local micro = time[2] / 1000
+          now = time[1] * 1000 + (micro - micro % 1)
+          got_now = now
+        end
+        local factor = decay / 1000
+        local boundary, c, stored = now / resolution, 0, 0
+        boundary = boundary - boundary % 1
+        if state then
+          stored = last % ONE_INTEGER
+          last = (last - stored) / ONE_INTEGER
+        end
+        if stored < 1 or last <= boundary then
+          if stored >= 1 then
+            c = stored
+            if last < boundary then
+              do
+                local decay_power, decay_base, decay_k = 1, factor, boundary - last
+                while decay_k > 0 do
+                  if decay_k % 2 == 1 then
+                    decay_power = decay_power * decay_base
+                    decay_k = decay_k - 1
+                  end
+                  decay_base = decay_base * decay_base
+                  decay_k = decay_k / 2
+                end
+                c = stored / decay_power
+                if c < EPSILON then
+                  c = 0
+                end
+              end
+            end
+          end
+          local logf, slot_start = log(factor), boundary * resolution
+          -- reset_after's boundaries, as below (estimate(k, c, logf, 0,
+          -- 0)), when the logarithm tells them.
+          local reset_c = c
+          if c + 1 <= max then
+            reset_c = c + 1
+          end
+          local estimate = log(reset_c / EPSILON) / logf
+          local part = estimate % 1
+          if estimate > 0 and part > 0.0001 and part < 0.9999 then
+            local reset_after = slot_start + (estimate - part + 1) * resolution - now
+            if reset_after > MAX_TIME then
+              reset_after = MAX_TIME
+            elseif reset_after < 0 then
+              reset_after = 0
+            end
+            if reset_c > c then
+              -- Allowed: the count written as below.
+              c = reset_c
+              local remaining = max - c
+              remaining = remaining - remaining % 1
+              local ttl, value = reset_after, nil
+              local numbers = (redis.REDIS_VERSION_NUM or 0) >= 0x070200
+              if ttl < 1 then
+                ttl = 1
+              elseif not numbers then
+                ttl = string.format('%d', ttl)
+              end
+              if c % 1 ~= 0 or c >= 1000000000000000 then
+                value = string.format('%d:%.17g', boundary, c)
+              elseif c < ONE_INTEGER and boundary < 8589934592 then
+                value = boundary * ONE_INTEGER + c
+                if not numbers then
+                  value = string.format('%d', value)
+                end
+              else
+                value = string.format('%d:%d', boundary, c)
+              end
+              redis.call('SET', KEYS[1], value, 'PX', ttl)
+              return { 1, remaining, 0, reset_after, 1 }
+            end
+            -- Denied (c > max - 1: no whole event left): the wait, when
+            -- the logarithm tells it.
+            local k
+            do
+              local estimate_room = max - 1
+              if estimate_room < EPSILON then
+                estimate_room = EPSILON
+              end
+              if estimate_room == EPSILON or estimate_room * 1000000 >= max then
+                local estimate = log(c / estimate_room) / logf
+                local estimate_part = estimate % 1
+                if estimate > 0 and estimate_part > 0.0001 and estimate_part < 0.9999 then
+                  k = estimate - estimate_part + 1
+                end
+              end
+            end
+            if k then
+              local retry = slot_start + k * resolution - now
+              if retry > MAX_TIME then
+                retry = MAX_TIME
+              elseif retry < 0 then
+                retry = 0
+              end
+              return { 0, 0, retry, reset_after, 1 }
+            end
+          end
+        end
+      end
+    end
+  end
+end
 local unit, now, mode = ARGV[2], false, ARGV[4]
 local count = 1
 if ARGV[1] ~= '1' then
@@ -418,9 +559,14 @@ if n == 1 then
   -- (An error reply, a key of another type, is told below, where the
   -- state is not a number: wrong_type without a call of type() on every
   -- call. Nothing is written before.)
-  local state = redis.pcall('GET', key)
+  local state = got
+  if got == nil then
+    state = redis.pcall('GET', key)
+  end
   local server = not now
-  if server then
+  if got_now then
+    now = got_now
+  elseif server then
     -- The server's TIME in the unit (server_now, its strings converted
     -- by arithmetic).
     local time = redis.call('TIME')

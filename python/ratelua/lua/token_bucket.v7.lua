@@ -139,13 +139,13 @@ local KEYS, ARGV, redis = KEYS, ARGV, redis
 -- string.format are looked up where the rarer paths use them).
 local tonumber, find = tonumber, string.find
 -- The common call first (issue 35): one limit, count 1, mode '0', unit
--- ms, a key holding a number or nothing, the deficit within [.., 2 *
--- capacity * refill_interval] and the state written exact. It decides as
--- the general path below, by the same arithmetic, with fewer steps (no
--- count, mode or reservation to read, no hold, no mode '1'); any other
--- call, or one of these that finds anything else, goes on to the general
--- path having written nothing, with the key's GET (got) and the server's
--- time (got_now) when it read them: no command is sent twice.
+-- ms, a key holding a string state or nothing, the deficit within [..,
+-- 2 * capacity * refill_interval]. It decides as the general path below,
+-- by the same arithmetic, with fewer steps (no count, mode or reservation
+-- to read, no hold, no mode '1'); any other call, or one of these that
+-- finds anything else, goes on to the general path having written
+-- nothing, with the key's GET (got) and the server's time (got_now) when
+-- it read them: no command is sent twice.
 local got, got_now
 if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEYS == 1 then
   local now, c, a, r = ARGV[3], ARGV[5], ARGV[6], ARGV[7]
@@ -167,24 +167,35 @@ if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
     if capacity <= 1000000000 and amount <= 1000000000 and full <= 1125899906842624 then
       local state = redis.pcall('GET', KEYS[1])
       got = state
-      -- A number, or nothing; tonumber is nil for the text state and for
-      -- an error table (a hash holding reservations, another type).
-      local deficit = 0
+      -- The state: nothing, a number X, or the text "<t> <deficit>"
+      -- (x0 and at); tonumber is nil for an error table too (a hash
+      -- holding reservations, another type), whose err is told from a
+      -- string's (nil) only when the state is not a number.
+      local x0, at = 0, nil
       if state then
-        deficit = tonumber(state)
+        x0 = tonumber(state)
+        if not x0 and not state.err then
+          local t, behind = string.match(state, '^(%d+) (%d+)$')
+          if t then
+            x0, at = behind + 0, t + 0
+          end
+        end
       end
-      if deficit then
+      if x0 then
         if now == '' then
           local time = redis.call('TIME')
           local micros = time[2] + 0
           now = time[1] * 1000 + (micros - micros % 1000) / 1000
           got_now = now
         end
-        if state then
-          deficit = deficit - now * amount
-          if deficit < 0 then
-            deficit = 0
-          end
+        local deficit = 0
+        if at then
+          deficit = x0 + (at - now) * amount
+        elseif state then
+          deficit = x0 - now * amount
+        end
+        if deficit < 0 then
+          deficit = 0
         end
         if deficit <= 2 * full then
           local level = full - deficit
@@ -195,18 +206,20 @@ if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
             return { 0, 0, (need + (-need) % amount) / amount, (deficit + (-deficit) % amount) / amount, 1 }
           end
           level, deficit = level - interval, deficit + interval
-          local x = now * amount + deficit
-          if x < 9007199254740992 then
-            -- reset_after, the TTL too: ceil(deficit / amount) >= 1.
-            local reset_after = (deficit + (-deficit) % amount) / amount
-            local px = reset_after
-            -- Redis 7.0 gets the numbers as text (see the write below).
+          -- reset_after, the TTL too: ceil(deficit / amount) >= 1.
+          local reset_after = (deficit + (-deficit) % amount) / amount
+          local x, px = now * amount + deficit, reset_after
+          -- Redis 7.0 gets the numbers as text (see the write below).
+          if x >= 9007199254740992 then
+            x = string.format('%d %d', now, deficit)
             if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
-              x, px = string.format('%d', x), string.format('%d', px)
+              px = string.format('%d', px)
             end
-            redis.call('SET', KEYS[1], x, 'PX', px)
-            return { 1, (level - level % interval) / interval, 0, reset_after, 1 }
+          elseif (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+            x, px = string.format('%d', x), string.format('%d', px)
           end
+          redis.call('SET', KEYS[1], x, 'PX', px)
+          return { 1, (level - level % interval) / interval, 0, reset_after, 1 }
         end
       end
     end
