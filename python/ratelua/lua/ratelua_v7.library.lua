@@ -38,9 +38,9 @@ local KEYS, ARGV, redis = KEYS, ARGV, redis
 -- up where they are used, on rarer paths).
 local tonumber, find, log = tonumber, string.find, math.log
 -- The common call first (issue 35): one limit, count 1, mode '0', unit
--- ms, a key holding a number or nothing, a clock not behind the last
--- write, and boundaries counted by the logarithm alone. It decides as the
--- one-limit path below, by the same arithmetic, with fewer steps (no
+-- ms, a key holding a string state or nothing, a clock not behind the
+-- last write, and boundaries counted by the logarithm alone. It decides
+-- as the one-limit path below, by the same arithmetic, with fewer steps (no
 -- count or mode to read, no clock behind, no mode '1'); any other call, or
 -- one of these that finds anything else, goes on to the general path
 -- having written nothing, with the key's GET (got) and the server's time
@@ -65,13 +65,23 @@ if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
     if max <= 1000000000 and decay >= 1001 and decay <= 1000000000 and resolution <= MAX_TIME then
       local state = redis.pcall('GET', KEYS[1])
       got = state
-      -- A number, or nothing; tonumber is nil for the text state and for
-      -- an error table (another type).
-      local last = 0
+      -- The state: nothing, a number, or the text "<boundary>:<count>";
+      -- tonumber is nil for an error table too (another type), whose err
+      -- is told from a string's (nil) only when the state is not a number.
+      local last, stored = 0, 0
       if state then
         last = tonumber(state)
+        if last then
+          stored = last % ONE_INTEGER
+          last = (last - stored) / ONE_INTEGER
+        elseif not state.err then
+          local index, text = string.match(state, '^(%d+):([^:]+)$')
+          if index then
+            last, stored = tonumber(index), tonumber(text)
+          end
+        end
       end
-      if last then
+      if last and stored then
         if now == '' then
           local time = redis.call('TIME')
           local micro = time[2] / 1000
@@ -79,12 +89,8 @@ if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
           got_now = now
         end
         local factor = decay / 1000
-        local boundary, c, stored = now / resolution, 0, 0
+        local boundary, c = now / resolution, 0
         boundary = boundary - boundary % 1
-        if state then
-          stored = last % ONE_INTEGER
-          last = (last - stored) / ONE_INTEGER
-        end
         if stored < 1 or last <= boundary then
           if stored >= 1 then
             c = stored

@@ -1,0 +1,109 @@
+package ratelua
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/ratelua/ratelua/internal/model"
+)
+
+// TestCommonCallAgreesWithModels drives token_bucket and ar1 at their
+// newest versions with sequences of mostly the common call, the one their
+// scripts decide first by a shorter path (one limit, count 1, mode '0',
+// unit ms; issue 35), against the models: replies, existence and PTTL
+// after every call. The limits are drawn where that path meets each state
+// it reads and writes: token_bucket's refill amounts reach 10^6 per
+// interval (X past 2^53, the text state), ar1's counts cross boundaries
+// (a fraction, the text state), and one call in four of a sequence still
+// before the engine's clock is on the server clock (ARGV[3] empty) at
+// that instant. The rest of the calls are drawn as in
+// TestScriptsAgreeWithModels, so the common path hands keys to the
+// general one and back.
+func TestCommonCallAgreesWithModels(t *testing.T) {
+	engineMs := frozenEngine().Now().UnixMilli()
+	limits := map[string]func(r *rand.Rand) (model.Model, []string, int64){
+		TokenBucket: func(r *rand.Rand) (model.Model, []string, int64) {
+			l := model.TokenBucketLimit{
+				Capacity:       1 + r.Int64N(20),
+				RefillAmount:   (1 + r.Int64N(5)) * []int64{1, 1000, 1_000_000}[r.IntN(3)],
+				RefillInterval: 1 + r.Int64N(10_000),
+			}
+			m := &model.TokenBucket{BehindCounts: true, Limits: []model.TokenBucketLimit{l}}
+			return m, strs(l.Capacity, l.RefillAmount, l.RefillInterval), max(1, l.RefillInterval*l.Capacity/l.RefillAmount)
+		},
+		AR1: func(r *rand.Rand) (model.Model, []string, int64) {
+			return generators[AR1](r, "ms", 1)
+		},
+	}
+	for _, name := range []string{TokenBucket, AR1} {
+		t.Run(name, func(t *testing.T) {
+			script, err := NewRegistry().Latest(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(35, uint64(len(name))))
+			common, server, text := 0, 0, 0
+			for seq := range 300 {
+				m, args, longest := limits[name](r)
+				m = forVersion(m, script.Version)
+				e := frozenEngine()
+				key := randomKey(r)
+				now := engineMs - r.Int64N(3*longest+1)
+				var history []string
+				for i := range 60 {
+					c := randomCall(r, now, "ms", longest)
+					if r.IntN(5) > 0 {
+						c.Count, c.Mode = 1, 0
+						if c.Now < now {
+							c.Now = now + r.Int64N(longest/4+1) // mostly a clock that never goes back
+						}
+					}
+					onServer := c.Count == 1 && c.Mode == 0 && c.Now <= engineMs && r.IntN(4) == 0
+					if onServer {
+						c.Now = engineMs
+					}
+					now = c.Now
+					callArgs := callArgs(c, args)
+					if onServer {
+						callArgs[2] = ""
+						server++
+					}
+					if c.Count == 1 && c.Mode == 0 {
+						common++
+					}
+					want := m.Do(c).Ints()
+					got, _, err := runOn(t, e, script.Source, key, callArgs)
+					history = append(history, fmt.Sprintf("%q -> %v", callArgs[:4], want))
+					if err != nil {
+						t.Fatalf("seq %d call %d: %v\nlimit %v\nlast calls:\n%s", seq, i, err, args, strings.Join(history, "\n"))
+					}
+					if !equalInts(got, want) {
+						t.Fatalf("seq %d call %d: reply %v, model %v\nlimit %v, state %v\nlast calls:\n%s",
+							seq, i, got, want, args, e.Dump(key), strings.Join(history, "\n"))
+					}
+					exists := e.Type(key) != "none"
+					if exists != m.Exists() {
+						t.Fatalf("seq %d call %d: key exists %v, model says %v\nlimit %v\nlast calls:\n%s",
+							seq, i, exists, m.Exists(), args, strings.Join(history, "\n"))
+					}
+					if state, ok := e.Dump(key).(string); ok && c.Count == 1 && c.Mode == 0 && strings.ContainsAny(state, " :") {
+						text++
+					}
+					if exists {
+						if pttl := e.PTTL(key); pttl != m.TTLMillis() {
+							t.Fatalf("seq %d call %d: PTTL %d, model %d\nlimit %v\nlast calls:\n%s",
+								seq, i, pttl, m.TTLMillis(), args, strings.Join(history, "\n"))
+						}
+					}
+				}
+			}
+			// The draws must reach what the test is for.
+			if common < 10_000 || server < 200 || text < 500 {
+				t.Errorf("%d common calls, %d on the server clock, %d leaving the text state: the sequences do not exercise the common path", common, server, text)
+			}
+			t.Logf("%s: %d common calls, %d on the server clock, %d leaving the text state", script, common, server, text)
+		})
+	}
+}
