@@ -125,18 +125,26 @@ redis.call('SET', KEYS[1], x, 'PX', px)
 level = level - interval
 return {1, (level - level % interval) / interval, 0, ttl, 1}`)
 
-// contractRunner runs contractScript with ar1's one-limit arguments
-// (100 per minute, decay 2), on the bench clock or on the server's.
+// contractRunner runs contractScript (or script) with ar1's one-limit
+// arguments (100 per minute, decay 2), on the bench clock or on the
+// server's, under keys of its own: the main section runs the rows on one
+// server without flushing between them, and the scripts' states differ
+// (a counter, a bucket's number, ar1's text).
 type contractRunner struct {
 	client      rueidis.Client
 	script      *rueidis.Lua // nil: contractScript
+	prefix      string       // of the state keys; "": "mincontract:"
 	now         func() time.Time
 	serverClock bool
 	limit       []string // ARGV[5..7]; nil: ar1's (100, decay 2, per minute)
 }
 
 func (c contractRunner) StateKeys(eventKey string) []string {
-	return []string{"mincontract:" + eventKey}
+	prefix := c.prefix
+	if prefix == "" {
+		prefix = "mincontract:"
+	}
+	return []string{prefix + eventKey}
 }
 
 func (c contractRunner) Decide(ctx context.Context, eventKey string) error {
@@ -352,37 +360,37 @@ func minimumContenders() []contender {
 		{
 			name: minChecked, group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
 			make: func(e *env) (runner, error) {
-				return contractRunner{client: e.rc, now: e.now, script: checkedScript}, nil
+				return contractRunner{client: e.rc, now: e.now, script: checkedScript, prefix: "minchecked:"}, nil
 			},
 		},
 		{
 			name: minChecked + ", server clock (TIME)", group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
 			make: func(e *env) (runner, error) {
-				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: checkedScript}, nil
+				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: checkedScript, prefix: "minchecked:"}, nil
 			},
 		},
 		{
 			name: minBucket, group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
 			make: func(e *env) (runner, error) {
-				return contractRunner{client: e.rc, now: e.now, script: bucketScript, limit: bucketLimit}, nil
+				return contractRunner{client: e.rc, now: e.now, script: bucketScript, prefix: "minbucket:", limit: bucketLimit}, nil
 			},
 		},
 		{
 			name: minBucket + ", server clock (TIME)", group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
 			make: func(e *env) (runner, error) {
-				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: bucketScript, limit: bucketLimit}, nil
+				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: bucketScript, prefix: "minbucket:", limit: bucketLimit}, nil
 			},
 		},
 		{
 			name: minDecay, group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
 			make: func(e *env) (runner, error) {
-				return contractRunner{client: e.rc, now: e.now, script: decayScript}, nil
+				return contractRunner{client: e.rc, now: e.now, script: decayScript, prefix: "mindecay:"}, nil
 			},
 		},
 		{
 			name: minDecay + ", server clock (TIME)", group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
 			make: func(e *env) (runner, error) {
-				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: decayScript}, nil
+				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: decayScript, prefix: "mindecay:"}, nil
 			},
 		},
 		{
