@@ -307,8 +307,8 @@ test: test-newest
 test-newest: servers
 	bash .ci/test-newest $(NEWEST)
 
-## test-instructions: the regression guard on the scripts' cost (bench/,
-## TestInstruction*): one row per script on its newest version, on
+## test-instructions: bench/'s tests, its report writer's and the
+## regression guard on the scripts' cost (TestInstruction*): one row per script on its newest version, on
 ## redis-server and valkey-server under callgrind, instructions per
 ## decision inside call() at most 3% above the committed baseline
 ## bench/testdata/instructions.json, and a copy of token_bucket with one
@@ -319,7 +319,7 @@ test-newest: servers
 .PHONY: test-instructions instructions-baseline valgrind
 test: test-instructions
 test-instructions: servers valgrind
-	cd bench && $(GO) test -count=1 -run '^Test(Instruction|SpliceInstructions)' .
+	cd bench && $(GO) test -count=1 .
 instructions-baseline: servers valgrind
 	cd bench && RATELUA_WRITE_INSTRUCTIONS=1 $(GO) test -count=1 -run '^TestInstructionBaseline$$' .
 

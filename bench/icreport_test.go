@@ -76,3 +76,29 @@ func TestPeerTableHoldsMinimumsWithAJob(t *testing.T) {
 		}
 	}
 }
+
+// TestMainRunKeepsInstructions: a run that did not count instructions
+// (make bench SECTIONS=main) rewrites the timed part of BENCHMARKS.md and
+// keeps the file's instruction section ahead of it, and its hot-key
+// section at the end.
+func TestMainRunKeepsInstructions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	ic := icBegin + "\n## Instructions per decision\n\ncounted\n" + icEnd + "\n"
+	hot := hkBegin + "\n## Hot keys\n\nhot\n" + hkEnd + "\n"
+	old := "# Benchmarks\n\n" + ic + "\n" + timeHeading + "\n\nWritten before.\n\n| old row |\n\n" + hot
+	if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	icPart, hotPart := markedPart(path, icBegin, icEnd), hotKeysPart(path)
+	if icPart != ic || hotPart != hot {
+		t.Fatalf("parts read: %q, %q", icPart, hotPart)
+	}
+	md := "# Benchmarks\n\nWritten now.\n\n| new row |\n"
+	if err := writeReport(path, md, icPart, hotPart); err != nil {
+		t.Fatal(err)
+	}
+	want := "# Benchmarks\n\n" + ic + "\n" + timeHeading + "\n\nWritten now.\n\n| new row |\n\n" + hot
+	if got := read(t, path); got != want {
+		t.Fatalf("after a main run:\n%s\nwant:\n%s", got, want)
+	}
+}

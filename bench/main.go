@@ -163,6 +163,12 @@ func run(ctx context.Context, cfg config) error {
 	}
 	path := filepath.Join(cfg.out, "BENCHMARKS.md")
 	hotPart := hotKeysPart(path)
+	// The instruction section this run counted goes into markdown();
+	// otherwise the file's own is kept, as the hot-key section is.
+	var icPart string
+	if len(rep.instructions) == 0 {
+		icPart = markedPart(path, icBegin, icEnd)
+	}
 	if len(hot) > 0 {
 		var b strings.Builder
 		hotSection(&b, cfg, hot)
@@ -230,14 +236,8 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
-		return fmt.Errorf("write: %w", err)
-	}
-	if hotPart != "" {
-		// The hot-key section of this run, or the one the file had.
-		if err := spliceHotKeys(path, hotPart); err != nil {
-			return err
-		}
+	if err := writeReport(path, md, icPart, hotPart); err != nil {
+		return err
 	}
 	if len(rep.instructions) > 0 {
 		var b strings.Builder
@@ -246,6 +246,27 @@ func run(ctx context.Context, cfg config) error {
 	}
 	fmt.Print(rep.targets())
 	log.Printf("wrote %s in %v", path, time.Since(rep.started).Round(time.Second))
+	return nil
+}
+
+// writeReport writes md to path, then splices in the instruction section
+// icPart and the hot-key section hotPart where they are not "" (the ones
+// the file had, for a run that did not measure them: a run of the main
+// section alone keeps the instruction counts).
+func writeReport(path, md, icPart, hotPart string) error {
+	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	if icPart != "" {
+		if err := spliceInstructions(path, icPart); err != nil {
+			return err
+		}
+	}
+	if hotPart != "" {
+		if err := spliceHotKeys(path, hotPart); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
