@@ -254,7 +254,10 @@ const (
 	// arguments, a 5-integer reply) with the integers checked and converted
 	// and a denial that writes nothing (zsetCheckedScript).
 	minZSetChecked = minZSet + ", ratelua's contract, integers checked and converted"
-	minHash        = "minimum: HMGET + HSET + PEXPIRE of one field (sliding window)"
+	// minZSetNewest is the exact log's least work under ratelua's contract
+	// on a set whose events are all in the window (zsetNewestScript).
+	minZSetNewest = "minimum: ZRANGE -1 -1 + ZCARD + ZADD + PEXPIRE (exact log), ratelua's contract, the newest event read"
+	minHash       = "minimum: HMGET + HSET + PEXPIRE of one field (sliding window)"
 )
 
 // rowName is the table name of a ratelua row of a version.
