@@ -514,56 +514,67 @@ func TestConcurrencyFailover(t *testing.T) {
 		t.Skip("long: a master killed under contention")
 	}
 	for _, kind := range harness.Families() {
-		for _, fault := range []string{"kill", "pause"} {
-			t.Run(string(kind)+"/"+fault, func(t *testing.T) {
-				c := testbench.Start(t, testbench.Options{Kind: kind})
-				d := onCluster(c)
-				h.Record(t, fleetSuite, "", d.server())
-				prefix := "failover-" + fault
-				const lease = 5 * time.Second
-				var faulted, healthy time.Time
-				f := contend(t, d, prefix, lease, 18*time.Second, func() {
-					time.Sleep(2 * time.Second)
-					sem, _ := ratelua.NewConcurrency(noClient{}, ratelua.Options{Prefix: prefix}, ratelua.Slots{Max: 10, Lease: lease})
-					master := d.owner(t, sem.Key(fleetKey))
-					faulted = time.Now()
-					var err error
-					if fault == "kill" {
-						err = master.Kill()
-					} else {
-						// Longer than cluster-node-timeout: a replica takes over
-						// while the master is frozen; it comes back as a replica.
-						err = master.Pause()
-						if err == nil {
-							time.Sleep(3 * time.Second)
-							err = master.Resume()
-						}
-					}
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := c.WaitHealthy(context.Background()); err != nil && fault == "pause" {
-						t.Fatal(err)
-					}
-					healthy = time.Now()
+		t.Run(string(kind), func(t *testing.T) {
+			for _, fault := range []string{"kill", "pause"} {
+				t.Run(fault, func(t *testing.T) {
+					// The two faults run at once, each on a cluster of
+					// its own (they wait on the failover most of the 18
+					// s); the families one after the other.
+					t.Parallel()
+					failover(t, kind, fault)
 				})
-				s := sweep(f.intervals, 10)
-				var after [][2]int64
-				settled := healthy.Add(lease + time.Second).UnixNano()
-				for _, iv := range f.intervals {
-					if iv[0] > settled {
-						after = append(after, iv)
-					}
-				}
-				later := sweep(after, 10)
-				t.Logf("master %s: %d acquired, %d denied, %d errors, %d leases lost; at most %d held at once, %d grants beyond 10, %v with more than 10 held, the last %v after the fault; recovered in %v; afterwards at most %d held",
-					map[string]string{"kill": "killed", "pause": "paused 3 s"}[fault], f.acquired, f.denied, f.errors, f.lost, s.most, s.beyond, s.over.Round(time.Millisecond),
-					time.Duration(max(0, s.lastOver-faulted.UnixNano())).Round(time.Millisecond), healthy.Sub(faulted).Round(time.Millisecond), later.most)
-				if later.most > 10 || len(after) == 0 {
-					t.Errorf("%d intervals after the cluster recovered and a lease passed, at most %d held at once: want some, and at most 10", len(after), later.most)
-				}
-			})
+			}
+		})
+	}
+}
+
+// failover runs one fault of TestConcurrencyFailover on a cluster of kind.
+func failover(t *testing.T, kind testbench.Kind, fault string) {
+	c := testbench.Start(t, testbench.Options{Kind: kind})
+	d := onCluster(c)
+	h.Record(t, fleetSuite, "", d.server())
+	prefix := "failover-" + fault
+	const lease = 5 * time.Second
+	var faulted, healthy time.Time
+	f := contend(t, d, prefix, lease, 18*time.Second, func() {
+		time.Sleep(2 * time.Second)
+		sem, _ := ratelua.NewConcurrency(noClient{}, ratelua.Options{Prefix: prefix}, ratelua.Slots{Max: 10, Lease: lease})
+		master := d.owner(t, sem.Key(fleetKey))
+		faulted = time.Now()
+		var err error
+		if fault == "kill" {
+			err = master.Kill()
+		} else {
+			// Longer than cluster-node-timeout: a replica takes over
+			// while the master is frozen; it comes back as a replica.
+			err = master.Pause()
+			if err == nil {
+				time.Sleep(3 * time.Second)
+				err = master.Resume()
+			}
 		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WaitHealthy(context.Background()); err != nil && fault == "pause" {
+			t.Fatal(err)
+		}
+		healthy = time.Now()
+	})
+	s := sweep(f.intervals, 10)
+	var after [][2]int64
+	settled := healthy.Add(lease + time.Second).UnixNano()
+	for _, iv := range f.intervals {
+		if iv[0] > settled {
+			after = append(after, iv)
+		}
+	}
+	later := sweep(after, 10)
+	t.Logf("master %s: %d acquired, %d denied, %d errors, %d leases lost; at most %d held at once, %d grants beyond 10, %v with more than 10 held, the last %v after the fault; recovered in %v; afterwards at most %d held",
+		map[string]string{"kill": "killed", "pause": "paused 3 s"}[fault], f.acquired, f.denied, f.errors, f.lost, s.most, s.beyond, s.over.Round(time.Millisecond),
+		time.Duration(max(0, s.lastOver-faulted.UnixNano())).Round(time.Millisecond), healthy.Sub(faulted).Round(time.Millisecond), later.most)
+	if later.most > 10 || len(after) == 0 {
+		t.Errorf("%d intervals after the cluster recovered and a lease passed, at most %d held at once: want some, and at most 10", len(after), later.most)
 	}
 }
 
