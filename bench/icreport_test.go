@@ -102,3 +102,34 @@ func TestMainRunKeepsInstructions(t *testing.T) {
 		t.Fatalf("after a main run:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestRunKeepsSectionsItLeavesOut: the sweep, client and cluster parts of
+// BENCHMARKS.md that a run does not measure are written again as the file
+// had them; a part the run measures replaces the file's, between its
+// marks.
+func TestRunKeepsSectionsItLeavesOut(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	begin, end := sectionMarks(sectionClient)
+	client := begin + "\n## Client cost\n\nearlier\n" + end + "\n"
+	if err := os.WriteFile(path, []byte("# Benchmarks\n\n"+client+"\n## Charts\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write := func(b *strings.Builder) { b.WriteString("## Client cost\n\nnow\n") }
+
+	mainOnly := config{sections: []string{sectionMain}}
+	rep := report{cfg: mainOnly, kept: keptParts(path, mainOnly)}
+	var b strings.Builder
+	rep.section(&b, sectionClient, write)
+	rep.section(&b, sectionCluster, write)
+	if got := b.String(); got != client+"\n" {
+		t.Fatalf("a main run wrote %q, want the file's client part and no cluster part", got)
+	}
+
+	both := config{sections: []string{sectionMain, sectionClient}}
+	rep = report{cfg: both, kept: keptParts(path, both)}
+	b.Reset()
+	rep.section(&b, sectionClient, write)
+	if want := begin + "\n## Client cost\n\nnow\n" + end + "\n\n"; b.String() != want {
+		t.Fatalf("a client run wrote %q, want %q", b.String(), want)
+	}
+}

@@ -169,6 +169,7 @@ func run(ctx context.Context, cfg config) error {
 	if len(rep.instructions) == 0 {
 		icPart = markedPart(path, icBegin, icEnd)
 	}
+	rep.kept = keptParts(path, cfg)
 	if len(hot) > 0 {
 		var b strings.Builder
 		hotSection(&b, cfg, hot)
@@ -268,6 +269,21 @@ func writeReport(path, md, icPart, hotPart string) error {
 		}
 	}
 	return nil
+}
+
+// keptParts are the parts of the file at path of the sections in
+// keptSections that cfg leaves out, by name ("" when the file has none).
+func keptParts(path string, cfg config) map[string]string {
+	kept := map[string]string{}
+	for _, name := range keptSections {
+		if !cfg.has(name) {
+			begin, end := sectionMarks(name)
+			if part := markedPart(path, begin, end); part != "" {
+				kept[name] = part + "\n"
+			}
+		}
+	}
+	return kept
 }
 
 // filter keeps the contenders whose name matches only.

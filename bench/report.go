@@ -88,6 +88,33 @@ type report struct {
 	// instructions: per server, the instruction counts (the instructions
 	// section), first in BENCHMARKS.md.
 	instructions []icServer
+	// kept: by section name, the part of BENCHMARKS.md an earlier run
+	// wrote for a section (sweep, client, cluster) that this run leaves
+	// out, written again in its place (see keptPart).
+	kept map[string]string
+}
+
+// keptSections are the sections of the timed part whose text a run that
+// leaves them out keeps from the file (the main section is the timed
+// part's core: a run without it writes no timed tables).
+var keptSections = []string{sectionSweep, sectionClient, sectionCluster}
+
+// sectionMarks are the lines around section's part of BENCHMARKS.md.
+func sectionMarks(section string) (begin, end string) {
+	return "<!-- " + section + ": written by make bench (-sections " + section + ") -->", "<!-- /" + section + " -->"
+}
+
+// section writes a kept section's part: the one this run measured
+// (write), between its marks, or else the one the file had.
+func (rep report) section(b *strings.Builder, name string, write func(*strings.Builder)) {
+	if !rep.cfg.has(name) {
+		b.WriteString(rep.kept[name])
+		return
+	}
+	begin, end := sectionMarks(name)
+	b.WriteString(begin + "\n")
+	write(b)
+	b.WriteString(end + "\n\n")
 }
 
 // memRatio is r's bytes per key and MEMORY USAGE over its memory floor's
@@ -220,8 +247,18 @@ func (sr serverResult) sweepRatio(kind string, from, to float64) (float64, bool)
 func (rep report) markdown() (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Benchmarks\n\n")
-	fmt.Fprintf(&b, "Written by `make bench` (`bench/`, a separate Go module) on %s in %v; sections: %s.\n\n",
-		rep.started.UTC().Format("2006-01-02 15:04 MST"), time.Since(rep.started).Round(time.Second), strings.Join(rep.cfg.sections, ", "))
+	var kept []string
+	for _, name := range keptSections {
+		if !rep.cfg.has(name) && rep.kept[name] != "" {
+			kept = append(kept, name)
+		}
+	}
+	keptNote := ""
+	if len(kept) > 0 {
+		keptNote = "; kept from an earlier run: " + strings.Join(kept, ", ")
+	}
+	fmt.Fprintf(&b, "Written by `make bench` (`bench/`, a separate Go module) on %s in %v; sections: %s%s.\n\n",
+		rep.started.UTC().Format("2006-01-02 15:04 MST"), time.Since(rep.started).Round(time.Second), strings.Join(rep.cfg.sections, ", "), keptNote)
 	if s := rep.cfg.only.String(); s != "" {
 		fmt.Fprintf(&b, "**Subset run**: only the contenders matching `%s`.\n\n", s)
 	}
@@ -315,15 +352,9 @@ documented behaviour in ` + "`bench/contenders.go`" + `, sending the same comman
 
 `)
 	}
-	if rep.cfg.has(sectionSweep) {
-		rep.sweepSection(&b)
-	}
-	if rep.cfg.has(sectionClient) {
-		rep.clientSection(&b)
-	}
-	if rep.cfg.has(sectionCluster) {
-		rep.throughputSection(&b)
-	}
+	rep.section(&b, sectionSweep, rep.sweepSection)
+	rep.section(&b, sectionClient, rep.clientSection)
+	rep.section(&b, sectionCluster, rep.throughputSection)
 	if len(rep.charts) > 0 {
 		b.WriteString("## Charts\n\n")
 		for _, c := range rep.charts {
