@@ -55,8 +55,14 @@ func Decide(ctx context.Context, client Client, checks []Check) []Outcome {
 func decideChecks(ctx context.Context, client Client, checks []Check, fromClock bool) []Outcome {
 	out := make([]Outcome, len(checks))
 	start := time.Now()
-	var calls []Call
-	var pending []pendingCheck
+	// Room for every check at once (appends that grew the slices copied
+	// them over and over). A check keeps its Decision only when its
+	// limiter has stages to run after the reply: decisions is made on the
+	// first, with room for every check, so that a pointer into it stays
+	// valid.
+	calls := make([]Call, 0, len(checks))
+	pending := make([]pendingCheck, 0, len(checks))
+	var decisions []decide.Decision
 	for i, c := range checks {
 		l := c.Limiter
 		switch {
@@ -100,7 +106,15 @@ func decideChecks(ctx context.Context, client Client, checks []Check, fromClock 
 			continue
 		}
 		calls = append(calls, l.newCall(l.Key(c.Key), l.appendArgs(make([]string, 0, 4+len(l.limits)), c.N, now)))
-		pending = append(pending, pendingCheck{index: i, l: l, d: d})
+		p := pendingCheck{index: i, l: l}
+		if l.chain.On() {
+			if decisions == nil {
+				decisions = make([]decide.Decision, 0, len(checks))
+			}
+			decisions = append(decisions, d)
+			p.d = &decisions[len(decisions)-1]
+		}
+		pending = append(pending, p)
 	}
 	if len(calls) == 0 {
 		return out
@@ -114,12 +128,12 @@ func decideChecks(ctx context.Context, client Client, checks []Check, fromClock 
 		p := &pending[j]
 		l := p.l
 		r, err := l.decode(replies[j], errs[j])
-		if !l.chain.On() {
+		if p.d == nil {
 			out[p.index] = Outcome{Result: r, Err: err, Kind: decide.KindOf(wire.Result(r), err)}
 			continue
 		}
-		l.chain.Settle(ctx, &p.d, wire.Result(r), err, err != nil && noAnswer(err))
-		l.chain.Finish(ctx, &p.d)
+		l.chain.Settle(ctx, p.d, wire.Result(r), err, err != nil && noAnswer(err))
+		l.chain.Finish(ctx, p.d)
 		out[p.index] = Outcome{Result: Result(p.d.Result), Err: p.d.Err, Kind: p.d.Kind, Local: p.d.Local}
 	}
 	return out
@@ -129,7 +143,7 @@ func decideChecks(ctx context.Context, client Client, checks []Check, fromClock 
 type pendingCheck struct {
 	index int // in the checks
 	l     *Limiter
-	d     decide.Decision
+	d     *decide.Decision // nil when l has no stage to run after the reply
 }
 
 // refusal is the outcome of n events refused before any round trip for
