@@ -57,9 +57,8 @@ func decideChecks(ctx context.Context, client Client, checks []Check, fromClock 
 	start := time.Now()
 	// Room for every check at once (appends that grew the slices copied
 	// them over and over). A check keeps its Decision only when its
-	// limiter has stages to run after the reply: decisions is made on the
-	// first, with room for every check, so that a pointer into it stays
-	// valid.
+	// limiter has stages to run after the reply, in decisions, made for
+	// the first such check with room for every check.
 	calls := make([]Call, 0, len(checks))
 	pending := make([]pendingCheck, 0, len(checks))
 	var decisions []decide.Decision

@@ -95,9 +95,8 @@ type report struct {
 }
 
 // keptSections are the sections of the timed part whose text a run that
-// leaves them out keeps from the file (the main section is the timed
-// part's core: a run without it writes no timed tables).
-var keptSections = []string{sectionSweep, sectionClient, sectionCluster}
+// leaves them out keeps from the file.
+var keptSections = []string{sectionMain, sectionSweep, sectionClient, sectionCluster}
 
 // sectionMarks are the lines around section's part of BENCHMARKS.md.
 func sectionMarks(section string) (begin, end string) {
@@ -272,8 +271,27 @@ func (rep report) markdown() (string, error) {
 	}
 	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s; %s. Load: %d concurrent callers over 10,000 event keys (uniformly random), %v per measurement after %v of warm-up; best of %d rounds.\n\n",
 		rep.cpu, rep.cpus, rep.goVersion, pin, rep.cfg.callers, rep.cfg.dur, rep.cfg.warm, rep.cfg.rounds)
-	if rep.cfg.has(sectionMain) || rep.cfg.has(sectionSweep) {
-		b.WriteString(`**Server cost** is usec per decision from ` + "`INFO commandstats`" + ` (calls and usec of EVALSHA and EVAL; of FCALL
+	rep.section(&b, sectionMain, rep.mainPart)
+	rep.section(&b, sectionSweep, rep.sweepSection)
+	rep.section(&b, sectionClient, rep.clientSection)
+	rep.section(&b, sectionCluster, rep.throughputSection)
+	if len(rep.charts) > 0 {
+		b.WriteString("## Charts\n\n")
+		for _, c := range rep.charts {
+			rel, err := relLink(rep.cfg.out, c.path)
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(&b, "![%s](%s)\n\n", c.title, rel)
+		}
+	}
+	return b.String(), nil
+}
+
+// mainPart is the main section's part of the timed text: how it is
+// measured, each server's table, the rows' limits and the targets.
+func (rep report) mainPart(b *strings.Builder) {
+	b.WriteString(`**Server cost** is usec per decision from ` + "`INFO commandstats`" + ` (calls and usec of EVALSHA and EVAL; of FCALL
 for the FCALL column, the same limiter with ` + "`Options.Functions`" + `, measured right after the EVALSHA one) after
 ` + "`CONFIG RESETSTAT`" + `. The **floor** is a one-command scripted decision (INCR, PEXPIRE on first use); it is
 measured just before and just after each contender, and the ratio is contender / mean(the two floors). The quoted
@@ -308,7 +326,7 @@ decision in the bucket of the last write reads two short fields and writes one).
 how much is the commands and how much the script.
 
 `)
-		fmt.Fprintf(&b, `**Targets** (issue 24), on the v%[1]d rows: token_bucket and ar1, 1 limit: cost <= 3.3 by EVALSHA and <= 3.0 by
+	fmt.Fprintf(b, `**Targets** (issue 24), on the v%[1]d rows: token_bucket and ar1, 1 limit: cost <= 3.3 by EVALSHA and <= 3.0 by
 FCALL, at most 0.90 of the best peer's by both, bytes per key <= 1.25x the memory floor's; zset_log: <= 4.3 by
 EVALSHA, below the seeds' log by both; sliding_window (by EVALSHA): 1 limit <= 4.0, 3 limits <= 5.0, 8 limits <= 2x
 the 1-limit row, 10,000 buckets <= 1.5x 10 buckets; every other row's memory at most v%[2]d's (MEMORY USAGE of one key's
@@ -316,14 +334,12 @@ state at most v%[2]d's, and bytes per key at most 2%% above v%[2]d's, the spread
 measured against.
 
 `, newestVersion("token_bucket"), comparedVersion)
-	}
 	for _, sr := range rep.servers {
 		if len(sr.results) > 0 {
-			rep.mainTable(&b, sr)
+			rep.mainTable(b, sr)
 		}
 	}
-	if rep.cfg.has(sectionMain) {
-		b.WriteString(`Limits: token_bucket 1 limit = 100 per minute (capacity 100); 3 limits = capacity 1 per 5 s, 5 per hour, 1000 per day;
+	b.WriteString(`Limits: token_bucket 1 limit = 100 per minute (capacity 100); 3 limits = capacity 1 per 5 s, 5 per hour, 1000 per day;
 ar1 1 limit = max 100, factor 2 per minute; 3 limits = max 1 / 5 s, 5 / h, 1000 / day, factor 2; zset_log = max 100 per minute;
 sliding_window 1 limit = 100 per minute at 1 s (60 buckets); 3 limits = 1 per 5 s at 1 s, 5 per hour at 10 min, 1000 per day at 1 h.
 Every ratelua limiter goes through the Go API (` + "`Allow`" + `: EVALSHA, or FCALL with ` + "`Options.Functions`" + `) with a caller
@@ -351,22 +367,7 @@ design (a counter key and an ":ex" key per identifier, GET + two SET PXAT on a n
 documented behaviour in ` + "`bench/contenders.go`" + `, sending the same commands, and run the same way, 1-minute window.
 
 `)
-	}
-	rep.section(&b, sectionSweep, rep.sweepSection)
-	rep.section(&b, sectionClient, rep.clientSection)
-	rep.section(&b, sectionCluster, rep.throughputSection)
-	if len(rep.charts) > 0 {
-		b.WriteString("## Charts\n\n")
-		for _, c := range rep.charts {
-			rel, err := relLink(rep.cfg.out, c.path)
-			if err != nil {
-				return "", err
-			}
-			fmt.Fprintf(&b, "![%s](%s)\n\n", c.title, rel)
-		}
-	}
 	b.WriteString("## Targets\n\n```\n" + rep.targets() + "```\n")
-	return b.String(), nil
 }
 
 // relLink is the path of file relative to dir, with forward slashes.
