@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -167,12 +169,21 @@ func TestDecideKeepsEveryOption(t *testing.T) {
 // TestDecideAcrossLimitersOneRoundTrip: checks of several limiters (two
 // scripts, one with a deny cache and a hook) go in one round trip (one
 // more for the scripts' first NOSCRIPT), and each is answered as its
-// limiter's AllowN answers it in the same order.
+// limiter's AllowN answers it in the same order, its hook seeing the
+// same events (each check's own N and Result).
 func TestDecideAcrossLimitersOneRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	clock := limitertest.NewManualClock(time.Unix(1_800_000_000, 0))
-	var rec limitertest.Recorder
-	make2 := func(c ratelua.Client) (*ratelua.Limiter, *ratelua.Limiter) {
+	var rec, recA limitertest.Recorder
+	events := func(r *limitertest.Recorder) []string {
+		var out []string
+		for _, e := range r.Decisions() {
+			out = append(out, fmt.Sprintf("%s n=%d %+v local=%v", e.Kind, e.N, e.Result, e.Local))
+		}
+		slices.Sort(out) // a local answer is told before the round trip
+		return out
+	}
+	make2 := func(c ratelua.Client, rec *limitertest.Recorder) (*ratelua.Limiter, *ratelua.Limiter) {
 		sw, err := ratelua.NewSlidingWindow(c, ratelua.Options{Prefix: "x", Clock: clock.Now, DenyCache: 10, Observe: rec.Observe}, ratelua.Window{Max: 2, Duration: time.Second, Resolution: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
@@ -185,8 +196,9 @@ func TestDecideAcrossLimitersOneRoundTrip(t *testing.T) {
 	}
 	single := &batchingClient{EngineClient: limitertest.NewEngineClient()}
 	batched := &batchingClient{EngineClient: limitertest.NewEngineClient()}
-	swA, tbA := make2(single)
-	swB, tbB := make2(batched)
+	swA, tbA := make2(single, &recA)
+	swB, tbB := make2(batched, &rec)
+	var seen []string
 	for round := range 6 {
 		checks := []ratelua.Check{{Limiter: swB, Key: "a", N: 1}, {Limiter: tbB, Key: "a", N: 2}, {Limiter: swB, Key: "b", N: 0}, {Limiter: tbB, Key: "c", N: 1}}
 		before := batched.Rounds()
@@ -212,9 +224,14 @@ func TestDecideAcrossLimitersOneRoundTrip(t *testing.T) {
 				t.Fatalf("round %d check %d: Decide %+v (%v), AllowN %+v (%v)", round, i, out[i].Result, out[i].Err, r, err)
 			}
 		}
+		fromDecide, fromAllow := events(&rec), events(&recA)
+		if !slices.Equal(fromDecide, fromAllow) {
+			t.Fatalf("round %d: the hook saw\n%s\nfrom Decide, and\n%s\nfrom AllowN", round, strings.Join(fromDecide, "\n"), strings.Join(fromAllow, "\n"))
+		}
+		seen = append(seen, fromDecide...)
 	}
-	if k := limitertest.Kinds(rec.Decisions()); k[ratelua.KindDenied] == 0 || k[ratelua.KindAllowed] == 0 {
-		t.Errorf("the hook saw %v, want allowed and denied decisions", k)
+	if k := strings.Join(seen, "\n"); !strings.Contains(k, ratelua.KindDenied+" ") || !strings.Contains(k, ratelua.KindAllowed+" ") {
+		t.Errorf("the hook saw %v, want allowed and denied decisions", seen)
 	}
 }
 
