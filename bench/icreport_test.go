@@ -103,33 +103,34 @@ func TestMainRunKeepsInstructions(t *testing.T) {
 	}
 }
 
-// TestRunKeepsSectionsItLeavesOut: the sweep, client and cluster parts of
-// BENCHMARKS.md that a run does not measure are written again as the file
-// had them; a part the run measures replaces the file's, between its
-// marks.
+// TestRunKeepsSectionsItLeavesOut: the main, sweep, client and cluster
+// parts of BENCHMARKS.md that a run does not measure are written again as
+// the file had them; a part the run measures replaces the file's, between
+// its marks.
 func TestRunKeepsSectionsItLeavesOut(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
-	begin, end := sectionMarks(sectionClient)
-	client := begin + "\n## Client cost\n\nearlier\n" + end + "\n"
-	if err := os.WriteFile(path, []byte("# Benchmarks\n\n"+client+"\n## Charts\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	write := func(b *strings.Builder) { b.WriteString("## Client cost\n\nnow\n") }
+	for _, name := range []string{sectionMain, sectionSweep, sectionClient, sectionCluster} {
+		path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+		begin, end := sectionMarks(name)
+		part := begin + "\n## " + name + "\n\nearlier\n" + end + "\n"
+		if err := os.WriteFile(path, []byte("# Benchmarks\n\n"+part+"\n## Charts\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		write := func(b *strings.Builder) { b.WriteString("## " + name + "\n\nnow\n") }
 
-	mainOnly := config{sections: []string{sectionMain}}
-	rep := report{cfg: mainOnly, kept: keptParts(path, mainOnly)}
-	var b strings.Builder
-	rep.section(&b, sectionClient, write)
-	rep.section(&b, sectionCluster, write)
-	if got := b.String(); got != client+"\n" {
-		t.Fatalf("a main run wrote %q, want the file's client part and no cluster part", got)
-	}
+		other := config{sections: []string{sectionHotKeys}}
+		rep := report{cfg: other, kept: keptParts(path, other)}
+		var b strings.Builder
+		rep.section(&b, name, write)
+		if got := b.String(); got != part+"\n" {
+			t.Errorf("%s: a run without it wrote %q, want the file's part", name, got)
+		}
 
-	both := config{sections: []string{sectionMain, sectionClient}}
-	rep = report{cfg: both, kept: keptParts(path, both)}
-	b.Reset()
-	rep.section(&b, sectionClient, write)
-	if want := begin + "\n## Client cost\n\nnow\n" + end + "\n\n"; b.String() != want {
-		t.Fatalf("a client run wrote %q, want %q", b.String(), want)
+		with := config{sections: []string{name}}
+		rep = report{cfg: with, kept: keptParts(path, with)}
+		b.Reset()
+		rep.section(&b, name, write)
+		if want := begin + "\n## " + name + "\n\nnow\n" + end + "\n\n"; b.String() != want {
+			t.Errorf("%s: a run of it wrote %q, want %q", name, b.String(), want)
+		}
 	}
 }
