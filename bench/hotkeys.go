@@ -288,17 +288,3 @@ func spliceHotKeys(path, section string) error {
 
 // hotKeysPart is the hot-key section of the file at path, "" when none.
 func hotKeysPart(path string) string { return markedPart(path, hkBegin, hkEnd) }
-
-// markedPart is the part of the file at path from the line begin to the
-// line end, both included, "" when the file has no such part.
-func markedPart(path, begin, end string) string {
-	text, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	i, j := bytes.Index(text, []byte(begin)), bytes.Index(text, []byte(end))
-	if i < 0 || j < i {
-		return ""
-	}
-	return string(text[i:j+len(end)]) + "\n"
-}

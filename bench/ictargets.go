@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -49,7 +50,7 @@ func (s icServer) find(name string) (icResult, bool) {
 // doing the job under the contract meets it) or "MISSED"; "" when the
 // target does not apply there or a row is missing.
 func (s icServer) verdict(t icTarget, w int) string {
-	if t.workloads != nil && !containsInt(t.workloads, w) {
+	if t.workloads != nil && !slices.Contains(t.workloads, w) {
 		return ""
 	}
 	r, ok := s.find(rowName(newestVersion(scriptOf(t.row)), t.row))
@@ -85,15 +86,6 @@ func (s icServer) verdict(t icTarget, w int) string {
 func scriptOf(row string) string {
 	name, _, _ := strings.Cut(row, ",")
 	return name
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // targetTable writes issue 35's targets on server s: a row per target, a

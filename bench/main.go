@@ -250,42 +250,6 @@ func run(ctx context.Context, cfg config) error {
 	return nil
 }
 
-// writeReport writes md to path, then splices in the instruction section
-// icPart and the hot-key section hotPart where they are not "" (the ones
-// the file had, for a run that did not measure them: a run of the main
-// section alone keeps the instruction counts).
-func writeReport(path, md, icPart, hotPart string) error {
-	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
-		return fmt.Errorf("write: %w", err)
-	}
-	if icPart != "" {
-		if err := spliceInstructions(path, icPart); err != nil {
-			return err
-		}
-	}
-	if hotPart != "" {
-		if err := spliceHotKeys(path, hotPart); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// keptParts are the parts of the file at path of the sections in
-// keptSections that cfg leaves out, by name ("" when the file has none).
-func keptParts(path string, cfg config) map[string]string {
-	kept := map[string]string{}
-	for _, name := range keptSections {
-		if !cfg.has(name) {
-			begin, end := sectionMarks(name)
-			if part := markedPart(path, begin, end); part != "" {
-				kept[name] = part + "\n"
-			}
-		}
-	}
-	return kept
-}
-
 // filter keeps the contenders whose name matches only.
 func filter(only *regexp.Regexp, cs []contender) []contender {
 	var out []contender

@@ -94,28 +94,6 @@ type report struct {
 	kept map[string]string
 }
 
-// keptSections are the sections of the timed part whose text a run that
-// leaves them out keeps from the file.
-var keptSections = []string{sectionMain, sectionSweep, sectionClient, sectionCluster}
-
-// sectionMarks are the lines around section's part of BENCHMARKS.md.
-func sectionMarks(section string) (begin, end string) {
-	return "<!-- " + section + ": written by make bench (-sections " + section + ") -->", "<!-- /" + section + " -->"
-}
-
-// section writes a kept section's part: the one this run measured
-// (write), between its marks, or else the one the file had.
-func (rep report) section(b *strings.Builder, name string, write func(*strings.Builder)) {
-	if !rep.cfg.has(name) {
-		b.WriteString(rep.kept[name])
-		return
-	}
-	begin, end := sectionMarks(name)
-	b.WriteString(begin + "\n")
-	write(b)
-	b.WriteString(end + "\n\n")
-}
-
 // memRatio is r's bytes per key and MEMORY USAGE over its memory floor's
 // (a counter under a key of the same length as each of its state keys).
 func (sr serverResult) memRatio(r result) (float64, float64) {
