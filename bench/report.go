@@ -247,28 +247,39 @@ func (rep report) markdown() (string, error) {
 	if !rep.pinned {
 		pin = "NOT pinned (taskset unavailable or fewer than 2 CPUs)"
 	}
-	fmt.Fprintf(&b, "Machine: %s, %d CPUs, %s; %s. Load: %d concurrent callers over 10,000 event keys (uniformly random), %v per measurement after %v of warm-up; best of %d rounds.\n\n",
-		rep.cpu, rep.cpus, rep.goVersion, pin, rep.cfg.callers, rep.cfg.dur, rep.cfg.warm, rep.cfg.rounds)
-	rep.section(&b, sectionMain, rep.mainPart)
-	rep.section(&b, sectionSweep, rep.sweepSection)
-	rep.section(&b, sectionClient, rep.clientSection)
-	rep.section(&b, sectionCluster, rep.throughputSection)
+	machine := fmt.Sprintf("Measured on %s. Machine: %s, %d CPUs, %s; %s. Load: %d concurrent callers over 10,000 event keys (uniformly random), %v per measurement after %v of warm-up; best of %d rounds.\n\n",
+		rep.startedText(), rep.cpu, rep.cpus, rep.goVersion, pin, rep.cfg.callers, rep.cfg.dur, rep.cfg.warm, rep.cfg.rounds)
+	var charts strings.Builder
 	if len(rep.charts) > 0 {
-		b.WriteString("## Charts\n\n")
+		charts.WriteString("## Charts\n\n")
 		for _, c := range rep.charts {
 			rel, err := relLink(rep.cfg.out, c.path)
 			if err != nil {
 				return "", err
 			}
-			fmt.Fprintf(&b, "![%s](%s)\n\n", c.title, rel)
+			fmt.Fprintf(&charts, "![%s](%s)\n\n", c.title, rel)
 		}
+	}
+	// The machine line and the charts go with the main part when it is
+	// measured (a kept main part keeps those of its run).
+	if !rep.cfg.has(sectionMain) && (rep.cfg.has(sectionSweep) || rep.cfg.has(sectionCluster)) {
+		b.WriteString(machine)
+	}
+	rep.section(&b, sectionMain, func(b *strings.Builder) { rep.mainPart(b, machine, charts.String()) })
+	rep.section(&b, sectionSweep, rep.sweepSection)
+	rep.section(&b, sectionClient, rep.clientSection)
+	rep.section(&b, sectionCluster, rep.throughputSection)
+	if !rep.cfg.has(sectionMain) {
+		b.WriteString(charts.String())
 	}
 	return b.String(), nil
 }
 
-// mainPart is the main section's part of the timed text: how it is
-// measured, each server's table, the rows' limits and the targets.
-func (rep report) mainPart(b *strings.Builder) {
+// mainPart is the main section's part of the timed text: the machine
+// and load, how it is measured, each server's table, the rows' limits,
+// the charts and the targets.
+func (rep report) mainPart(b *strings.Builder, machine, charts string) {
+	b.WriteString(machine)
 	b.WriteString(`**Server cost** is usec per decision from ` + "`INFO commandstats`" + ` (calls and usec of EVALSHA and EVAL; of FCALL
 for the FCALL column, the same limiter with ` + "`Options.Functions`" + `, measured right after the EVALSHA one) after
 ` + "`CONFIG RESETSTAT`" + `. The **floor** is a one-command scripted decision (INCR, PEXPIRE on first use); it is
@@ -345,6 +356,7 @@ design (a counter key and an ":ex" key per identifier, GET + two SET PXAT on a n
 documented behaviour in ` + "`bench/contenders.go`" + `, sending the same commands, and run the same way, 1-minute window.
 
 `)
+	b.WriteString(charts)
 	b.WriteString("## Targets\n\n```\n" + rep.targets() + "```\n")
 }
 
@@ -474,8 +486,13 @@ func (rep report) sweepSection(b *strings.Builder) {
 	}
 }
 
+// startedText is when the run began, as BENCHMARKS.md writes it.
+func (rep report) startedText() string {
+	return rep.started.UTC().Format("2006-01-02 15:04 MST")
+}
+
 func (rep report) clientSection(b *strings.Builder) {
-	b.WriteString("## Client cost\n\n`testing.Benchmark` run by `make bench` (in this process, pinned to CPU 1) on a rueidis mock client whose `Do`/`DoMulti` answer a canned allowed 5-integer reply without a network, limiters with the default Options (the server's clock): building the key and arguments and the EVALSHA command, and decoding the reply. Fastest of the rounds.\n\n")
+	b.WriteString("## Client cost\n\nMeasured on " + rep.startedText() + ": `testing.Benchmark` run by `make bench` (in this process, pinned to CPU 1) on a rueidis mock client whose `Do`/`DoMulti` answer a canned allowed 5-integer reply without a network, limiters with the default Options (the server's clock): building the key and arguments and the EVALSHA command, and decoding the reply. Fastest of the rounds.\n\n")
 	b.WriteString("| benchmark | ns/op | B/op | allocs/op | ns per key |\n|---|---:|---:|---:|---:|\n")
 	for _, f := range rep.client {
 		perKey := ""
