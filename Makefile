@@ -210,7 +210,8 @@ demo:
 ## BENCHMARKS.md and bench/charts/*.png. A separate Go module (bench/), so the
 ## peers' dependencies stay out of ratelua's go.mod. About an hour.
 ## SECTIONS (instructions,main,sweep,client,cluster,hotkeys) and ROUNDS (3; the
-## best is quoted) choose what runs. The instructions section (first, about
+## best is quoted) choose what runs; BENCHMARKS.md keeps its part for each
+## section left out (e.g. SECTIONS=client rewrites only the client table). The instructions section (first, about
 ## 4 minutes) counts every main-table row's instructions per decision
 ## inside the server's call() under callgrind, in four workloads (fresh
 ## keys, 4 calls per key, denied, long-lived keys): deterministic, the
