@@ -25,16 +25,20 @@ if OUT == nil or OUT < LO or OUT > HI or (TEXT ~= '0' and not string.find(TEXT, 
 end
 -- #end
 
--- server_now sets OUT to the server's TIME in UNIT.
+-- server_now sets OUT to the server's TIME in UNIT. TIME replies two
+-- digit strings, which arithmetic reads without a call (issue 35: tonumber
+-- converts its argument twice and math.floor is a call, about 2.5k
+-- instructions more in all); the quotient by 1000 is exact.
 -- #define server_now(OUT, UNIT)
 do
   local time = redis.call('TIME')
-  if UNIT == 's' then
-    OUT = tonumber(time[1])
-  elseif UNIT == 'ms' then
-    OUT = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  if UNIT == 'ms' then
+    local micros = time[2] + 0
+    OUT = time[1] * 1000 + (micros - micros % 1000) / 1000
+  elseif UNIT == 's' then
+    OUT = time[1] + 0
   else
-    OUT = tonumber(time[1]) * 1000000 + tonumber(time[2])
+    OUT = time[1] * 1000000 + time[2]
   end
 end
 -- #end

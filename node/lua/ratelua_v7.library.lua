@@ -988,12 +988,13 @@ local server = not now
 if server then
   do
     local time = redis.call('TIME')
-    if unit == 's' then
-      now = tonumber(time[1])
-    elseif unit == 'ms' then
-      now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    if unit == 'ms' then
+      local micros = time[2] + 0
+      now = time[1] * 1000 + (micros - micros % 1000) / 1000
+    elseif unit == 's' then
+      now = time[1] + 0
     else
-      now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+      now = time[1] * 1000000 + time[2]
     end
   end
 end
@@ -1541,24 +1542,26 @@ local server = false
 if not now then
   do
     local time = redis.call('TIME')
-    if unit == 's' then
-      now = tonumber(time[1])
-    elseif unit == 'ms' then
-      now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    if unit == 'ms' then
+      local micros = time[2] + 0
+      now = time[1] * 1000 + (micros - micros % 1000) / 1000
+    elseif unit == 's' then
+      now = time[1] + 0
     else
-      now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+      now = time[1] * 1000000 + time[2]
     end
   end
   server = now
 elseif not last or now - last > lease or last - now > lease then
   do
     local time = redis.call('TIME')
-    if unit == 's' then
-      server = tonumber(time[1])
-    elseif unit == 'ms' then
-      server = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    if unit == 'ms' then
+      local micros = time[2] + 0
+      server = time[1] * 1000 + (micros - micros % 1000) / 1000
+    elseif unit == 's' then
+      server = time[1] + 0
     else
-      server = tonumber(time[1]) * 1000000 + tonumber(time[2])
+      server = time[1] * 1000000 + time[2]
     end
   end
 end
@@ -2133,12 +2136,13 @@ end
 if now == nil then
   do
     local time = redis.call('TIME')
-    if unit == 's' then
-      now = tonumber(time[1])
-    elseif unit == 'ms' then
-      now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    if unit == 'ms' then
+      local micros = time[2] + 0
+      now = time[1] * 1000 + (micros - micros % 1000) / 1000
+    elseif unit == 's' then
+      now = time[1] + 0
     else
-      now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+      now = time[1] * 1000000 + time[2]
     end
   end
 end
@@ -2537,12 +2541,13 @@ if meta and stored[3] == meta and (count == 0 or mode == '0') and stored[1] == l
     if not now then
       do
         local time = redis.call('TIME')
-        if unit == 's' then
-          now = tonumber(time[1])
-        elseif unit == 'ms' then
-          now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        if unit == 'ms' then
+          local micros = time[2] + 0
+          now = time[1] * 1000 + (micros - micros % 1000) / 1000
+        elseif unit == 's' then
+          now = time[1] + 0
         else
-          now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+          now = time[1] * 1000000 + time[2]
         end
       end
     end
@@ -2598,12 +2603,13 @@ if time then
   if not now then
     do
       local time = redis.call('TIME')
-      if unit == 's' then
-        now = tonumber(time[1])
-      elseif unit == 'ms' then
-        now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+      if unit == 'ms' then
+        local micros = time[2] + 0
+        now = time[1] * 1000 + (micros - micros % 1000) / 1000
+      elseif unit == 's' then
+        now = time[1] + 0
       else
-        now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+        now = time[1] * 1000000 + time[2]
       end
     end
   end
@@ -2649,12 +2655,13 @@ if boundary and boundary ~= '0' and room ~= '0' then
     if not now then
       do
         local time = redis.call('TIME')
-        if unit == 's' then
-          now = tonumber(time[1])
-        elseif unit == 'ms' then
-          now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        if unit == 'ms' then
+          local micros = time[2] + 0
+          now = time[1] * 1000 + (micros - micros % 1000) / 1000
+        elseif unit == 's' then
+          now = time[1] + 0
         else
-          now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+          now = time[1] * 1000000 + time[2]
         end
       end
     end
@@ -2717,12 +2724,13 @@ if n == 1 and time then
     if not now then
       do
         local time = redis.call('TIME')
-        if unit == 's' then
-          now = tonumber(time[1])
-        elseif unit == 'ms' then
-          now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        if unit == 'ms' then
+          local micros = time[2] + 0
+          now = time[1] * 1000 + (micros - micros % 1000) / 1000
+        elseif unit == 's' then
+          now = time[1] + 0
         else
-          now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+          now = time[1] * 1000000 + time[2]
         end
       end
     end
@@ -2905,12 +2913,13 @@ if n > 1 and time then
     if not now then
       do
         local time = redis.call('TIME')
-        if unit == 's' then
-          now = tonumber(time[1])
-        elseif unit == 'ms' then
-          now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        if unit == 'ms' then
+          local micros = time[2] + 0
+          now = time[1] * 1000 + (micros - micros % 1000) / 1000
+        elseif unit == 's' then
+          now = time[1] + 0
         else
-          now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+          now = time[1] * 1000000 + time[2]
         end
       end
     end
@@ -3385,12 +3394,13 @@ end
 if not now then
   do
     local time = redis.call('TIME')
-    if unit == 's' then
-      now = tonumber(time[1])
-    elseif unit == 'ms' then
-      now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    if unit == 'ms' then
+      local micros = time[2] + 0
+      now = time[1] * 1000 + (micros - micros % 1000) / 1000
+    elseif unit == 's' then
+      now = time[1] + 0
     else
-      now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+      now = time[1] * 1000000 + time[2]
     end
   end
 end
@@ -5073,12 +5083,13 @@ local server = not now
 if server then
   do
     local time = redis.call('TIME')
-    if unit == 's' then
-      now = tonumber(time[1])
-    elseif unit == 'ms' then
-      now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    if unit == 'ms' then
+      local micros = time[2] + 0
+      now = time[1] * 1000 + (micros - micros % 1000) / 1000
+    elseif unit == 's' then
+      now = time[1] + 0
     else
-      now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+      now = time[1] * 1000000 + time[2]
     end
   end
 end
@@ -5615,12 +5626,13 @@ if n == 1 and count >= 0 and not op then
     if server then
       do
         local time = redis.call('TIME')
-        if unit == 's' then
-          now = tonumber(time[1])
-        elseif unit == 'ms' then
-          now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        if unit == 'ms' then
+          local micros = time[2] + 0
+          now = time[1] * 1000 + (micros - micros % 1000) / 1000
+        elseif unit == 's' then
+          now = time[1] + 0
         else
-          now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+          now = time[1] * 1000000 + time[2]
         end
       end
     end
@@ -6014,12 +6026,13 @@ end
 if server then
   do
     local time = redis.call('TIME')
-    if unit == 's' then
-      now = tonumber(time[1])
-    elseif unit == 'ms' then
-      now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    if unit == 'ms' then
+      local micros = time[2] + 0
+      now = time[1] * 1000 + (micros - micros % 1000) / 1000
+    elseif unit == 's' then
+      now = time[1] + 0
     else
-      now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+      now = time[1] * 1000000 + time[2]
     end
   end
 end

@@ -467,12 +467,13 @@ if meta and stored[3] == meta and (count == 0 or mode == '0') and stored[1] == l
     if not now then
       do
         local time = redis.call('TIME')
-        if unit == 's' then
-          now = tonumber(time[1])
-        elseif unit == 'ms' then
-          now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        if unit == 'ms' then
+          local micros = time[2] + 0
+          now = time[1] * 1000 + (micros - micros % 1000) / 1000
+        elseif unit == 's' then
+          now = time[1] + 0
         else
-          now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+          now = time[1] * 1000000 + time[2]
         end
       end
     end
@@ -528,12 +529,13 @@ if time then
   if not now then
     do
       local time = redis.call('TIME')
-      if unit == 's' then
-        now = tonumber(time[1])
-      elseif unit == 'ms' then
-        now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+      if unit == 'ms' then
+        local micros = time[2] + 0
+        now = time[1] * 1000 + (micros - micros % 1000) / 1000
+      elseif unit == 's' then
+        now = time[1] + 0
       else
-        now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+        now = time[1] * 1000000 + time[2]
       end
     end
   end
@@ -579,12 +581,13 @@ if boundary and boundary ~= '0' and room ~= '0' then
     if not now then
       do
         local time = redis.call('TIME')
-        if unit == 's' then
-          now = tonumber(time[1])
-        elseif unit == 'ms' then
-          now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        if unit == 'ms' then
+          local micros = time[2] + 0
+          now = time[1] * 1000 + (micros - micros % 1000) / 1000
+        elseif unit == 's' then
+          now = time[1] + 0
         else
-          now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+          now = time[1] * 1000000 + time[2]
         end
       end
     end
@@ -647,12 +650,13 @@ if n == 1 and time then
     if not now then
       do
         local time = redis.call('TIME')
-        if unit == 's' then
-          now = tonumber(time[1])
-        elseif unit == 'ms' then
-          now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        if unit == 'ms' then
+          local micros = time[2] + 0
+          now = time[1] * 1000 + (micros - micros % 1000) / 1000
+        elseif unit == 's' then
+          now = time[1] + 0
         else
-          now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+          now = time[1] * 1000000 + time[2]
         end
       end
     end
@@ -835,12 +839,13 @@ if n > 1 and time then
     if not now then
       do
         local time = redis.call('TIME')
-        if unit == 's' then
-          now = tonumber(time[1])
-        elseif unit == 'ms' then
-          now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        if unit == 'ms' then
+          local micros = time[2] + 0
+          now = time[1] * 1000 + (micros - micros % 1000) / 1000
+        elseif unit == 's' then
+          now = time[1] + 0
         else
-          now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+          now = time[1] * 1000000 + time[2]
         end
       end
     end
@@ -1315,12 +1320,13 @@ end
 if not now then
   do
     local time = redis.call('TIME')
-    if unit == 's' then
-      now = tonumber(time[1])
-    elseif unit == 'ms' then
-      now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    if unit == 'ms' then
+      local micros = time[2] + 0
+      now = time[1] * 1000 + (micros - micros % 1000) / 1000
+    elseif unit == 's' then
+      now = time[1] + 0
     else
-      now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+      now = time[1] * 1000000 + time[2]
     end
   end
 end

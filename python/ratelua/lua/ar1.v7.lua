@@ -1070,12 +1070,13 @@ local server = not now
 if server then
   do
     local time = redis.call('TIME')
-    if unit == 's' then
-      now = tonumber(time[1])
-    elseif unit == 'ms' then
-      now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    if unit == 'ms' then
+      local micros = time[2] + 0
+      now = time[1] * 1000 + (micros - micros % 1000) / 1000
+    elseif unit == 's' then
+      now = time[1] + 0
     else
-      now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+      now = time[1] * 1000000 + time[2]
     end
   end
 end
