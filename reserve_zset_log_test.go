@@ -102,8 +102,7 @@ func TestZSetLogReservationsAndV6(t *testing.T) {
 		t.Fatalf("cancel: %v", got)
 	}
 	refusedUnchanged(t, e, v6, append([]string{"1", "s", "1002", "0"}, limits...), "holds a member that is not a zset_log event")
-	// The cap: 1000 open reservations (9 is settled: its record stays
-	// until the cap drops it).
+	// The cap: 1000 open reservations (9, settled, is forgotten).
 	for i := 1; i < model.MaxReservations; i++ {
 		if got := call(v7, "1", "s", "1003", fmt.Sprintf("reserve:%d:%d", 100+i, 100+i%2*1000)); got[0] != 1 {
 			t.Fatalf("reserve %d: %v", i, got)
@@ -125,6 +124,59 @@ func TestZSetLogReservationsAndV6(t *testing.T) {
 	}
 	if want := model.MaxReservations/2 + 1; records != want { // the odd ones and 98
 		t.Fatalf("%d records after the expired were dropped, want %d", records, want)
+	}
+}
+
+// TestZSetLogSettleForgetsTheID: a settle (and the conversion of an
+// expired reservation) forgets the id, so a key that reserves and settles
+// many times holds no record but those of its open reservations, and a
+// call on it reads no more records whatever its past (issue 35: a record
+// kept per settled id until its lifetime passed made every call on the key
+// parse up to 1000 of them). A settle of a forgotten id applies nothing.
+func TestZSetLogSettleForgetsTheID(t *testing.T) {
+	src := source(t, ZSetLog)
+	e := frozenEngine()
+	limits := []string{"10000", "1000000"}
+	call := func(args ...string) []int64 {
+		t.Helper()
+		got, _, err := run(t, e, src, append(args, limits...))
+		if err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		return got
+	}
+	records := func() (n int) {
+		for _, m := range e.Dump(testKey).([]luatest.ZMember) {
+			if strings.HasPrefix(m.Member, "r") || strings.HasPrefix(m.Member, "s") {
+				n++
+			}
+		}
+		return n
+	}
+	for i := 1; i <= 2*model.MaxReservations; i++ {
+		now := fmt.Sprint(1000 + i)
+		if got := call("2", "s", now, fmt.Sprintf("reserve:%d:100000", i)); got[0] != 1 {
+			t.Fatalf("reserve %d: %v", i, got)
+		}
+		if n := records(); n != 1 {
+			t.Fatalf("after reserve %d the key holds %d records, want 1", i, n)
+		}
+		if got := call("1", "s", now, fmt.Sprintf("settle:%d", i)); got[4] == 0 {
+			t.Fatalf("settle %d applied nothing: %v", i, got)
+		}
+		if n := records(); n != 0 {
+			t.Fatalf("after settle %d the key holds %d records, want 0", i, n)
+		}
+	}
+	if got := call("1", "s", "3000", "settle:7"); got[2] != -1 || got[4] != 0 {
+		t.Fatalf("a settle of a forgotten id: %v, want retry_after -1 and limit_index 0", got)
+	}
+	// An expired reservation converted by a call that records is
+	// forgotten too.
+	call("3", "s", "3000", "reserve:5000:10")
+	call("1", "s", "3010", "0")
+	if n := records(); n != 0 {
+		t.Fatalf("after a conversion the key holds %d records, want 0", n)
 	}
 }
 

@@ -5430,9 +5430,9 @@ end
 -- zset_log v7 (lua/zset_log.v7.lua)
 do
 -- MAX_RESERVATIONS bounds the reservations one key holds (open, or
--- expired or settled and not yet dropped): a reserve of a new id on a key
--- holding that many open ones is refused, so a key cannot grow without
--- bound nor a call take unbounded work.
+-- expired and not yet dropped; a settled one is forgotten at its settle):
+-- a reserve of a new id on a key holding that many open ones is refused,
+-- so a key cannot grow without bound nor a call take unbounded work.
 local MAX_RESERVATIONS = 1000
 
 redis.register_function('ratelua_zset_log_v7', function(KEYS, ARGV)
@@ -6040,8 +6040,10 @@ end
 -- The newest event: its time (newest_time), and the indexes in the set.
 -- v7: a key holding reservations (slow) holds, below every event (scores
 -- < 0), member '@' scored <last write> - 2^53, and per reservation id
--- 'r<id>:<expiry>:<estimate>' (held) or 's<id>:<expiry>' (settled),
--- scored -id; its events are tagged ('<time>:<index>:<base>:0'), so that
+-- 'r<id>:<expiry>:<estimate>' while it is held (live, or expired and not
+-- yet converted), scored -id: a settled or converted reservation is
+-- forgotten, its record removed (a record 's<id>:<expiry>', which no
+-- release writes, reads as none held); its events are tagged ('<time>:<index>:<base>:0'), so that
 -- v6, which reads the newest member only, refuses it. last: the last
 -- write's time.
 local last, newest, base, slow = nil, 0, 1, false
@@ -6100,7 +6102,7 @@ end
 -- id a reserve or settle names, estimate its estimate while it is live.
 local size, records, lo = newest - base + 1, 0, '-inf'
 local hold, holds = 0, {}
-local held, estimate, held_expiry = nil, nil, nil
+local held, estimate = nil, nil
 if slow then
   local below = redis.call('ZRANGE', key, '-inf', '(0', 'BYSCORE')
   records, lo = #below, '0'
@@ -6110,7 +6112,7 @@ if slow then
     if kind then
       rid, expiry = rid + 0, expiry + 0
       if op and rid == id then
-        held, held_expiry = m, expiry
+        held = m
       end
       if kind == 'r' then
         units = units + 0
@@ -6156,7 +6158,7 @@ if #holds > 0 and ((op ~= 'settle' and count > 0) or (op == 'settle' and estimat
       due[j][5], budget = units, budget - units
     end
     base = newest - size + 1
-    local gone, settled = {}, {}
+    local gone = {}
     for _, h in ipairs(due) do
       hold = hold - h[2]
       local at = h[1]
@@ -6176,15 +6178,14 @@ if #holds > 0 and ((op ~= 'settle' and count > 0) or (op == 'settle' and estimat
       if h[5] > 0 then
         newest, size, newest_time = newest + h[5], size + h[5], at
       end
+      -- Forgotten once converted, as once settled (below).
       gone[#gone + 1] = h[3]
-      settled[#settled + 1] = format('%d', -h[4])
-      settled[#settled + 1] = format('s%d:%d', h[4], h[1])
       if op and h[4] == id then
-        held = settled[#settled]
+        held = nil
       end
     end
     redis.call('ZREM', key, unpack(gone))
-    redis.call('ZADD', key, unpack(settled))
+    records = records - #gone
     holds, converted = live, true
   end
 end
@@ -6261,7 +6262,7 @@ elseif op == 'settle' then
   record, write = false, 'none'
   if estimate then
     -- The units used count from the settle: actual events at stamp
-    -- (never denied), and the id remembered as settled.
+    -- (never denied), and the id forgotten (its record removed).
     hold = hold - estimate
     for j, h in ipairs(holds) do
       if h[4] == id then
@@ -6452,8 +6453,14 @@ if write then
       end
       redis.call('ZADD', key, 'GT', at, '@', format('%d', -id), format('r%d:%d:%d', id, now + lifetime, count))
     elseif write == 'settle' then
+      -- The id is forgotten: a settle of it again, as of any unknown
+      -- id, applies nothing, and a reserve of it is a new reservation,
+      -- as it was for a settled one. No record is left to read, so the
+      -- records of a key are its live reservations (and those expired
+      -- and not yet converted): a key settling many reservations reads
+      -- as few records as it holds.
       redis.call('ZREM', key, held)
-      redis.call('ZADD', key, 'GT', at, '@', format('%d', -id), format('s%d:%d', id, held_expiry))
+      redis.call('ZADD', key, 'GT', at, '@')
     else
       redis.call('ZADD', key, 'GT', at, '@')
     end
