@@ -885,7 +885,7 @@ if state then
     stored = nil
   end
   if stored == limits then
-    last = tonumber(time)
+    last = time + 0
   end
 end
 if last == nil then
@@ -1050,9 +1050,9 @@ for i = 1, n do
   local arg = 3 * i + 2
   local c = 0
   if last then
-    local resolution = tonumber(ARGV[arg + 2])
+    local resolution = ARGV[arg + 2] + 0
     do
-      local decay_power, decay_base, decay_k = 1, tonumber(ARGV[arg + 1]) / 1000, floor(stamp / resolution) - floor(last / resolution)
+      local decay_power, decay_base, decay_k = 1, ARGV[arg + 1] / 1000, floor(stamp / resolution) - floor(last / resolution)
       while decay_k > 0 do
         if decay_k % 2 == 1 then
           decay_power = decay_power * decay_base
@@ -1068,7 +1068,7 @@ for i = 1, n do
     end
   end
   counts[i] = c
-  if c + asked > tonumber(ARGV[arg]) then
+  if c + asked > ARGV[arg] + 0 then
     allowed = false
   end
 end
@@ -1080,7 +1080,7 @@ local record = count > 0 and (allowed or mode == '1')
 local remaining, retry, reset_after, index = nil, 0, 0, 1
 for i = 1, n do
   local arg = 3 * i + 2
-  local max, factor, resolution = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1]) / 1000, tonumber(ARGV[arg + 2])
+  local max, factor, resolution = ARGV[arg] + 0, ARGV[arg + 1] / 1000, ARGV[arg + 2] + 0
   local c = counts[i]
   if record then
     c = c + count
@@ -1340,7 +1340,7 @@ local function until_last(key, now)
   if last == nil then
     return 0
   end
-  local wait = tonumber(last) - now
+  local wait = last - now
   if wait < 0 then
     return 0
   elseif wait > MAX_TIME then
@@ -1536,7 +1536,7 @@ end
 -- leases early nor hold the key beyond the lease time.
 local last = false
 if marks[2] then
-  last = tonumber(marks[2]) + 2 * MAX_TIME
+  last = marks[2] + 2 * MAX_TIME
 end
 local server = false
 if not now then
@@ -1580,7 +1580,7 @@ local live = format('(%d', now)
 local mark = format('%d', now - 2 * MAX_TIME)
 
 if acquire then
-  if name and count > 0 and marks[3] and tonumber(marks[3]) > now then
+  if name and count > 0 and marks[3] and marks[3] + 0 > now then
     return refused(ARGV, 7, 'the lease id is held by a live lease: choose another')
   end
   local held = redis.call('ZCOUNT', key, live, '+inf')
@@ -1615,7 +1615,7 @@ if acquire then
       -- have chosen it).
       id = 1
       if marks[1] then
-        id = 1 - tonumber(marks[1])
+        id = 1 - marks[1]
       end
       name = format('%d', id)
       if count == 1 then
@@ -1675,7 +1675,7 @@ if acquire then
       retry = reset_after
     else
       local expiry = redis.call('ZRANGE', key, live, '+inf', 'BYSCORE', 'LIMIT', format('%d', need - 1), '1', 'WITHSCORES')[2]
-      retry = tonumber(expiry) - now
+      retry = expiry - now
       if retry > MAX_TIME then
         retry = MAX_TIME
       end
@@ -1688,7 +1688,7 @@ end
 -- (and '<id>.<count>') expire after now and '<id>.<count + 1>' does not
 -- exist; the slots of one lease always share one score. marks[3..] are
 -- these members' scores.
-local held = marks[3] and tonumber(marks[3]) > now and marks[#marks - 1] and not marks[#marks]
+local held = marks[3] and marks[3] + 0 > now and marks[#marks - 1] and not marks[#marks]
 if held then
   if mode == 'renew' then
     local expiry = format('%d', now + lease)
@@ -3243,7 +3243,7 @@ local t = {
 local last, at, events = nil, nil, 0
 if meta and (stored[1] == limits or marked) then
   last, events, at = match(meta, '^(%d+) (%d+) %d+ %-?%d+ %d+ %d+()')
-  events = tonumber(events) or 0
+  events = events and events + 0 or 0
 end
 if last == nil then
   local helpers = {}
@@ -3384,7 +3384,7 @@ for o = 0, last_o, 20 do
   end
 end
 if last and at == #meta + 1 then
-  last = tonumber(last)
+  last = last + 0
 else
   last = nil
 end
@@ -3595,8 +3595,8 @@ for o = 0, last_o, 20 do
       local c, s = 0, 0
       if v then
         local b, vc, vs = match(v, '^(%d+):(%d+):(%d+)$')
-        if b ~= nil and tonumber(b) == first then
-          c, s = tonumber(vc), tonumber(vs)
+        if b ~= nil and b + 0 == first then
+          c, s = vc + 0, vs + 0
         end
       end
       total = total - c
@@ -3616,8 +3616,8 @@ for o = 0, last_o, 20 do
         total = total - t[o + NEWEST_COUNT]
       else
         local b, vc = match(pv, '^(%d+):(%d+):%d+$')
-        if b ~= nil and tonumber(b) == partial then
-          total = total - tonumber(vc)
+        if b ~= nil and b + 0 == partial then
+          total = total - vc
         end
       end
     end
@@ -3670,8 +3670,8 @@ if ng > 0 or (estimate and op == 'settle') then
           local field = format(name, b % buckets)
           local v = redis.call('HGET', key, field)
           local vb, vc, vs = match(v or '', '^(%d+):(%d+):(%d+)$')
-          if vb ~= nil and tonumber(vb) == b then
-            vc, vs = tonumber(vc), tonumber(vs)
+          if vb ~= nil and vb + 0 == b then
+            vc, vs = vc + 0, vs + 0
             given = vc
             if given > refund then
               given = refund
@@ -3690,10 +3690,10 @@ if ng > 0 or (estimate and op == 'settle') then
                 while true do
                   local pred_b, pred_c, pred_s = match(redis.call('HGET', key, format(name, p % buckets)) or '',
                     '^(%d+):(%d+):(%d+)$')
-                  if pred_b == nil or tonumber(pred_b) ~= p or pred_s == '0' or p >= b then
+                  if pred_b == nil or pred_b + 0 ~= p or pred_s == '0' or p >= b then
                     error('ratelua: sliding_window state of ' .. key .. ' is inconsistent')
                   end
-                  pc, ps = tonumber(pred_c), tonumber(pred_s)
+                  pc, ps = pred_c + 0, pred_s + 0
                   if p + ps == b then
                     break
                   end
@@ -3752,10 +3752,10 @@ if ng > 0 or (estimate and op == 'settle') then
               while true do
                 local pred_b, pred_c, pred_s = match(redis.call('HGET', key, format(name, p % buckets)) or '',
                   '^(%d+):(%d+):(%d+)$')
-                if pred_b == nil or tonumber(pred_b) ~= p or pred_s == '0' or p >= written then
+                if pred_b == nil or pred_b + 0 ~= p or pred_s == '0' or p >= written then
                   error('ratelua: sliding_window state of ' .. key .. ' is inconsistent')
                 end
-                pc, ps = tonumber(pred_c), tonumber(pred_s)
+                pc, ps = pred_c + 0, pred_s + 0
                 if p + ps == written then
                   break
                 end
@@ -3878,10 +3878,10 @@ for o = 0, last_o, 20 do
           while true do
             local pred_b, pred_c, pred_s = match(redis.call('HGET', key, format(name, p % buckets)) or '',
               '^(%d+):(%d+):(%d+)$')
-            if pred_b == nil or tonumber(pred_b) ~= p or pred_s == '0' or p >= written then
+            if pred_b == nil or pred_b + 0 ~= p or pred_s == '0' or p >= written then
               error('ratelua: sliding_window state of ' .. key .. ' is inconsistent')
             end
-            pc, ps = tonumber(pred_c), tonumber(pred_s)
+            pc, ps = pred_c + 0, pred_s + 0
             if p + ps == written then
               break
             end
@@ -4005,8 +4005,8 @@ for o = 0, last_o, 20 do
         end
         if v then
           local sb, vc, vs = match(v, '^(%d+):(%d+):(%d+)$')
-          if sb ~= nil and tonumber(sb) == b then
-            c, s = tonumber(vc), tonumber(vs)
+          if sb ~= nil and sb + 0 == b then
+            c, s = vc + 0, vs + 0
           end
         end
       end
@@ -4097,10 +4097,10 @@ for o = 0, last_o, 20 do
         while true do
           local pred_b, pred_c, pred_s = match(redis.call('HGET', key, format(name, p % buckets)) or '',
             '^(%d+):(%d+):(%d+)$')
-          if pred_b == nil or tonumber(pred_b) ~= p or pred_s == '0' or p >= written then
+          if pred_b == nil or pred_b + 0 ~= p or pred_s == '0' or p >= written then
             error('ratelua: sliding_window state of ' .. key .. ' is inconsistent')
           end
-          pc, ps = tonumber(pred_c), tonumber(pred_s)
+          pc, ps = pred_c + 0, pred_s + 0
           if p + ps == written then
             break
           end
@@ -4603,7 +4603,7 @@ if n == 1 and count >= 0 then
         local deficit_time, deficit_behind = string.match(state, '^(%d+) (%d+)$')
         deficit = 0
         if deficit_time then
-          deficit = tonumber(deficit_behind) + (tonumber(deficit_time) - now) * amount
+          deficit = deficit_behind + (deficit_time - now) * amount
         end
       end
       if deficit > 2 * full then
@@ -4641,7 +4641,7 @@ if n == 1 and count >= 0 then
               local deficit_time, deficit_behind = string.match(state, '^(%d+) (%d+)$')
               clock_deficit = 0
               if deficit_time then
-                clock_deficit = tonumber(deficit_behind) + (tonumber(deficit_time) - clock_now) * amount
+                clock_deficit = deficit_behind + (deficit_time - clock_now) * amount
               end
             end
             gone = clock_deficit > 3 * full
@@ -4973,7 +4973,7 @@ if count >= 0 and n ~= 1 then
       stored = nil
     end
     if stored == limits then
-      last = tonumber(time)
+      last = time + 0
     end
   end
 end
@@ -5102,7 +5102,7 @@ if last and last > now then
   -- full buckets.
   local widest = 0
   for i = 5, #ARGV, 3 do
-    local full, amount = tonumber(ARGV[i]) * tonumber(ARGV[i + 2]), tonumber(ARGV[i + 1])
+    local full, amount = ARGV[i] * ARGV[i + 2], ARGV[i + 1] + 0
     local horizon = (full + (-full) % amount) / amount
     if horizon > widest then
       widest = horizon
@@ -5181,11 +5181,11 @@ end
 local allowed = true
 for i = 4, 4 * n, 4 do
   local arg = 3 * i / 4 + 2
-  local capacity, amount, interval = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1]), tonumber(ARGV[arg + 2])
+  local capacity, amount, interval = ARGV[arg] + 0, ARGV[arg + 1] + 0, ARGV[arg + 2] + 0
   local full = capacity * interval
   local level = full
   if last then
-    level = tonumber(lim[i])
+    level = lim[i] + 0
     if level > full then
       level = full
     end
@@ -5899,9 +5899,9 @@ local function member(name)
     if time == nil then
       return nil
     end
-    return tonumber(time), tonumber(index), tonumber(base), true
+    return time + 0, index + 0, base + 0, true
   end
-  return tonumber(time), tonumber(index), tonumber(base), false
+  return time + 0, index + 0, base + 0, false
 end
 
 -- name is the member of event `index` at time `score` (text), whose base
@@ -6067,7 +6067,7 @@ local newest_time = last
 if slow then
   local written = redis.call('ZSCORE', key, '@')
   if written then
-    written = tonumber(written) + 9007199254740992
+    written = written + 9007199254740992
     if last == nil or written > last then
       last = written
     end
@@ -6200,7 +6200,7 @@ end
 local events, counts = {}, {}
 local allowed = true
 for i = 1, n do
-  local max, window = tonumber(ARGV[2 * i + 3]), tonumber(ARGV[2 * i + 4])
+  local max, window = ARGV[2 * i + 3] + 0, ARGV[2 * i + 4] + 0
   local c = 0
   if size > 0 and newest_time > stamp - window then
     if size == 1 then
@@ -6317,7 +6317,7 @@ if write == 'settle' then
   -- The reply is a peek's after the settle.
   count, asked, allowed = 0, 1, true
   for i = 1, n do
-    if counts[i] + 1 > tonumber(ARGV[2 * i + 3]) then
+    if counts[i] + 1 > ARGV[2 * i + 3] + 0 then
       allowed = false
     end
   end
@@ -6349,7 +6349,7 @@ end
 local remaining, retry, reset_after, index = nil, 0, 0, 1
 local fetched, fetched_time = -1, nil -- the last event read by rank, and its time
 for i = 1, n do
-  local max, window, c = tonumber(ARGV[2 * i + 3]), tonumber(ARGV[2 * i + 4]), counts[i]
+  local max, window, c = ARGV[2 * i + 3] + 0, ARGV[2 * i + 4] + 0, counts[i]
   local left = max - c
   if left < 0 then
     left = 0

@@ -138,23 +138,6 @@ if OUT == nil then
 end
 -- #end
 
--- clock sets OUT to the server's TIME in UNIT. TIME's two fields are
--- decimal text, which arithmetic reads as numbers (no tonumber call), and
--- the milliseconds are floored by a modulo (no math.floor call).
--- #define clock(OUT, UNIT)
-do
-  local time = redis.call('TIME')
-  if UNIT == 'ms' then
-    local micros = time[2] + 0
-    OUT = time[1] * 1000 + (micros - micros % 1000) / 1000
-  elseif UNIT == 's' then
-    OUT = time[1] + 0
-  else
-    OUT = time[1] * 1000000 + time[2]
-  end
-end
--- #end
-
 -- deficit_at sets OUT to the deficit of the one-limit STATE (its text)
 -- at time AT under refill AMOUNT: X - AT * AMOUNT, or from "<t>
 -- <deficit>"; 0 for text of neither form.
@@ -166,7 +149,7 @@ else
   local deficit_time, deficit_behind = string.match(STATE, '^(%d+) (%d+)$')
   OUT = 0
   if deficit_time then
-    OUT = tonumber(deficit_behind) + (tonumber(deficit_time) - AT) * AMOUNT
+    OUT = deficit_behind + (deficit_time - AT) * AMOUNT
   end
 end
 -- #end
@@ -551,7 +534,7 @@ if n == 1 and count >= 0 then
     if got_now then
       now = got_now
     elseif server then
-      -- #expand clock(now, unit)
+      -- #expand server_now(now, unit)
     end
     -- level = tokens * interval, in [-full, full].
     local full = capacity * interval
@@ -578,7 +561,7 @@ if n == 1 and count >= 0 then
           local gone = true
           if not server then
             local clock_now, clock_deficit
-            -- #expand clock(clock_now, unit)
+            -- #expand server_now(clock_now, unit)
             -- #expand deficit_at(clock_deficit, state, clock_now, amount)
             gone = clock_deficit > 3 * full
           end
@@ -770,7 +753,7 @@ if count >= 0 and n ~= 1 then
       stored = nil
     end
     if stored == limits then
-      last = tonumber(time)
+      last = time + 0
     end
   end
 end
@@ -801,7 +784,7 @@ if last and last > now then
   -- full buckets.
   local widest = 0
   for i = 5, #ARGV, 3 do
-    local full, amount = tonumber(ARGV[i]) * tonumber(ARGV[i + 2]), tonumber(ARGV[i + 1])
+    local full, amount = ARGV[i] * ARGV[i + 2], ARGV[i + 1] + 0
     local horizon = (full + (-full) % amount) / amount
     if horizon > widest then
       widest = horizon
@@ -835,11 +818,11 @@ end
 local allowed = true
 for i = 4, 4 * n, 4 do
   local arg = 3 * i / 4 + 2
-  local capacity, amount, interval = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1]), tonumber(ARGV[arg + 2])
+  local capacity, amount, interval = ARGV[arg] + 0, ARGV[arg + 1] + 0, ARGV[arg + 2] + 0
   local full = capacity * interval
   local level = full
   if last then
-    level = tonumber(lim[i])
+    level = lim[i] + 0
     if level > full then
       level = full
     end

@@ -569,9 +569,9 @@ local function member(name)
     if time == nil then
       return nil
     end
-    return tonumber(time), tonumber(index), tonumber(base), true
+    return time + 0, index + 0, base + 0, true
   end
-  return tonumber(time), tonumber(index), tonumber(base), false
+  return time + 0, index + 0, base + 0, false
 end
 
 -- name is the member of event `index` at time `score` (text), whose base
@@ -737,7 +737,7 @@ local newest_time = last
 if slow then
   local written = redis.call('ZSCORE', key, '@')
   if written then
-    written = tonumber(written) + 9007199254740992
+    written = written + 9007199254740992
     if last == nil or written > last then
       last = written
     end
@@ -870,7 +870,7 @@ end
 local events, counts = {}, {}
 local allowed = true
 for i = 1, n do
-  local max, window = tonumber(ARGV[2 * i + 3]), tonumber(ARGV[2 * i + 4])
+  local max, window = ARGV[2 * i + 3] + 0, ARGV[2 * i + 4] + 0
   local c = 0
   if size > 0 and newest_time > stamp - window then
     if size == 1 then
@@ -987,7 +987,7 @@ if write == 'settle' then
   -- The reply is a peek's after the settle.
   count, asked, allowed = 0, 1, true
   for i = 1, n do
-    if counts[i] + 1 > tonumber(ARGV[2 * i + 3]) then
+    if counts[i] + 1 > ARGV[2 * i + 3] + 0 then
       allowed = false
     end
   end
@@ -1019,7 +1019,7 @@ end
 local remaining, retry, reset_after, index = nil, 0, 0, 1
 local fetched, fetched_time = -1, nil -- the last event read by rank, and its time
 for i = 1, n do
-  local max, window, c = tonumber(ARGV[2 * i + 3]), tonumber(ARGV[2 * i + 4]), counts[i]
+  local max, window, c = ARGV[2 * i + 3] + 0, ARGV[2 * i + 4] + 0, counts[i]
   local left = max - c
   if left < 0 then
     left = 0

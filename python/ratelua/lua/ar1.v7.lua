@@ -967,7 +967,7 @@ if state then
     stored = nil
   end
   if stored == limits then
-    last = tonumber(time)
+    last = time + 0
   end
 end
 if last == nil then
@@ -1132,9 +1132,9 @@ for i = 1, n do
   local arg = 3 * i + 2
   local c = 0
   if last then
-    local resolution = tonumber(ARGV[arg + 2])
+    local resolution = ARGV[arg + 2] + 0
     do
-      local decay_power, decay_base, decay_k = 1, tonumber(ARGV[arg + 1]) / 1000, floor(stamp / resolution) - floor(last / resolution)
+      local decay_power, decay_base, decay_k = 1, ARGV[arg + 1] / 1000, floor(stamp / resolution) - floor(last / resolution)
       while decay_k > 0 do
         if decay_k % 2 == 1 then
           decay_power = decay_power * decay_base
@@ -1150,7 +1150,7 @@ for i = 1, n do
     end
   end
   counts[i] = c
-  if c + asked > tonumber(ARGV[arg]) then
+  if c + asked > ARGV[arg] + 0 then
     allowed = false
   end
 end
@@ -1162,7 +1162,7 @@ local record = count > 0 and (allowed or mode == '1')
 local remaining, retry, reset_after, index = nil, 0, 0, 1
 for i = 1, n do
   local arg = 3 * i + 2
-  local max, factor, resolution = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1]) / 1000, tonumber(ARGV[arg + 2])
+  local max, factor, resolution = ARGV[arg] + 0, ARGV[arg + 1] / 1000, ARGV[arg + 2] + 0
   local c = counts[i]
   if record then
     c = c + count

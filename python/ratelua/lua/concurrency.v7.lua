@@ -115,7 +115,7 @@ local function until_last(key, now)
   if last == nil then
     return 0
   end
-  local wait = tonumber(last) - now
+  local wait = last - now
   if wait < 0 then
     return 0
   elseif wait > MAX_TIME then
@@ -311,7 +311,7 @@ end
 -- leases early nor hold the key beyond the lease time.
 local last = false
 if marks[2] then
-  last = tonumber(marks[2]) + 2 * MAX_TIME
+  last = marks[2] + 2 * MAX_TIME
 end
 local server = false
 if not now then
@@ -355,7 +355,7 @@ local live = format('(%d', now)
 local mark = format('%d', now - 2 * MAX_TIME)
 
 if acquire then
-  if name and count > 0 and marks[3] and tonumber(marks[3]) > now then
+  if name and count > 0 and marks[3] and marks[3] + 0 > now then
     return refused(ARGV, 7, 'the lease id is held by a live lease: choose another')
   end
   local held = redis.call('ZCOUNT', key, live, '+inf')
@@ -390,7 +390,7 @@ if acquire then
       -- have chosen it).
       id = 1
       if marks[1] then
-        id = 1 - tonumber(marks[1])
+        id = 1 - marks[1]
       end
       name = format('%d', id)
       if count == 1 then
@@ -450,7 +450,7 @@ if acquire then
       retry = reset_after
     else
       local expiry = redis.call('ZRANGE', key, live, '+inf', 'BYSCORE', 'LIMIT', format('%d', need - 1), '1', 'WITHSCORES')[2]
-      retry = tonumber(expiry) - now
+      retry = expiry - now
       if retry > MAX_TIME then
         retry = MAX_TIME
       end
@@ -463,7 +463,7 @@ end
 -- (and '<id>.<count>') expire after now and '<id>.<count + 1>' does not
 -- exist; the slots of one lease always share one score. marks[3..] are
 -- these members' scores.
-local held = marks[3] and tonumber(marks[3]) > now and marks[#marks - 1] and not marks[#marks]
+local held = marks[3] and marks[3] + 0 > now and marks[#marks - 1] and not marks[#marks]
 if held then
   if mode == 'renew' then
     local expiry = format('%d', now + lease)

@@ -1169,7 +1169,7 @@ local t = {
 local last, at, events = nil, nil, 0
 if meta and (stored[1] == limits or marked) then
   last, events, at = match(meta, '^(%d+) (%d+) %d+ %-?%d+ %d+ %d+()')
-  events = tonumber(events) or 0
+  events = events and events + 0 or 0
 end
 if last == nil then
   local helpers = {}
@@ -1310,7 +1310,7 @@ for o = 0, last_o, 20 do
   end
 end
 if last and at == #meta + 1 then
-  last = tonumber(last)
+  last = last + 0
 else
   last = nil
 end
@@ -1521,8 +1521,8 @@ for o = 0, last_o, 20 do
       local c, s = 0, 0
       if v then
         local b, vc, vs = match(v, '^(%d+):(%d+):(%d+)$')
-        if b ~= nil and tonumber(b) == first then
-          c, s = tonumber(vc), tonumber(vs)
+        if b ~= nil and b + 0 == first then
+          c, s = vc + 0, vs + 0
         end
       end
       total = total - c
@@ -1542,8 +1542,8 @@ for o = 0, last_o, 20 do
         total = total - t[o + NEWEST_COUNT]
       else
         local b, vc = match(pv, '^(%d+):(%d+):%d+$')
-        if b ~= nil and tonumber(b) == partial then
-          total = total - tonumber(vc)
+        if b ~= nil and b + 0 == partial then
+          total = total - vc
         end
       end
     end
@@ -1596,8 +1596,8 @@ if ng > 0 or (estimate and op == 'settle') then
           local field = format(name, b % buckets)
           local v = redis.call('HGET', key, field)
           local vb, vc, vs = match(v or '', '^(%d+):(%d+):(%d+)$')
-          if vb ~= nil and tonumber(vb) == b then
-            vc, vs = tonumber(vc), tonumber(vs)
+          if vb ~= nil and vb + 0 == b then
+            vc, vs = vc + 0, vs + 0
             given = vc
             if given > refund then
               given = refund
@@ -1616,10 +1616,10 @@ if ng > 0 or (estimate and op == 'settle') then
                 while true do
                   local pred_b, pred_c, pred_s = match(redis.call('HGET', key, format(name, p % buckets)) or '',
                     '^(%d+):(%d+):(%d+)$')
-                  if pred_b == nil or tonumber(pred_b) ~= p or pred_s == '0' or p >= b then
+                  if pred_b == nil or pred_b + 0 ~= p or pred_s == '0' or p >= b then
                     error('ratelua: sliding_window state of ' .. key .. ' is inconsistent')
                   end
-                  pc, ps = tonumber(pred_c), tonumber(pred_s)
+                  pc, ps = pred_c + 0, pred_s + 0
                   if p + ps == b then
                     break
                   end
@@ -1678,10 +1678,10 @@ if ng > 0 or (estimate and op == 'settle') then
               while true do
                 local pred_b, pred_c, pred_s = match(redis.call('HGET', key, format(name, p % buckets)) or '',
                   '^(%d+):(%d+):(%d+)$')
-                if pred_b == nil or tonumber(pred_b) ~= p or pred_s == '0' or p >= written then
+                if pred_b == nil or pred_b + 0 ~= p or pred_s == '0' or p >= written then
                   error('ratelua: sliding_window state of ' .. key .. ' is inconsistent')
                 end
-                pc, ps = tonumber(pred_c), tonumber(pred_s)
+                pc, ps = pred_c + 0, pred_s + 0
                 if p + ps == written then
                   break
                 end
@@ -1804,10 +1804,10 @@ for o = 0, last_o, 20 do
           while true do
             local pred_b, pred_c, pred_s = match(redis.call('HGET', key, format(name, p % buckets)) or '',
               '^(%d+):(%d+):(%d+)$')
-            if pred_b == nil or tonumber(pred_b) ~= p or pred_s == '0' or p >= written then
+            if pred_b == nil or pred_b + 0 ~= p or pred_s == '0' or p >= written then
               error('ratelua: sliding_window state of ' .. key .. ' is inconsistent')
             end
-            pc, ps = tonumber(pred_c), tonumber(pred_s)
+            pc, ps = pred_c + 0, pred_s + 0
             if p + ps == written then
               break
             end
@@ -1931,8 +1931,8 @@ for o = 0, last_o, 20 do
         end
         if v then
           local sb, vc, vs = match(v, '^(%d+):(%d+):(%d+)$')
-          if sb ~= nil and tonumber(sb) == b then
-            c, s = tonumber(vc), tonumber(vs)
+          if sb ~= nil and sb + 0 == b then
+            c, s = vc + 0, vs + 0
           end
         end
       end
@@ -2023,10 +2023,10 @@ for o = 0, last_o, 20 do
         while true do
           local pred_b, pred_c, pred_s = match(redis.call('HGET', key, format(name, p % buckets)) or '',
             '^(%d+):(%d+):(%d+)$')
-          if pred_b == nil or tonumber(pred_b) ~= p or pred_s == '0' or p >= written then
+          if pred_b == nil or pred_b + 0 ~= p or pred_s == '0' or p >= written then
             error('ratelua: sliding_window state of ' .. key .. ' is inconsistent')
           end
-          pc, ps = tonumber(pred_c), tonumber(pred_s)
+          pc, ps = pred_c + 0, pred_s + 0
           if p + ps == written then
             break
           end

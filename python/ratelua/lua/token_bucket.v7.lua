@@ -472,7 +472,7 @@ if n == 1 and count >= 0 then
         local deficit_time, deficit_behind = string.match(state, '^(%d+) (%d+)$')
         deficit = 0
         if deficit_time then
-          deficit = tonumber(deficit_behind) + (tonumber(deficit_time) - now) * amount
+          deficit = deficit_behind + (deficit_time - now) * amount
         end
       end
       if deficit > 2 * full then
@@ -510,7 +510,7 @@ if n == 1 and count >= 0 then
               local deficit_time, deficit_behind = string.match(state, '^(%d+) (%d+)$')
               clock_deficit = 0
               if deficit_time then
-                clock_deficit = tonumber(deficit_behind) + (tonumber(deficit_time) - clock_now) * amount
+                clock_deficit = deficit_behind + (deficit_time - clock_now) * amount
               end
             end
             gone = clock_deficit > 3 * full
@@ -842,7 +842,7 @@ if count >= 0 and n ~= 1 then
       stored = nil
     end
     if stored == limits then
-      last = tonumber(time)
+      last = time + 0
     end
   end
 end
@@ -971,7 +971,7 @@ if last and last > now then
   -- full buckets.
   local widest = 0
   for i = 5, #ARGV, 3 do
-    local full, amount = tonumber(ARGV[i]) * tonumber(ARGV[i + 2]), tonumber(ARGV[i + 1])
+    local full, amount = ARGV[i] * ARGV[i + 2], ARGV[i + 1] + 0
     local horizon = (full + (-full) % amount) / amount
     if horizon > widest then
       widest = horizon
@@ -1050,11 +1050,11 @@ end
 local allowed = true
 for i = 4, 4 * n, 4 do
   local arg = 3 * i / 4 + 2
-  local capacity, amount, interval = tonumber(ARGV[arg]), tonumber(ARGV[arg + 1]), tonumber(ARGV[arg + 2])
+  local capacity, amount, interval = ARGV[arg] + 0, ARGV[arg + 1] + 0, ARGV[arg + 2] + 0
   local full = capacity * interval
   local level = full
   if last then
-    level = tonumber(lim[i])
+    level = lim[i] + 0
     if level > full then
       level = full
     end
