@@ -309,7 +309,8 @@ test-newest: servers
 	bash .ci/test-newest $(NEWEST)
 
 ## test-instructions: bench/'s tests, its report writer's and the
-## regression guard on the scripts' cost (TestInstruction*): one row per script on its newest version, on
+## regression guard on the scripts' cost (TestInstruction*): a row per script on its newest version
+## (and the multi-limit token_bucket and ar1 rows, zset_log's reserve + settle), on
 ## redis-server and valkey-server under callgrind, instructions per
 ## decision inside call() at most 3% above the committed baseline
 ## bench/testdata/instructions.json, and a copy of token_bucket with one
