@@ -1376,7 +1376,7 @@ local function each_member(head, name, slots, score)
 end
 
 redis.register_function('ratelua_concurrency_v7', function(KEYS, ARGV)
-local tonumber, format = tonumber, string.format
+local tonumber, format, find = tonumber, string.format, string.find
 local unit, mode, now = ARGV[2], ARGV[4], false
 local count = 1
 if ARGV[1] ~= '1' then
@@ -1386,9 +1386,17 @@ if ARGV[1] ~= '1' then
   end
 end
 if ARGV[3] ~= '' then
-  -- Canonical: what '%d' writes back.
-  now = tonumber(ARGV[3])
-  if not (now and now >= 0 and now <= MAX_TIME and format('%d', now) == ARGV[3]) then
+  -- Canonical: '0', or a digit 1-9 then digits (what '%d' writes), found
+  -- by a pattern and read by arithmetic (issue 35: tonumber converts its
+  -- argument twice and format makes a string, 1.5k instructions more an
+  -- argument). A call of fewer than 3 arguments has no ARGV[3].
+  now = ARGV[3]
+  if now == '0' or (now and find(now, '^[1-9]%d*$')) then
+    now = now + 0
+    if now > MAX_TIME then
+      now = nil
+    end
+  else
     now = nil
   end
 end
@@ -1474,11 +1482,18 @@ if acquire and #ARGV ~= 6 and #ARGV ~= 7 then
 elseif not acquire and #ARGV ~= 7 then
   return redis.error_reply("ERR ratelua: expected 3 arguments after ARGV[4] in mode '" .. mode .. "' (max, lease, lease id), got " .. math.max(#ARGV - 4, 0))
 end
-local max, lease = tonumber(ARGV[5]), tonumber(ARGV[6])
-if not (max and max >= 1 and max <= 1000000 and format('%d', max) == ARGV[5]) then
+-- (checked as now is)
+local max, lease = nil, nil
+if find(ARGV[5], '^[1-9]%d*$') then
+  max = ARGV[5] + 0
+end
+if find(ARGV[6], '^[1-9]%d*$') then
+  lease = ARGV[6] + 0
+end
+if not (max and max <= 1000000) then
   return refused(ARGV, 5, 'max must be a canonical integer in [1, 10^6]')
 end
-if not (lease and lease >= 1 and lease <= MAX_TIME and format('%d', lease) == ARGV[6]) then
+if not (lease and lease <= MAX_TIME) then
   return refused(ARGV, 6, 'lease must be a canonical integer in [1, 2^52]')
 end
 local key = KEYS[1]
@@ -1486,8 +1501,10 @@ local key = KEYS[1]
 -- id for an acquire (ARGV[7] of mode '0'); nil for an acquire without one.
 local name, id = ARGV[7], nil
 if name then
-  id = tonumber(name)
-  if not (id and id >= 1 and id <= MAX_TIME and format('%d', id) == name) then
+  if find(name, '^[1-9]%d*$') then
+    id = name + 0
+  end
+  if not (id and id <= MAX_TIME) then
     return refused(ARGV, 7, 'the lease id must be a canonical integer in [1, 2^52]')
   end
 end
