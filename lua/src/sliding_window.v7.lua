@@ -888,11 +888,32 @@ if meta and (stored[1] == limits or marked) then
   events = events and events + 0 or 0
 end
 if last == nil then
-  -- #expand rare(helpers)
-  local bad
-  -- #expand limits_error(bad, helpers)
-  if bad then
-    return bad
+  -- A fresh key, or one written for other limits: the limits are checked,
+  -- each by one find of its three integers joined by spaces (canonical,
+  -- 1 or more) and arithmetic (max <= 10^9, resolution <= duration <=
+  -- 2^52, at most 10000 buckets: duration <= 10000 * resolution, exact or
+  -- far off below 2^53). Only a limit that fails builds the rare helpers,
+  -- whose limits_error names it (issue 35: they cost about 5k
+  -- instructions a limit more, and their table and functions about 2k).
+  local valid = true
+  for i = 5, 2 + 3 * n, 3 do
+    local m, d, r = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+    valid = false
+    if string.find(m .. ' ' .. d .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
+      m, d, r = m + 0, d + 0, r + 0
+      valid = m <= 1000000000 and d <= MAX_TIME and r <= d and d <= 10000 * r
+    end
+    if not valid then
+      break
+    end
+  end
+  if not valid then
+    -- #expand rare(helpers)
+    local bad
+    -- #expand limits_error(bad, helpers)
+    if bad then
+      return bad
+    end
   end
 end
 local last_o = 20 * (n - 1)

@@ -1172,114 +1172,135 @@ if meta and (stored[1] == limits or marked) then
   events = events and events + 0 or 0
 end
 if last == nil then
-  local helpers = {}
-
-  -- helpers.integer returns text as a number when it is a canonical integer
-  -- in [lo, hi], else nil (the macro integer as a function).
-  function helpers.integer(text, lo, hi)
-    local number = tonumber(text)
-    if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
-      return nil
-    end
-    return number
-  end
-  local integer = helpers.integer
-
-  -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
-  -- of limit arguments are wrong, naming its first wrong argument; or,
-  -- given i, for the bad limit argument ARGV[i]: the limit's field `name`
-  -- must be an integer in `range` (in words).
-  function helpers.refuse(KEYS, ARGV, group, i, name, range)
-    -- quote shows an argument: at most 40 bytes, control and non-ASCII
-    -- bytes escaped.
-    local function quote(value)
-      if type(value) ~= 'string' then
-        return 'nothing'
-      end
-      local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
-        return string.format('\\x%02x', string.byte(byte))
-      end)
-      if #value > 40 then
-        shown = shown .. '...'
-      end
-      return "'" .. shown .. "'"
-    end
-    local message
-    if i then
-      message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
-        .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
-    elseif #KEYS ~= 1 then
-      message = 'expected exactly 1 key (the state key), got ' .. #KEYS
-    elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
-      message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
-    elseif ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us' then
-      message = "ARGV[2] unit must be 's', 'ms' or 'us', got " .. quote(ARGV[2])
-    elseif ARGV[3] ~= '' and integer(ARGV[3], 0, MAX_TIME) == nil then
-      message = 'ARGV[3] now must be empty (server clock) or a canonical integer in [0, 2^52], got ' .. quote(ARGV[3])
-    elseif ARGV[4] ~= '0' and ARGV[4] ~= '1' then
-      message = "ARGV[4] mode must be '0' (count allowed events) or '1' (count every attempt), got " .. quote(ARGV[4])
-    else
-      message = 'expected 1 to ' .. MAX_LIMITS .. ' limits of ' .. group .. ' integers after ARGV[4], got '
-        .. math.max(#ARGV - 4, 0) .. ' arguments'
-    end
-    return redis.error_reply('ERR ratelua: ' .. message)
-  end
-
-  -- fresh deletes the state and replies as for a fresh key: every limit
-  -- admits, and remaining is the smallest limit maximum, the first integer
-  -- of each limit's group in ARGV.
-  function helpers.fresh(KEYS, ARGV, group)
-    redis.call('DEL', KEYS[1])
-    local remaining = tonumber(ARGV[5])
-    for i = 5 + group, #ARGV, group do
-      local maximum = tonumber(ARGV[i])
-      if maximum < remaining then
-        remaining = maximum
-      end
-    end
-    return { 1, remaining, 0, 0, 0 }
-  end
-  local bad
-  bad = nil
+  -- A fresh key, or one written for other limits: the limits are checked,
+  -- each by one find of its three integers joined by spaces (canonical,
+  -- 1 or more) and arithmetic (max <= 10^9, resolution <= duration <=
+  -- 2^52, at most 10000 buckets: duration <= 10000 * resolution, exact or
+  -- far off below 2^53). Only a limit that fails builds the rare helpers,
+  -- whose limits_error names it (issue 35: they cost about 5k
+  -- instructions a limit more, and their table and functions about 2k).
+  local valid = true
   for i = 5, 2 + 3 * n, 3 do
-    if helpers.integer(ARGV[i], 1, 1000000000) == nil then
-      bad = helpers.refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
-    elseif helpers.integer(ARGV[i + 1], 1, MAX_TIME) == nil then
-      bad = helpers.refuse(KEYS, ARGV, 3, i + 1, 'duration', '[1, 2^52]')
-    elseif helpers.integer(ARGV[i + 2], 1, MAX_TIME) == nil then
-      bad = helpers.refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
+    local m, d, r = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+    valid = false
+    if string.find(m .. ' ' .. d .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
+      m, d, r = m + 0, d + 0, r + 0
+      valid = m <= 1000000000 and d <= MAX_TIME and r <= d and d <= 10000 * r
     end
-    if bad then
+    if not valid then
       break
     end
   end
-  if bad == nil then
+  if not valid then
+    local helpers = {}
+
+    -- helpers.integer returns text as a number when it is a canonical integer
+    -- in [lo, hi], else nil (the macro integer as a function).
+    function helpers.integer(text, lo, hi)
+      local number = tonumber(text)
+      if number == nil or number < lo or number > hi or (text ~= '0' and not string.find(text, '^%-?[1-9]%d*$')) then
+        return nil
+      end
+      return number
+    end
+    local integer = helpers.integer
+
+    -- refuse is the error reply for a call whose KEYS, ARGV[1..4] or number
+    -- of limit arguments are wrong, naming its first wrong argument; or,
+    -- given i, for the bad limit argument ARGV[i]: the limit's field `name`
+    -- must be an integer in `range` (in words).
+    function helpers.refuse(KEYS, ARGV, group, i, name, range)
+      -- quote shows an argument: at most 40 bytes, control and non-ASCII
+      -- bytes escaped.
+      local function quote(value)
+        if type(value) ~= 'string' then
+          return 'nothing'
+        end
+        local shown = string.gsub(string.sub(value, 1, 40), '[^ -~]', function(byte)
+          return string.format('\\x%02x', string.byte(byte))
+        end)
+        if #value > 40 then
+          shown = shown .. '...'
+        end
+        return "'" .. shown .. "'"
+      end
+      local message
+      if i then
+        message = 'ARGV[' .. i .. '] (limit ' .. math.floor((i - 5) / group) + 1 .. ' ' .. name
+          .. ') must be a canonical integer in ' .. range .. ', got ' .. quote(ARGV[i])
+      elseif #KEYS ~= 1 then
+        message = 'expected exactly 1 key (the state key), got ' .. #KEYS
+      elseif integer(ARGV[1], -MAX_TIME, MAX_TIME) == nil then
+        message = 'ARGV[1] eventCount must be a canonical integer in [-2^52, 2^52], got ' .. quote(ARGV[1])
+      elseif ARGV[2] ~= 'ms' and ARGV[2] ~= 's' and ARGV[2] ~= 'us' then
+        message = "ARGV[2] unit must be 's', 'ms' or 'us', got " .. quote(ARGV[2])
+      elseif ARGV[3] ~= '' and integer(ARGV[3], 0, MAX_TIME) == nil then
+        message = 'ARGV[3] now must be empty (server clock) or a canonical integer in [0, 2^52], got ' .. quote(ARGV[3])
+      elseif ARGV[4] ~= '0' and ARGV[4] ~= '1' then
+        message = "ARGV[4] mode must be '0' (count allowed events) or '1' (count every attempt), got " .. quote(ARGV[4])
+      else
+        message = 'expected 1 to ' .. MAX_LIMITS .. ' limits of ' .. group .. ' integers after ARGV[4], got '
+          .. math.max(#ARGV - 4, 0) .. ' arguments'
+      end
+      return redis.error_reply('ERR ratelua: ' .. message)
+    end
+
+    -- fresh deletes the state and replies as for a fresh key: every limit
+    -- admits, and remaining is the smallest limit maximum, the first integer
+    -- of each limit's group in ARGV.
+    function helpers.fresh(KEYS, ARGV, group)
+      redis.call('DEL', KEYS[1])
+      local remaining = tonumber(ARGV[5])
+      for i = 5 + group, #ARGV, group do
+        local maximum = tonumber(ARGV[i])
+        if maximum < remaining then
+          remaining = maximum
+        end
+      end
+      return { 1, remaining, 0, 0, 0 }
+    end
+    local bad
+    bad = nil
     for i = 5, 2 + 3 * n, 3 do
-      local duration, resolution = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-      if resolution > duration then
-        bad = redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3 .. ': resolution must be at most duration, got '
-          .. string.format('%d > %d', resolution, duration))
-        break
+      if helpers.integer(ARGV[i], 1, 1000000000) == nil then
+        bad = helpers.refuse(KEYS, ARGV, 3, i, 'max', '[1, 10^9]')
+      elseif helpers.integer(ARGV[i + 1], 1, MAX_TIME) == nil then
+        bad = helpers.refuse(KEYS, ARGV, 3, i + 1, 'duration', '[1, 2^52]')
+      elseif helpers.integer(ARGV[i + 2], 1, MAX_TIME) == nil then
+        bad = helpers.refuse(KEYS, ARGV, 3, i + 2, 'resolution', '[1, 2^52]')
       end
-      local r = duration % resolution
-      if r < 0 then
-        r = r + resolution
-      elseif r >= resolution then
-        r = r - resolution
-      end
-      local buckets = (duration - r) / resolution
-      if r > 0 then
-        buckets = buckets + 1
-      end
-      if buckets > 10000 then
-        bad = redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3
-          .. ': duration / resolution must be at most 10000 buckets, got ' .. string.format('%d', buckets))
+      if bad then
         break
       end
     end
-  end
-  if bad then
-    return bad
+    if bad == nil then
+      for i = 5, 2 + 3 * n, 3 do
+        local duration, resolution = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+        if resolution > duration then
+          bad = redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3 .. ': resolution must be at most duration, got '
+            .. string.format('%d > %d', resolution, duration))
+          break
+        end
+        local r = duration % resolution
+        if r < 0 then
+          r = r + resolution
+        elseif r >= resolution then
+          r = r - resolution
+        end
+        local buckets = (duration - r) / resolution
+        if r > 0 then
+          buckets = buckets + 1
+        end
+        if buckets > 10000 then
+          bad = redis.error_reply('ERR ratelua: limit ' .. (i - 2) / 3
+            .. ': duration / resolution must be at most 10000 buckets, got ' .. string.format('%d', buckets))
+          break
+        end
+      end
+    end
+    if bad then
+      return bad
+    end
   end
 end
 local last_o = 20 * (n - 1)
