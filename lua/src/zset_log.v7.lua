@@ -456,13 +456,20 @@ end
 local largest, wide, widest = 0, 1, 0
 local bad, field, range
 for i = 5, 3 + 2 * n, 2 do
-  local max, window
-  -- #expand integer(max, ARGV[i], 1, 10000)
-  -- #expand integer(window, ARGV[i + 1], 1, MAX_TIME)
-  if max == nil then
+  -- Canonical integers of 1 or more, found by one find of the limit's two
+  -- joined by a space and read by arithmetic (issue 35: the integer
+  -- macro, a tonumber and a find per integer, costs about 2k more each);
+  -- when it fails, max alone tells which of the two to name.
+  local max, window = nil, nil
+  if find(ARGV[i] .. ' ' .. ARGV[i + 1], '^[1-9]%d* [1-9]%d*$') then
+    max, window = ARGV[i] + 0, ARGV[i + 1] + 0
+  elseif find(ARGV[i], '^[1-9]%d*$') then
+    max = ARGV[i] + 0
+  end
+  if max == nil or max > 10000 then
     bad, field, range = i, 'max', '[1, 10^4]'
     break
-  elseif window == nil then
+  elseif window == nil or window > MAX_TIME then
     bad, field, range = i + 1, 'window', '[1, 2^52]'
     break
   end
