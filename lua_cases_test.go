@@ -155,16 +155,24 @@ func TestValidation(t *testing.T) {
 				cases = append(cases,
 					bad{[]string{"1", "s", "1000", "0", "1", "5", "6"}, "limit 1: resolution must be at most duration, got 6 > 5"},
 					bad{[]string{"1", "s", "1000", "0", "1", "10001", "1"}, "limit 1: duration / resolution must be at most 10000 buckets, got 10001"},
-					bad{[]string{"1", "s", "1000", "0", "1000000001", "5", "1"}, "(limit 1 max) must be a canonical integer in [1, 10^9]"})
+					bad{[]string{"1", "s", "1000", "0", "1000000001", "5", "1"}, "(limit 1 max) must be a canonical integer in [1, 10^9]"},
+					// The second of two limits, checked on a key written
+					// for other limits (the general path's check).
+					bad{[]string{"1", "s", "1000", "0", "1", "5", "1", "1", "10001", "1"}, "limit 2: duration / resolution must be at most 10000 buckets, got 10001"})
 			case AR1:
 				cases = append(cases,
-					bad{[]string{"1", "s", "1000", "0", "1", "1000", "5"}, "(limit 1 decay) must be a canonical integer in [1001, 10^9]"})
+					bad{[]string{"1", "s", "1000", "0", "1", "1000", "5"}, "(limit 1 decay) must be a canonical integer in [1001, 10^9]"},
+					bad{[]string{"1", "s", "1000", "0", "1", "2000", "5", "1", "1000", "5"}, "(limit 2 decay) must be a canonical integer in [1001, 10^9]"})
 			case ZSetLog:
 				cases = append(cases,
-					bad{[]string{"1", "s", "1000", "0", "10001", "5"}, "(limit 1 max) must be a canonical integer in [1, 10^4]"})
+					bad{[]string{"1", "s", "1000", "0", "10001", "5"}, "(limit 1 max) must be a canonical integer in [1, 10^4]"},
+					bad{[]string{"1", "s", "1000", "0", "5", "5", "10001", "5"}, "(limit 2 max) must be a canonical integer in [1, 10^4]"},
+					bad{[]string{"1", "s", "1000", "0", "5", "5", "5", "4503599627370497"}, "(limit 2 window) must be a canonical integer in [1, 2^52]"},
+					bad{[]string{"1", "s", "1000", "0", "5", "5", "5", "05"}, "(limit 2 window) must be a canonical integer in [1, 2^52]"})
 			case TokenBucket:
 				cases = append(cases,
-					bad{[]string{"1", "s", "1000", "0", "1000000", "1", "1125899906843"}, "limit 1: capacity * refill_interval must be at most 2^50"})
+					bad{[]string{"1", "s", "1000", "0", "1000000", "1", "1125899906843"}, "limit 1: capacity * refill_interval must be at most 2^50"},
+					bad{[]string{"1", "s", "1000", "0", "1", "1", "5", "1000000", "1", "1125899906843"}, "limit 2: capacity * refill_interval must be at most 2^50"})
 			}
 			e := frozenEngine()
 			if _, _, err := run(t, e, src, good); err != nil {
