@@ -1,7 +1,10 @@
 package hotkeys
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,5 +84,31 @@ func TestCheckWindows(t *testing.T) {
 	}
 	if fs := checkWindows(burst(12), b, time.Millisecond); !over(fs) {
 		t.Errorf("21 in a second not found over the bound of 20.01: %v", fs)
+	}
+}
+
+// TestReadLogLeavesOutACutLine: a log read while its worker writes may end
+// in part of a line; readLog leaves it out, and reads every whole line.
+func TestReadLogLeavesOutACutLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	whole := "A 100 200\nR 150 3 900\nA 300 400\n"
+	for _, cut := range []string{"", "A 500 6", "A 1795766086915412186 1", "R 1"} {
+		if err := os.WriteFile(path, []byte(whole+cut), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		w, err := readLog(path)
+		if err != nil {
+			t.Fatalf("cut %q: %v", cut, err)
+		}
+		if len(w.admits) != 2 || len(w.reserves) != 1 || w.admits[1] != (span{300, 400}) {
+			t.Fatalf("cut %q: admits %v, reserves %v; want the two whole admissions and the reserve", cut, w.admits, w.reserves)
+		}
+	}
+	// A whole line that is wrong is still an error.
+	if err := os.WriteFile(path, []byte(whole+"A 500 6\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readLog(path); err == nil || !strings.Contains(err.Error(), "ended before it began") {
+		t.Fatalf("a whole admission ending before it began: %v", err)
 	}
 }
