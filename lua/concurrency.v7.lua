@@ -155,9 +155,12 @@ local tonumber, format, find = tonumber, string.format, string.find
 local unit, mode, now = ARGV[2], ARGV[4], false
 local count = 1
 if ARGV[1] ~= '1' then
-  count = tonumber(ARGV[1])
-  if count == nil or count < -MAX_TIME or count > MAX_TIME or (ARGV[1] ~= '0' and not string.find(ARGV[1], '^%-?[1-9]%d*$')) then
-    count = nil
+  count = nil
+  if ARGV[1] == '0' or (ARGV[1] and string.find(ARGV[1], '^%-?[1-9]%d*$')) then
+    count = ARGV[1] + 0
+    if count < -MAX_TIME or count > MAX_TIME then
+      count = nil
+    end
   end
 end
 if ARGV[3] ~= '' then

@@ -187,9 +187,12 @@ end
 local unit, now, mode = ARGV[2], false, ARGV[4]
 local count = 1
 if ARGV[1] ~= '1' then
-  count = tonumber(ARGV[1])
-  if count == nil or count < -MAX_TIME or count > MAX_TIME or (ARGV[1] ~= '0' and not string.find(ARGV[1], '^%-?[1-9]%d*$')) then
-    count = nil
+  count = nil
+  if ARGV[1] == '0' or (ARGV[1] and string.find(ARGV[1], '^%-?[1-9]%d*$')) then
+    count = ARGV[1] + 0
+    if count < -MAX_TIME or count > MAX_TIME then
+      count = nil
+    end
   end
 end
 local n = (#ARGV - 4) / 3
@@ -1380,9 +1383,12 @@ local tonumber, format, find = tonumber, string.format, string.find
 local unit, mode, now = ARGV[2], ARGV[4], false
 local count = 1
 if ARGV[1] ~= '1' then
-  count = tonumber(ARGV[1])
-  if count == nil or count < -MAX_TIME or count > MAX_TIME or (ARGV[1] ~= '0' and not string.find(ARGV[1], '^%-?[1-9]%d*$')) then
-    count = nil
+  count = nil
+  if ARGV[1] == '0' or (ARGV[1] and string.find(ARGV[1], '^%-?[1-9]%d*$')) then
+    count = ARGV[1] + 0
+    if count < -MAX_TIME or count > MAX_TIME then
+      count = nil
+    end
   end
 end
 if ARGV[3] ~= '' then
@@ -1771,16 +1777,22 @@ local tonumber, format = tonumber, string.format
 local unit, mode, now = ARGV[2], ARGV[4], nil
 local count = 1
 if ARGV[1] ~= '1' then
-  count = tonumber(ARGV[1])
-  if count == nil or count < -MAX_TIME or count > MAX_TIME or (ARGV[1] ~= '0' and not string.find(ARGV[1], '^%-?[1-9]%d*$')) then
-    count = nil
+  count = nil
+  if ARGV[1] == '0' or (ARGV[1] and string.find(ARGV[1], '^%-?[1-9]%d*$')) then
+    count = ARGV[1] + 0
+    if count < -MAX_TIME or count > MAX_TIME then
+      count = nil
+    end
   end
 end
 local clock = ARGV[3]
 if clock ~= '' then
-  now = tonumber(clock)
-  if now == nil or now < 0 or now > MAX_TIME or (clock ~= '0' and not string.find(clock, '^%-?[1-9]%d*$')) then
-    now = nil
+  now = nil
+  if clock == '0' or (clock and string.find(clock, '^%-?[1-9]%d*$')) then
+    now = clock + 0
+    if now < 0 or now > MAX_TIME then
+      now = nil
+    end
   end
 end
 if count == nil or (clock ~= '' and now == nil) or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
@@ -1859,17 +1871,26 @@ if #ARGV ~= 7 then
     .. math.max(#ARGV - 4, 0) .. ' arguments')
 end
 local max, window, expire
-max = tonumber(ARGV[5])
-if max == nil or max < 0 or max > MAX_TIME or (ARGV[5] ~= '0' and not string.find(ARGV[5], '^%-?[1-9]%d*$')) then
-  max = nil
+max = nil
+if ARGV[5] == '0' or (ARGV[5] and string.find(ARGV[5], '^%-?[1-9]%d*$')) then
+  max = ARGV[5] + 0
+  if max < 0 or max > MAX_TIME then
+    max = nil
+  end
 end
-window = tonumber(ARGV[6])
-if window == nil or window < 1 or window > MAX_TIME or (ARGV[6] ~= '0' and not string.find(ARGV[6], '^%-?[1-9]%d*$')) then
-  window = nil
+window = nil
+if ARGV[6] == '0' or (ARGV[6] and string.find(ARGV[6], '^%-?[1-9]%d*$')) then
+  window = ARGV[6] + 0
+  if window < 1 or window > MAX_TIME then
+    window = nil
+  end
 end
-expire = tonumber(ARGV[7])
-if expire == nil or expire < 1 or expire > MAX_TIME or (ARGV[7] ~= '0' and not string.find(ARGV[7], '^%-?[1-9]%d*$')) then
-  expire = nil
+expire = nil
+if ARGV[7] == '0' or (ARGV[7] and string.find(ARGV[7], '^%-?[1-9]%d*$')) then
+  expire = ARGV[7] + 0
+  if expire < 1 or expire > MAX_TIME then
+    expire = nil
+  end
 end
 if max == nil then
   local helpers = {}
@@ -2246,15 +2267,21 @@ local KEYS, ARGV, redis = KEYS, ARGV, redis
 local tonumber, format, match = tonumber, string.format, string.match
 local count, now, n = 1, false, #ARGV - 4
 if ARGV[1] ~= '1' then
-  count = tonumber(ARGV[1])
-  if count == nil or count < -MAX_TIME or count > MAX_TIME or (ARGV[1] ~= '0' and not string.find(ARGV[1], '^%-?[1-9]%d*$')) then
-    count = nil
+  count = nil
+  if ARGV[1] == '0' or (ARGV[1] and string.find(ARGV[1], '^%-?[1-9]%d*$')) then
+    count = ARGV[1] + 0
+    if count < -MAX_TIME or count > MAX_TIME then
+      count = nil
+    end
   end
 end
 if ARGV[3] ~= '' then
-  now = tonumber(ARGV[3])
-  if now == nil or now < 0 or now > MAX_TIME or (ARGV[3] ~= '0' and not string.find(ARGV[3], '^%-?[1-9]%d*$')) then
-    now = nil
+  now = nil
+  if ARGV[3] == '0' or (ARGV[3] and string.find(ARGV[3], '^%-?[1-9]%d*$')) then
+    now = ARGV[3] + 0
+    if now < 0 or now > MAX_TIME then
+      now = nil
+    end
   end
 end
 local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]
@@ -4397,9 +4424,12 @@ end
 local unit, now, mode = ARGV[2], false, ARGV[4]
 local count = 1
 if ARGV[1] ~= '1' then
-  count = tonumber(ARGV[1])
-  if count == nil or count < -MAX_TIME or count > MAX_TIME or (ARGV[1] ~= '0' and not string.find(ARGV[1], '^%-?[1-9]%d*$')) then
-    count = nil
+  count = nil
+  if ARGV[1] == '0' or (ARGV[1] and string.find(ARGV[1], '^%-?[1-9]%d*$')) then
+    count = ARGV[1] + 0
+    if count < -MAX_TIME or count > MAX_TIME then
+      count = nil
+    end
   end
 end
 local n = (#ARGV - 4) / 3
@@ -5510,9 +5540,12 @@ local count, now = 1, false
 -- ARGV[i] read once each (a field read costs about 100 instructions).
 local text, limit1, limit2 = ARGV[3], ARGV[5], ARGV[6]
 if ARGV[1] ~= '1' then
-  count = tonumber(ARGV[1])
-  if count == nil or count < -MAX_TIME or count > MAX_TIME or (ARGV[1] ~= '0' and not string.find(ARGV[1], '^%-?[1-9]%d*$')) then
-    count = nil
+  count = nil
+  if ARGV[1] == '0' or (ARGV[1] and string.find(ARGV[1], '^%-?[1-9]%d*$')) then
+    count = ARGV[1] + 0
+    if count < -MAX_TIME or count > MAX_TIME then
+      count = nil
+    end
   end
 end
 if text ~= '' then

@@ -155,15 +155,21 @@ local KEYS, ARGV, redis = KEYS, ARGV, redis
 local tonumber, format, match = tonumber, string.format, string.match
 local count, now, n = 1, false, #ARGV - 4
 if ARGV[1] ~= '1' then
-  count = tonumber(ARGV[1])
-  if count == nil or count < -MAX_TIME or count > MAX_TIME or (ARGV[1] ~= '0' and not string.find(ARGV[1], '^%-?[1-9]%d*$')) then
-    count = nil
+  count = nil
+  if ARGV[1] == '0' or (ARGV[1] and string.find(ARGV[1], '^%-?[1-9]%d*$')) then
+    count = ARGV[1] + 0
+    if count < -MAX_TIME or count > MAX_TIME then
+      count = nil
+    end
   end
 end
 if ARGV[3] ~= '' then
-  now = tonumber(ARGV[3])
-  if now == nil or now < 0 or now > MAX_TIME or (ARGV[3] ~= '0' and not string.find(ARGV[3], '^%-?[1-9]%d*$')) then
-    now = nil
+  now = nil
+  if ARGV[3] == '0' or (ARGV[3] and string.find(ARGV[3], '^%-?[1-9]%d*$')) then
+    now = ARGV[3] + 0
+    if now < 0 or now > MAX_TIME then
+      now = nil
+    end
   end
 end
 local unit, mode, key = ARGV[2], ARGV[4], KEYS[1]

@@ -228,9 +228,12 @@ end
 local unit, now, mode = ARGV[2], false, ARGV[4]
 local count = 1
 if ARGV[1] ~= '1' then
-  count = tonumber(ARGV[1])
-  if count == nil or count < -MAX_TIME or count > MAX_TIME or (ARGV[1] ~= '0' and not string.find(ARGV[1], '^%-?[1-9]%d*$')) then
-    count = nil
+  count = nil
+  if ARGV[1] == '0' or (ARGV[1] and string.find(ARGV[1], '^%-?[1-9]%d*$')) then
+    count = ARGV[1] + 0
+    if count < -MAX_TIME or count > MAX_TIME then
+      count = nil
+    end
   end
 end
 local n = (#ARGV - 4) / 3

@@ -17,11 +17,16 @@ local MAX_LIMITS = 16
 -- integer sets OUT to TEXT as a number when it is a canonical integer in
 -- [LO, HI] (|LO|, |HI| <= 2^52), else to nil. The text must be '0' or
 -- match '-'? [1-9] digits*, which is what '%d' writes back (a find makes no
--- string; a NaN fails the pattern).
+-- string), and is then read by arithmetic (issue 35: tonumber converts its
+-- argument twice, about 1.1k instructions more; digits too many for a
+-- number read as inf, above HI).
 -- #define integer(OUT, TEXT, LO, HI)
-OUT = tonumber(TEXT)
-if OUT == nil or OUT < LO or OUT > HI or (TEXT ~= '0' and not string.find(TEXT, '^%-?[1-9]%d*$')) then
-  OUT = nil
+OUT = nil
+if TEXT == '0' or (TEXT and string.find(TEXT, '^%-?[1-9]%d*$')) then
+  OUT = TEXT + 0
+  if OUT < LO or OUT > HI then
+    OUT = nil
+  end
 end
 -- #end
 

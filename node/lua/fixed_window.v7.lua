@@ -65,16 +65,22 @@ local tonumber, format = tonumber, string.format
 local unit, mode, now = ARGV[2], ARGV[4], nil
 local count = 1
 if ARGV[1] ~= '1' then
-  count = tonumber(ARGV[1])
-  if count == nil or count < -MAX_TIME or count > MAX_TIME or (ARGV[1] ~= '0' and not string.find(ARGV[1], '^%-?[1-9]%d*$')) then
-    count = nil
+  count = nil
+  if ARGV[1] == '0' or (ARGV[1] and string.find(ARGV[1], '^%-?[1-9]%d*$')) then
+    count = ARGV[1] + 0
+    if count < -MAX_TIME or count > MAX_TIME then
+      count = nil
+    end
   end
 end
 local clock = ARGV[3]
 if clock ~= '' then
-  now = tonumber(clock)
-  if now == nil or now < 0 or now > MAX_TIME or (clock ~= '0' and not string.find(clock, '^%-?[1-9]%d*$')) then
-    now = nil
+  now = nil
+  if clock == '0' or (clock and string.find(clock, '^%-?[1-9]%d*$')) then
+    now = clock + 0
+    if now < 0 or now > MAX_TIME then
+      now = nil
+    end
   end
 end
 if count == nil or (clock ~= '' and now == nil) or #KEYS ~= 1 or (unit ~= 'ms' and unit ~= 's' and unit ~= 'us')
@@ -153,17 +159,26 @@ if #ARGV ~= 7 then
     .. math.max(#ARGV - 4, 0) .. ' arguments')
 end
 local max, window, expire
-max = tonumber(ARGV[5])
-if max == nil or max < 0 or max > MAX_TIME or (ARGV[5] ~= '0' and not string.find(ARGV[5], '^%-?[1-9]%d*$')) then
-  max = nil
+max = nil
+if ARGV[5] == '0' or (ARGV[5] and string.find(ARGV[5], '^%-?[1-9]%d*$')) then
+  max = ARGV[5] + 0
+  if max < 0 or max > MAX_TIME then
+    max = nil
+  end
 end
-window = tonumber(ARGV[6])
-if window == nil or window < 1 or window > MAX_TIME or (ARGV[6] ~= '0' and not string.find(ARGV[6], '^%-?[1-9]%d*$')) then
-  window = nil
+window = nil
+if ARGV[6] == '0' or (ARGV[6] and string.find(ARGV[6], '^%-?[1-9]%d*$')) then
+  window = ARGV[6] + 0
+  if window < 1 or window > MAX_TIME then
+    window = nil
+  end
 end
-expire = tonumber(ARGV[7])
-if expire == nil or expire < 1 or expire > MAX_TIME or (ARGV[7] ~= '0' and not string.find(ARGV[7], '^%-?[1-9]%d*$')) then
-  expire = nil
+expire = nil
+if ARGV[7] == '0' or (ARGV[7] and string.find(ARGV[7], '^%-?[1-9]%d*$')) then
+  expire = ARGV[7] + 0
+  if expire < 1 or expire > MAX_TIME then
+    expire = nil
+  end
 end
 if max == nil then
   local helpers = {}
