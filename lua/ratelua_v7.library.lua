@@ -3289,6 +3289,7 @@ if meta and (stored[1] == limits or marked) then
   last, events, at = match(meta, '^(%d+) (%d+) %d+ %-?%d+ %d+ %d+()')
   events = events and events + 0 or 0
 end
+local checked = false
 if last == nil then
   -- A fresh key, or one written for other limits: the limits are checked,
   -- each by one find of its three integers joined by spaces (canonical,
@@ -3297,6 +3298,7 @@ if last == nil then
   -- far off below 2^53). Only a limit that fails builds the rare helpers,
   -- whose limits_error names it (issue 35: they cost about 5k
   -- instructions a limit more, and their table and functions about 2k).
+  -- The numbers read go into t, where the loop below takes them (checked).
   local valid = true
   for i = 5, 2 + 3 * n, 3 do
     local m, d, r = ARGV[i], ARGV[i + 1], ARGV[i + 2]
@@ -3304,11 +3306,14 @@ if last == nil then
     if string.find(m .. ' ' .. d .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
       m, d, r = m + 0, d + 0, r + 0
       valid = m <= 1000000000 and d <= MAX_TIME and r <= d and d <= 10000 * r
+      local o = (i - 5) / 3 * 20
+      t[o + MAX], t[o + DURATION], t[o + RESOLUTION] = m, d, r
     end
     if not valid then
       break
     end
   end
+  checked = valid
   if not valid then
     local helpers = {}
 
@@ -3423,8 +3428,12 @@ if last == nil then
 end
 local last_o = 20 * (n - 1)
 for o = 0, last_o, 20 do
-  local arg = 5 + o / 20 * 3
-  local duration, resolution = ARGV[arg + 1] + 0, ARGV[arg + 2] + 0
+  local duration, resolution = t[o + DURATION], t[o + RESOLUTION]
+  if not checked then
+    local arg = 5 + o / 20 * 3
+    duration, resolution = ARGV[arg + 1] + 0, ARGV[arg + 2] + 0
+    t[o + MAX], t[o + DURATION], t[o + RESOLUTION] = ARGV[arg] + 0, duration, resolution
+  end
   local r = duration % resolution
   if r < 0 then
     r = r + resolution
@@ -3436,7 +3445,6 @@ for o = 0, last_o, 20 do
   if r > 0 then
     buckets = q + 1
   end
-  t[o + MAX], t[o + DURATION], t[o + RESOLUTION] = ARGV[arg] + 0, duration, resolution
   t[o + BUCKETS], t[o + WHOLE], t[o + PART] = buckets, q, r
   if last then
     local total, span, newest
