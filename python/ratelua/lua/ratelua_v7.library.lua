@@ -6029,9 +6029,9 @@ local largest, wide, widest = 0, 1, 0
 local bad, field, range
 for i = 5, 3 + 2 * n, 2 do
   -- Canonical integers of 1 or more, found by one find of the limit's two
-  -- joined by a space and read by arithmetic (issue 35: the integer
-  -- macro, a tonumber and a find per integer, costs about 2k more each);
-  -- when it fails, max alone tells which of the two to name.
+  -- joined by a space and read by arithmetic (issue 35: the integer macro
+  -- makes a find per integer, about 1.4k each); when it fails, max alone
+  -- tells which of the two to name.
   local max, window = nil, nil
   if find(ARGV[i] .. ' ' .. ARGV[i + 1], '^[1-9]%d* [1-9]%d*$') then
     max, window = ARGV[i] + 0, ARGV[i + 1] + 0
