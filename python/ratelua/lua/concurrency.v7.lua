@@ -151,7 +151,7 @@ local function each_member(head, name, slots, score)
 end
 
 -- #call: what follows runs on every call (in ratelua_v7, the function body)
-local tonumber, format, find = tonumber, string.format, string.find
+local format, find = string.format, string.find
 local unit, mode, now = ARGV[2], ARGV[4], false
 local count = 1
 if ARGV[1] ~= '1' then

@@ -1379,7 +1379,7 @@ local function each_member(head, name, slots, score)
 end
 
 redis.register_function('ratelua_concurrency_v7', function(KEYS, ARGV)
-local tonumber, format, find = tonumber, string.format, string.find
+local format, find = string.format, string.find
 local unit, mode, now = ARGV[2], ARGV[4], false
 local count = 1
 if ARGV[1] ~= '1' then
