@@ -5537,8 +5537,143 @@ redis.register_function('ratelua_zset_log_v7', function(KEYS, ARGV)
 -- KEYS, ARGV and redis as locals: a global is a table lookup on every use
 -- (about 150 instructions; a local, a register).
 local KEYS, ARGV, redis = KEYS, ARGV, redis
-local tonumber, string = tonumber, string
+local string = string
 local format, match, find = string.format, string.match, string.find
+-- The common call first (issue 35): one limit, count 1, mode '0', unit
+-- ms, a key holding plain events (or nothing) whose newest is not after
+-- now. It decides as the one-limit path below, by the same commands and
+-- arithmetic, with fewer steps (no count, mode or reservation to read, no
+-- clock behind, no batch); any other call, or one of these that finds
+-- anything else, goes on having written nothing, with the newest event's
+-- read (got_top) and the server's time (got_now) when it made them: no
+-- command is sent twice.
+local got_top, got_now
+if #ARGV == 6 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEYS == 1 then
+  local score, m, w = ARGV[3], ARGV[5], ARGV[6]
+  local now
+  if score == '' then
+    if find(m .. ' ' .. w, '^[1-9]%d* [1-9]%d*$') then
+      now = ''
+    end
+  elseif find(score .. ' ' .. m .. ' ' .. w, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
+    now = score + 0
+    if now > MAX_TIME then
+      now = nil
+    end
+  end
+  if now then
+    local max, window = m + 0, w + 0
+    if max <= 10000 and window <= MAX_TIME then
+      local key = KEYS[1]
+      if now == '' then
+        do
+          local time = redis.call('TIME')
+          if 'ms' == 'ms' then
+            local micros = time[2] + 0
+            now = time[1] * 1000 + (micros - micros % 1000) / 1000
+          elseif 'ms' == 's' then
+            now = time[1] + 0
+          else
+            now = time[1] * 1000000 + time[2]
+          end
+        end
+        got_now, score = now, format('%d', now)
+      end
+      local top = redis.pcall('ZRANGE', key, '-1', '-1')
+      got_top = top
+      if not top.err then
+        top = top[1]
+        if top == nil then
+          redis.call('ZADD', key, score, score .. ':a1:1')
+          redis.call('PEXPIRE', key, w)
+          return { 1, max - 1, 0, window, 1 }
+        end
+        local last, index, base = match(top, '^(%d+):%l(%d+):(%d+)$')
+        if last then
+          last = last + 0
+        end
+        if last and last <= now then
+          local newest = index + 0
+          local size = newest - base + 1
+          -- c: the events in the window, as below (first: the oldest one
+          -- in it, read when the set is large enough for a denial).
+          -- c: the events in the window. A set of max or more events is
+          -- first asked for its max-th newest (by rank from the end, one
+          -- member): in the window, the call is denied (remaining 0) and
+          -- waits until it leaves (the newest itself when max is 1, no
+          -- read), writing nothing. Else, as below, c is the size less
+          -- the events at or before the window's start (ZCOUNT from -inf,
+          -- an integer).
+          local c = 0
+          if last > now - window then
+            c = size
+            if size >= max then
+              local retry = last
+              if max > 1 then
+                local rank = -max
+                if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+                  rank = format('%d', rank)
+                end
+                retry = match(redis.call('ZRANGE', key, rank, rank)[1] or '', '^%d+')
+                if retry == nil then
+                  return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+                end
+                retry = retry + 0
+              end
+              if retry > now - window then
+                return { 0, 0, retry + window - now, last + window - now, 1 }
+              end
+            end
+            if size > 1 then
+              local since = now - window
+              if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+                since = format('%d', since)
+              end
+              c = size - redis.call('ZCOUNT', key, '-inf', since)
+            end
+          end
+          -- Allowed (c < max): drop the oldest events by rank once at
+          -- least half of the set is out of the max newest in the window,
+          -- add this one, and set the TTL to the window (reset_after).
+          local keep = max
+          if c < keep then
+            keep = c
+          end
+          local removable = size - keep
+          if removable > 0 and removable >= keep then
+            redis.call('ZREMRANGEBYRANK', key, '0', format('%d', removable - 1))
+            base = format('%d', newest - keep + 1)
+          end
+          local member
+          index = newest + 1
+          if index == 1 then
+            member = score .. ':a1:' .. base -- a fresh key's
+          elseif index < 10 then
+            member = score .. ':a' .. index .. ':' .. base
+          elseif index < 100 then
+            member = score .. ':b' .. index .. ':' .. base
+          elseif index < 1000 then
+            member = score .. ':c' .. index .. ':' .. base
+          elseif index < 10000 then
+            member = score .. ':d' .. index .. ':' .. base
+          else
+            local digits, ten = 5, 100000
+            while index >= ten do
+              digits, ten = digits + 1, ten * 10
+            end
+            member = format('%s:%s%d:%s', score, string.char(96 + digits), index, base)
+          end
+          redis.call('ZADD', key, score, member)
+          redis.call('PEXPIRE', key, w)
+          return { 1, max - c - 1, 0, window, 1 }
+        end
+      end
+    end
+  end
+end
+-- (tonumber as a local after the common call, which does not use it: a
+-- global read is a table lookup.)
+local tonumber = tonumber
 -- One limit (n == 1), the common case: now and the limit's two integers
 -- are checked canonical at once, in one find of their text joined by
 -- spaces (a find costs about 1k instructions, more than the joining), into
@@ -5724,7 +5859,9 @@ if n == 1 and count >= 0 and not op then
     max, window = limit1 + 0, limit2 + 0
   end
   if max >= 1 and max <= 10000 and window >= 1 and window <= MAX_TIME then
-    if server then
+    if got_now then
+      now = got_now
+    elseif server then
       do
         local time = redis.call('TIME')
         if unit == 'ms' then
@@ -5736,10 +5873,12 @@ if n == 1 and count >= 0 and not op then
           now = time[1] * 1000000 + time[2]
         end
       end
+      got_now = now
     end
     -- first_index: the base of the newest event, as text.
     local last, newest, size, first_index = nil, 0, 0, nil
-    local top = redis.pcall('ZRANGE', key, '-1', '-1')
+    local top = got_top or redis.pcall('ZRANGE', key, '-1', '-1')
+    got_top = top
     -- wrong_type without its type(): ZRANGE replies a table, or an error
     -- (a table with err).
     if top.err then
@@ -5863,11 +6002,9 @@ if n == 1 and count >= 0 and not op then
           score = format('%d', stamp)
         end
         -- Member names: the index after a letter for its number of digits
-        -- (a: 1 digit, b: 2, ...), then the base.
+        -- (a: 1 digit, b: 2, ...), then the base (the macro event_name).
         local index = newest + 1
         if added == 1 then
-          -- Below 10^4 the name is joined by .. (an index under 10^14 is
-          -- written as by '%d'), cheaper than format.
           local member
           if index == 1 then
             member = score .. ':a1:' .. first_index -- a fresh key's
@@ -6125,7 +6262,9 @@ if bad or count < 0 then
   end
   return helpers.fresh(KEYS, ARGV, 2)
 end
-if server then
+if got_now then
+  now = got_now
+elseif server then
   do
     local time = redis.call('TIME')
     if unit == 'ms' then
@@ -6149,7 +6288,7 @@ end
 -- v6, which reads the newest member only, refuses it. last: the last
 -- write's time.
 local last, newest, base, slow = nil, 0, 1, false
-local top = redis.pcall('ZRANGE', key, '-1', '-1')
+local top = got_top or redis.pcall('ZRANGE', key, '-1', '-1')
 if type(top) == 'table' and top.err then
   return redis.error_reply('ERR ratelua: KEYS[1] holds a value of another type than ' .. 'zset_log'
     .. ' state (another script\'s state?): ' .. top.err)
