@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ratelua/ratelua/internal/model"
+	"github.com/ratelua/ratelua/luatest"
 )
 
 // TestCommonCallAgreesWithModels drives token_bucket, ar1 and zset_log
@@ -78,7 +79,7 @@ func TestCommonCallAgreesWithModels(t *testing.T) {
 						common++
 					}
 					want := m.Do(c).Ints()
-					got, _, err := runOn(t, e, script.Source, key, callArgs)
+					got, res, err := runOn(t, e, script.Source, key, callArgs)
 					history = append(history, fmt.Sprintf("%q -> %v", callArgs[:4], want))
 					if err != nil {
 						t.Fatalf("seq %d call %d: %v\nlimit %v\nlast calls:\n%s", seq, i, err, args, strings.Join(history, "\n"))
@@ -86,6 +87,10 @@ func TestCommonCallAgreesWithModels(t *testing.T) {
 					if !equalInts(got, want) {
 						t.Fatalf("seq %d call %d: reply %v, model %v\nlimit %v, state %v\nlast calls:\n%s",
 							seq, i, got, want, args, e.Dump(key), strings.Join(history, "\n"))
+					}
+					if twice := sentTwice(res); twice != "" {
+						t.Fatalf("seq %d call %d: %s sent twice (the common path hands on what it read)\nlimit %v\nlast calls:\n%s",
+							seq, i, twice, args, strings.Join(history, "\n"))
 					}
 					exists := e.Type(key) != "none"
 					if exists != m.Exists() {
@@ -113,4 +118,18 @@ func TestCommonCallAgreesWithModels(t *testing.T) {
 			t.Logf("%s: %d common calls, %d on the server clock, %d leaving the text state (zset_log: denied)", script, common, server, text)
 		})
 	}
+}
+
+// sentTwice names a command a call sent twice with the same arguments, or
+// is "" when it sent none twice.
+func sentTwice(res *luatest.Result) string {
+	seen := map[string]bool{}
+	for _, c := range res.Trace {
+		k := c.Name + " " + strings.Join(c.Args, " ")
+		if seen[k] {
+			return k
+		}
+		seen[k] = true
+	}
+	return ""
 }
