@@ -125,7 +125,7 @@ func TestCommonCallAgreesWithModels(t *testing.T) {
 func sentTwice(res *luatest.Result) string {
 	seen := map[string]bool{}
 	for _, c := range res.Trace {
-		k := c.Name + " " + strings.Join(c.Args, " ")
+		k := fmt.Sprintf("%s %q", c.Name, c.Args)
 		if seen[k] {
 			return k
 		}
