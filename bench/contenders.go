@@ -249,7 +249,13 @@ const (
 	// minDecay is minChecked doing ar1's job and nothing else
 	// (decayScript).
 	minDecay = minChecked + ", ar1's job"
-	minZSet  = "minimum: ZCOUNT + ZADD + PEXPIRE (exact log)"
+	// minBucketWhole is minBucket under the whole contract: every
+	// argument, bound and state checked (bucketWholeScript).
+	minBucketWhole = minBucket + ", the whole contract"
+	// minDecayWhole is minDecay under the whole contract
+	// (decayWholeScript).
+	minDecayWhole = minDecay + ", the whole contract"
+	minZSet       = "minimum: ZCOUNT + ZADD + PEXPIRE (exact log)"
 	// minZSetChecked is minZSet under ratelua's contract (zset_log's
 	// arguments, a 5-integer reply) with the integers checked and converted
 	// and a denial that writes nothing (zsetCheckedScript).

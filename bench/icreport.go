@@ -78,7 +78,10 @@ workload. **/ cheapest peer**: the ratio to the cheapest peer or seed design doi
 a minimum row there (*integers checked and converted*: the commands, ratelua's arguments checked canonical and
 converted, TIME converted, nothing else; *a token bucket's job*: that, the state a number at the clock's precision,
 the refill, a denial that writes nothing, the reply's four figures, and no bound, reservation or clock check of the
-contract; *ar1's job*: the same for a decaying count, its decay and its logarithms; *the newest event read*: an exact
+contract; *ar1's job*: the same for a decaying count, its decay and its logarithms; *the whole contract*: a job row
+with what ratelua's contract adds for the call it answers (its count, unit, mode, keys and arguments checked, the bounds
+of now and of the limit, the state read without raising: another type, a text state or a clock far ahead refused,
+and for ar1 each logarithm checked exact); *the newest event read*: an exact
 log's arguments checked and converted, the newest event's time read and parsed, the window counted by ZCARD, the
 event added and the TTL set when allowed, the oldest event read when denied, valid where every event is in the window,
 as in these four workloads) is a bound: no script doing that job under ratelua's contract costs less.

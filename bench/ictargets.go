@@ -25,10 +25,10 @@ const denied = 2
 func icTargets() []icTarget {
 	v := newestVersion("sliding_window")
 	return []icTarget{
-		{row: rowTokenBucket1, limit: 0.85, minimum: minBucket},
-		{row: rowTokenBucket1 + ", server clock", limit: 0.85, minimum: minBucket + ", server clock (TIME)"},
-		{row: rowAR1One, limit: 0.85, minimum: minDecay},
-		{row: rowAR1One + ", server clock", limit: 0.85, minimum: minDecay + ", server clock (TIME)"},
+		{row: rowTokenBucket1, limit: 0.85, minimum: minBucketWhole},
+		{row: rowTokenBucket1 + ", server clock", limit: 0.85, minimum: minBucketWhole + ", server clock (TIME)"},
+		{row: rowAR1One, limit: 0.85, minimum: minDecayWhole},
+		{row: rowAR1One + ", server clock", limit: 0.85, minimum: minDecayWhole + ", server clock (TIME)"},
 		{row: "zset_log, max 100", limit: 0.95, minimum: minZSetNewest},
 		{row: "sliding_window, 3 limits", limit: 0.8, versus: rowName(comparedVersion, "sliding_window, 3 limits"), workloads: []int{denied}},
 		{row: "sliding_window, 8 limits (60 buckets each)", limit: 2, versus: rowName(v, rowWindow1), workloads: []int{denied}},

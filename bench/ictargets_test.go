@@ -24,7 +24,7 @@ func TestTargetVerdicts(t *testing.T) {
 		// workloads: met; out of reach; MISSED; out of reach (the minimum
 		// exactly at the limit)
 		row(tb, groupRatelua, jobTokenBucket1, 80, 90, 90, 90),
-		row(minBucket, groupMinimum, jobTokenBucket1, 70, 86, 80, 85),
+		row(minBucketWhole, groupMinimum, jobTokenBucket1, 70, 86, 80, 85),
 		row("peer", groupPeer, jobTokenBucket1, 100),
 		row("dearer peer", groupPeer, jobTokenBucket1, 200),
 		row(sw3, groupRatelua, "", 50, 50, 80, 50),

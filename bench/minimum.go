@@ -125,6 +125,179 @@ redis.call('SET', KEYS[1], x, 'PX', px)
 level = level - interval
 return {1, (level - level % interval) / interval, 0, ttl, 1}`)
 
+// bucketWholeScript is bucketScript under ratelua's whole contract for
+// this call (issue 35): what any token_bucket script answering ratelua's
+// one-limit call must also do, each the cheapest way measured for the rows
+// above, and nothing more. The call's count, unit and mode, its number of
+// keys and arguments are checked (a comparison each: '1', 'ms', '0', 1
+// and 7), now is at most 2^52, the limit's bounds are checked (capacity
+// and refill amount at most 10^9, capacity * refill interval at most
+// 2^50), the state is read by redis.pcall (a key of another type, or a
+// hash holding reservations, is an error table, not a raised error) and
+// told from text by tonumber (a state "<t> <deficit>", written where the
+// number would pass 2^53, or another script's string, is no number: the
+// one conversion that does not raise), and a deficit above twice the
+// full bucket (a state written by a clock far ahead) is caught. Each of
+// those cases, and every other call, is an error reply here: a script
+// under the contract decides them too, at a cost of its own, which these
+// workloads never pay. It keeps no reservation and reads no TIME to catch
+// a clock far ahead: where this row is above 0.85 of the cheapest peer, no
+// token_bucket script under the contract meets that target.
+var bucketWholeScript = rueidis.NewLuaScript(`
+local ARGV, KEYS = ARGV, KEYS
+if #ARGV ~= 7 or ARGV[1] ~= '1' or ARGV[4] ~= '0' or ARGV[2] ~= 'ms' or #KEYS ~= 1 then
+  return redis.error_reply('ERR arguments')
+end
+local now, c, a, r = ARGV[3], ARGV[5], ARGV[6], ARGV[7]
+if now == '' then
+  if not string.find(c .. ' ' .. a .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
+    return redis.error_reply('ERR limits')
+  end
+  local time = redis.call('TIME')
+  local micros = time[2] + 0
+  now = time[1] * 1000 + (micros - micros % 1000) / 1000
+elseif string.find(now .. ' ' .. c .. ' ' .. a .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d* [1-9]%d*$') then
+  now = now + 0
+  if now > 4503599627370496 then
+    return redis.error_reply('ERR now')
+  end
+else
+  return redis.error_reply('ERR arguments')
+end
+local capacity, amount, interval = c + 0, a + 0, r + 0
+local full, deficit = capacity * interval, 0
+if capacity > 1000000000 or amount > 1000000000 or full > 1125899906842624 then
+  return redis.error_reply('ERR limits')
+end
+local state = redis.pcall('GET', KEYS[1])
+if state then
+  local x = tonumber(state)
+  if not x then
+    return redis.error_reply('ERR state')
+  end
+  deficit = x - now * amount
+  if deficit < 0 then
+    deficit = 0
+  elseif deficit > 2 * full then
+    return redis.error_reply('ERR behind')
+  end
+end
+local level = full - deficit
+if level < interval then
+  return {0, 0, (interval - level + (level - interval) % amount) / amount, (deficit + (-deficit) % amount) / amount, 1}
+end
+deficit = deficit + interval
+local ttl = (deficit + (-deficit) % amount) / amount
+local x, px = now * amount + deficit, ttl
+if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+  x, px = string.format('%d', x), string.format('%d', px)
+end
+redis.call('SET', KEYS[1], x, 'PX', px)
+level = level - interval
+return {1, (level - level % interval) / interval, 0, ttl, 1}`)
+
+// decayWholeScript is decayScript under ratelua's whole contract for this
+// call, as bucketWholeScript is bucketScript's (issue 35): the count, unit,
+// mode, keys and arguments checked by a comparison each, now at most 2^52,
+// the limit's bounds checked (max at most 10^9, decay 1001..10^9 permille,
+// resolution at most 2^52), the state read by redis.pcall and a text state
+// read only when it is not an error table, a state written by a clock
+// ahead (its boundary after now's) caught, and every boundary counted by
+// a logarithm checked exact (its fraction not within 10^-4 of a whole
+// number, where a script under the contract counts them another way). Each
+// of those cases is an error reply here; the workloads never reach one.
+// Where this row is above 0.85 of the cheapest peer, no ar1 script under
+// the contract meets that target.
+var decayWholeScript = rueidis.NewLuaScript(`
+local ARGV, KEYS = ARGV, KEYS
+if #ARGV ~= 7 or ARGV[1] ~= '1' or ARGV[4] ~= '0' or ARGV[2] ~= 'ms' or #KEYS ~= 1 then
+  return redis.error_reply('ERR arguments')
+end
+local now, m, d, r = ARGV[3], ARGV[5], ARGV[6], ARGV[7]
+if now == '' then
+  if not string.find(m .. ' ' .. d .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
+    return redis.error_reply('ERR limits')
+  end
+  local time = redis.call('TIME')
+  local micros = time[2] + 0
+  now = time[1] * 1000 + (micros - micros % 1000) / 1000
+elseif string.find(now .. ' ' .. m .. ' ' .. d .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d* [1-9]%d*$') then
+  now = now + 0
+  if now > 4503599627370496 then
+    return redis.error_reply('ERR now')
+  end
+else
+  return redis.error_reply('ERR arguments')
+end
+local max, decay, resolution = m + 0, d + 0, r + 0
+if max > 1000000000 or decay < 1001 or decay > 1000000000 or resolution > 4503599627370496 then
+  return redis.error_reply('ERR limits')
+end
+local factor = decay / 1000
+local boundary, c = now / resolution, 0
+boundary = boundary - boundary % 1
+local state = redis.pcall('GET', KEYS[1])
+if state then
+  local last = tonumber(state)
+  if last then
+    c = last % 1048576
+    last = (last - c) / 1048576
+  elseif state.err then
+    return redis.error_reply('ERR state')
+  else
+    local index, text = string.match(state, '^(%d+):(.+)$')
+    if not index then
+      return redis.error_reply('ERR state')
+    end
+    last, c = index + 0, text + 0
+  end
+  if last > boundary then
+    return redis.error_reply('ERR behind')
+  end
+  local k = boundary - last
+  if k > 0 then
+    local power = 1
+    while k > 0 do
+      if k % 2 == 1 then
+        power, k = power * factor, k - 1
+      end
+      factor, k = factor * factor, k / 2
+    end
+    factor = decay / 1000
+    c = c / power
+    if c < 0.001 then
+      c = 0
+    end
+  end
+end
+local log = math.log
+local logf, start = log(factor), boundary * resolution
+if c + 1 > max then
+  local retry = log(c / (max - 1 + 0.001)) / logf
+  local reset = log(c / 0.001) / logf
+  local rp, sp = retry % 1, reset % 1
+  if rp < 0.0001 or rp > 0.9999 or sp < 0.0001 or sp > 0.9999 then
+    return redis.error_reply('ERR inexact')
+  end
+  return {0, 0, start + (retry - rp + 1) * resolution - now, start + (reset - sp + 1) * resolution - now, 1}
+end
+c = c + 1
+local reset = log(c / 0.001) / logf
+local part = reset % 1
+if part < 0.0001 or part > 0.9999 then
+  return redis.error_reply('ERR inexact')
+end
+reset = start + (reset - part + 1) * resolution - now
+local x, px = boundary * 1048576 + c, reset
+if c % 1 ~= 0 then
+  x = string.format('%d:%.17g', boundary, c)
+elseif (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+  x, px = string.format('%d', x), string.format('%d', px)
+end
+redis.call('SET', KEYS[1], x, 'PX', px)
+local remaining = max - c
+return {1, remaining - remaining % 1, 0, reset, 1}`)
+
 // contractRunner runs contractScript (or script) with ar1's one-limit
 // arguments (100 per minute, decay 2), on the bench clock or on the
 // server's, under keys of its own: the main section runs the rows on one
@@ -451,6 +624,30 @@ func minimumContenders() []contender {
 			name: minDecay + ", server clock (TIME)", group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
 			make: func(e *env) (runner, error) {
 				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: decayScript, prefix: "mindecay:"}, nil
+			},
+		},
+		{
+			name: minBucketWhole, group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
+			make: func(e *env) (runner, error) {
+				return contractRunner{client: e.rc, now: e.now, script: bucketWholeScript, prefix: "minbucketwhole:", limit: bucketLimit}, nil
+			},
+		},
+		{
+			name: minBucketWhole + ", server clock (TIME)", group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
+			make: func(e *env) (runner, error) {
+				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: bucketWholeScript, prefix: "minbucketwhole:", limit: bucketLimit}, nil
+			},
+		},
+		{
+			name: minDecayWhole, group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
+			make: func(e *env) (runner, error) {
+				return contractRunner{client: e.rc, now: e.now, script: decayWholeScript, prefix: "mindecaywhole:"}, nil
+			},
+		},
+		{
+			name: minDecayWhole + ", server clock (TIME)", group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
+			make: func(e *env) (runner, error) {
+				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: decayWholeScript, prefix: "mindecaywhole:"}, nil
 			},
 		},
 		{
