@@ -3,6 +3,7 @@ package goredis_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -23,13 +24,7 @@ import (
 // watches master as "mymaster", with a quorum of 1, until t ends.
 func startSentinel(t *testing.T, master *testbench.Node) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	host, port, _ := net.SplitHostPort(addr)
+	host, port := "127.0.0.1", strconv.Itoa(freePort(t))
 	_, masterPort, _ := net.SplitHostPort(master.Addr)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "sentinel.conf")
@@ -58,7 +53,7 @@ func startSentinel(t *testing.T, master *testbench.Node) string {
 			t.Logf("sentinel log:\n%s", log)
 		}
 	})
-	return addr
+	return net.JoinHostPort(host, port)
 }
 
 // waitFor polls cond every 50 ms until it holds, failing the test after
@@ -171,4 +166,23 @@ func TestFailoverClient(t *testing.T) {
 	if role, err := nodes[0].Do(ctx, "ROLE"); err != nil || role.([]any)[0] != "master" {
 		t.Errorf("the failover client's node after the failover: %v %v", role, err)
 	}
+}
+
+// freePort returns a port free on 127.0.0.1 below Linux's ephemeral range
+// (32768 and up), for the sentinel to listen on. A port of the range, taken
+// from a ":0" listener and closed, can be handed to an outgoing connection
+// before the sentinel binds it; the kernel picks none below it.
+func freePort(t *testing.T) int {
+	t.Helper()
+	for range 200 {
+		port := 10000 + rand.IntN(32768-10000)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port
+	}
+	t.Fatal("no free port in [10000, 32767] after 200 tries")
+	return 0
 }

@@ -43,12 +43,7 @@ func startSentinel(t *testing.T, kind testbench.Kind, master *testbench.Node) st
 	if err != nil {
 		t.Fatalf("%s for the sentinel: %v", bin, err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := freePort(t) // below the ephemeral range (reload_test.go)
 	host, masterPort, _ := net.SplitHostPort(master.Addr)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "sentinel.conf")

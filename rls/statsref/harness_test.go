@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -50,15 +51,24 @@ var binaries = sync.OnceValues(func() (map[string]string, error) {
 	return out, nil
 })
 
-// freePort returns a loopback port nobody listens on now.
+// freePort returns a port free on 127.0.0.1 below Linux's ephemeral range
+// (32768 and up), for a service the test starts to listen on. A port of
+// the range, taken from a ":0" listener and closed, can be handed to an
+// outgoing connection before the service binds it ("bind: address already
+// in use", seen in CI); the kernel picks none below it.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 200 {
+		port := 10000 + rand.IntN(32768-10000)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port in [10000, 32767] after 200 tries")
+	return 0
 }
 
 // service is one running rate-limit service.
