@@ -171,7 +171,8 @@ func TestFailoverClient(t *testing.T) {
 // freePort returns a port free on 127.0.0.1 below Linux's ephemeral range
 // (32768 and up), for the sentinel to listen on. A port of the range, taken
 // from a ":0" listener and closed, can be handed to an outgoing connection
-// before the sentinel binds it; the kernel picks none below it.
+// before the sentinel binds it; the kernel picks none below it. (The
+// same as rls/internal/loopback.FreePort, which this module cannot import.)
 func freePort(t *testing.T) int {
 	t.Helper()
 	for range 200 {

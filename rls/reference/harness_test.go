@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -24,6 +23,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/ratelua/ratelua/rls/internal/loopback"
 )
 
 // binariesDir is the directory binaries builds into, once it did;
@@ -58,26 +59,6 @@ var binaries = sync.OnceValues(func() (map[string]string, error) {
 	return out, nil
 })
 
-// freePort returns a port free on 127.0.0.1 below Linux's ephemeral range
-// (32768 and up), for a service the test starts to listen on. A port of
-// the range, taken from a ":0" listener and closed, can be handed to an
-// outgoing connection before the service binds it ("bind: address already
-// in use", seen in CI); the kernel picks none below it.
-func freePort(t testing.TB) int {
-	t.Helper()
-	for range 200 {
-		port := 10000 + rand.IntN(32768-10000)
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return port
-	}
-	t.Fatal("no free port in [10000, 32767] after 200 tries")
-	return 0
-}
-
 // service is one running rate-limit service.
 type service struct {
 	name      string
@@ -103,7 +84,7 @@ func startService(t testing.TB, name, binary, configDir, redisURL string, cluste
 	if err := os.CopyFS(filepath.Join(root, "ratelimit", "config"), os.DirFS(configDir)); err != nil {
 		t.Fatal(err)
 	}
-	grpcPort, httpPort, debugPort := freePort(t), freePort(t), freePort(t)
+	grpcPort, httpPort, debugPort := loopback.FreePort(t), loopback.FreePort(t), loopback.FreePort(t)
 	redisType := "SINGLE"
 	if cluster {
 		redisType = "CLUSTER"

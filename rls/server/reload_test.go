@@ -6,8 +6,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -25,29 +23,10 @@ import (
 
 	"github.com/ratelua/ratelua"
 	"github.com/ratelua/ratelua/rls/config"
+	"github.com/ratelua/ratelua/rls/internal/loopback"
 	"github.com/ratelua/ratelua/rls/settings"
 	"github.com/ratelua/ratelua/testbench"
 )
-
-// freePort returns a port free on 127.0.0.1 below Linux's ephemeral range
-// (32768 and up), for a service the test starts to listen on. A port of
-// the range, taken from a ":0" listener and closed, can be handed to an
-// outgoing connection before the service binds it ("bind: address already
-// in use", seen in CI); the kernel picks none below it.
-func freePort(t *testing.T) int {
-	t.Helper()
-	for range 200 {
-		port := 10000 + rand.IntN(32768-10000)
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return port
-	}
-	t.Fatal("no free port in [10000, 32767] after 200 tries")
-	return 0
-}
 
 // runServer runs a Server (Run: its listeners and its reload loop, every
 // 20 ms) on a redis-server, with the configuration directory it returns,
@@ -63,7 +42,7 @@ func runServer(t *testing.T, s settings.Settings) (*Server, string, *testbench.N
 	root := t.TempDir()
 	s.RuntimeRoot, s.RuntimeAppDirectory = root, "config"
 	s.Host, s.GRPCHost = "127.0.0.1", "127.0.0.1"
-	s.Port, s.GRPCPort = freePort(t), freePort(t)
+	s.Port, s.GRPCPort = loopback.FreePort(t), loopback.FreePort(t)
 	s.ReloadInterval, s.NearLimitRatio, s.MaxDescriptors = 20*time.Millisecond, 0.8, 1000
 	srv, err := New(s, ratelua.Rueidis(rc), slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/ratelua/ratelua"
 	"github.com/ratelua/ratelua/rls/config"
+	"github.com/ratelua/ratelua/rls/internal/loopback"
 	"github.com/ratelua/ratelua/rls/service"
 	"github.com/ratelua/ratelua/rls/settings"
 	"github.com/ratelua/ratelua/testbench"
@@ -43,7 +44,7 @@ func startSentinel(t *testing.T, kind testbench.Kind, master *testbench.Node) st
 	if err != nil {
 		t.Fatalf("%s for the sentinel: %v", bin, err)
 	}
-	port := freePort(t) // below the ephemeral range (reload_test.go)
+	port := loopback.FreePort(t)
 	host, masterPort, _ := net.SplitHostPort(master.Addr)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "sentinel.conf")

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -22,6 +21,8 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/ratelua/ratelua/rls/internal/loopback"
 )
 
 // binariesDir is the directory binaries builds into, once it did;
@@ -51,26 +52,6 @@ var binaries = sync.OnceValues(func() (map[string]string, error) {
 	return out, nil
 })
 
-// freePort returns a port free on 127.0.0.1 below Linux's ephemeral range
-// (32768 and up), for a service the test starts to listen on. A port of
-// the range, taken from a ":0" listener and closed, can be handed to an
-// outgoing connection before the service binds it ("bind: address already
-// in use", seen in CI); the kernel picks none below it.
-func freePort(t testing.TB) int {
-	t.Helper()
-	for range 200 {
-		port := 10000 + rand.IntN(32768-10000)
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return port
-	}
-	t.Fatal("no free port in [10000, 32767] after 200 tries")
-	return 0
-}
-
 // service is one running rate-limit service.
 type service struct {
 	name   string
@@ -92,7 +73,7 @@ func startService(t *testing.T, name, binary, configDir, redisAddr string, extra
 	if err := os.CopyFS(config, os.DirFS(configDir)); err != nil {
 		t.Fatal(err)
 	}
-	grpcPort, httpPort, debugPort := freePort(t), freePort(t), freePort(t)
+	grpcPort, httpPort, debugPort := loopback.FreePort(t), loopback.FreePort(t), loopback.FreePort(t)
 	env := append(os.Environ(),
 		"RUNTIME_ROOT="+root, "RUNTIME_SUBDIRECTORY=ratelimit", "RUNTIME_WATCH_ROOT=false",
 		"REDIS_SOCKET_TYPE=tcp", "REDIS_URL="+redisAddr, "REDIS_TYPE=SINGLE",

@@ -13,6 +13,7 @@ import (
 	rlpb "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
+	"github.com/ratelua/ratelua/rls/internal/loopback"
 	"github.com/ratelua/ratelua/testbench"
 )
 
@@ -371,7 +372,7 @@ func TestDogStatsdAgainstReference(t *testing.T) {
 // (the response times' counts, not their durations; the Go runtime's
 // names, not their values).
 func TestPrometheusAgainstReference(t *testing.T) {
-	refPort, ourPort := freePort(t), freePort(t)
+	refPort, ourPort := loopback.FreePort(t), loopback.FreePort(t)
 	url := map[string]string{
 		"reference":   "http://127.0.0.1:" + strconv.Itoa(refPort) + "/metrics",
 		"ratelua-rls": "http://127.0.0.1:" + strconv.Itoa(ourPort) + "/metrics",

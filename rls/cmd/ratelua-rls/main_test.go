@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -26,6 +25,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ratelua/ratelua/rls/internal/loopback"
 	"github.com/ratelua/ratelua/rls/settings"
 	"github.com/ratelua/ratelua/testbench"
 )
@@ -193,26 +193,6 @@ func (c *collector) sum(name, rule string) (int64, int) {
 	return total, len(c.exports)
 }
 
-// freePort returns a port free on 127.0.0.1 below Linux's ephemeral range
-// (32768 and up), for a service the test starts to listen on. A port of
-// the range, taken from a ":0" listener and closed, can be handed to an
-// outgoing connection before the service binds it ("bind: address already
-// in use", seen in CI); the kernel picks none below it.
-func freePort(t *testing.T) int {
-	t.Helper()
-	for range 200 {
-		port := 10000 + rand.IntN(32768-10000)
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return port
-	}
-	t.Fatal("no free port in [10000, 32767] after 200 tries")
-	return 0
-}
-
 // TestSIGTERMStopsGracefully runs ratelua-rls as a process on a server
 // behind a gate, holds the server's side of a request, and sends SIGTERM
 // while the request is in flight: the health check fails and new
@@ -235,7 +215,7 @@ func TestSIGTERMStopsGracefully(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	grpcPort, httpPort := freePort(t), freePort(t)
+	grpcPort, httpPort := loopback.FreePort(t), loopback.FreePort(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "RATELUA_RLS_MAIN=1",
 		"RUNTIME_ROOT="+root, "RUNTIME_SUBDIRECTORY=rl",
@@ -388,7 +368,7 @@ func TestUnusedSettingsStartAndLogOnce(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte("domain: app\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	grpcPort, httpPort := freePort(t), freePort(t)
+	grpcPort, httpPort := loopback.FreePort(t), loopback.FreePort(t)
 	environ := append(os.Environ(), "RATELUA_RLS_MAIN=1",
 		"RUNTIME_ROOT="+root, "RUNTIME_SUBDIRECTORY=rl",
 		"REDIS_SOCKET_TYPE=tcp", "REDIS_URL="+node.Addr, "USE_STATSD=false",

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/ratelua/ratelua/rls/internal/loopback"
 	"github.com/ratelua/ratelua/rls/xds/xdstest"
 	"github.com/ratelua/ratelua/testbench"
 )
@@ -68,7 +69,7 @@ func startXDSService(t *testing.T, name, binary string, args []string, xdsAddr, 
 func launchXDSService(t *testing.T, name, binary string, args []string, xdsAddr, redisAddr string, extra ...string) *xdsService {
 	t.Helper()
 	dir := t.TempDir()
-	grpcPort, httpPort, debugPort := freePort(t), freePort(t), freePort(t)
+	grpcPort, httpPort, debugPort := loopback.FreePort(t), loopback.FreePort(t), loopback.FreePort(t)
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(),
 		"CONFIG_TYPE=GRPC_XDS_SOTW", "CONFIG_GRPC_XDS_SERVER_URL="+xdsAddr,
