@@ -220,6 +220,10 @@ func startCallgrind(ctx context.Context, kind testbench.Kind) (*cgServer, error)
 		node.Close()
 		return nil, fmt.Errorf("%s: DEBUG SET-ACTIVE-EXPIRE 0: %w", kind, err)
 	}
+	if err := quietCollector(ctx, node); err != nil {
+		node.Close()
+		return nil, fmt.Errorf("%s: %w", kind, err)
+	}
 	// The markers' count: the smallest of three, as the first LASTSAVE
 	// and ECHO of a connection may take another path (a buffer grown).
 	for i := range 3 {
@@ -228,8 +232,8 @@ func startCallgrind(ctx context.Context, kind testbench.Kind) (*cgServer, error)
 			node.Close()
 			return nil, err
 		}
-		if i == 0 || n < s.markers {
-			s.markers = n
+		if i == 0 || n.total < s.markers {
+			s.markers = n.total
 		}
 	}
 	return s, nil
@@ -238,59 +242,186 @@ func startCallgrind(ctx context.Context, kind testbench.Kind) (*cgServer, error)
 // Close stops the server and removes its directory with the dumps.
 func (s *cgServer) Close() error { return s.node.Close() }
 
+// cgCount is what one window between the markers executed inside call():
+// every instruction, and the share of it in the Lua collector's periodic
+// calls (see collectorFunc).
+type cgCount struct {
+	total     int64
+	collector int64 // inclusive instructions of the calls to collectorFunc
+	steps     int64 // the number of those calls
+}
+
 // count runs LASTSAVE, work, ECHO on the node's own connection and returns
 // the instructions inside call() between the two markers (the markers'
 // share included), read from the dump ECHO wrote.
-func (s *cgServer) count(ctx context.Context, work func() error) (int64, error) {
+func (s *cgServer) count(ctx context.Context, work func() error) (cgCount, error) {
 	if _, err := s.node.Do(ctx, "LASTSAVE"); err != nil {
-		return 0, fmt.Errorf("lastsave: %w", err)
+		return cgCount{}, fmt.Errorf("lastsave: %w", err)
 	}
 	if err := work(); err != nil {
-		return 0, err
+		return cgCount{}, err
 	}
 	if _, err := s.node.Do(ctx, "ECHO", "ratelua-instructions"); err != nil {
-		return 0, fmt.Errorf("echo: %w", err)
+		return cgCount{}, fmt.Errorf("echo: %w", err)
 	}
 	s.dumps++
 	path := filepath.Join(s.node.Dir, callgrindOut+"."+strconv.Itoa(s.dumps))
-	n, err := readDumpTotal(path)
+	c, err := readDump(path)
 	if err != nil {
-		return 0, err
+		return cgCount{}, err
 	}
 	os.Remove(path)
-	return n, nil
+	return c, nil
 }
 
 // measure is count less the markers' share.
-func (s *cgServer) measure(ctx context.Context, work func() error) (int64, error) {
-	n, err := s.count(ctx, work)
-	return n - s.markers, err
+func (s *cgServer) measure(ctx context.Context, work func() error) (cgCount, error) {
+	c, err := s.count(ctx, work)
+	c.total -= s.markers
+	return c, err
 }
 
-// readDumpTotal reads the "summary:" (or "totals:") line of a callgrind
-// dump: the instructions (Ir) it holds.
-func readDumpTotal(path string) (int64, error) {
+// The Lua garbage collector is set apart from every count. By default its
+// work lands on whichever call happens to trigger it: after every 50th
+// script call (LUA_GC_CYCLE_PERIOD, one counter for every script and
+// function) the server calls lua_gc(LUA_GCSTEP, 50), a fixed budget of
+// collection work whatever the script, and inside a script each KiB it
+// allocates advances the cycle by a step. What a unit of that work costs
+// depends on where the cycle is over the whole Lua heap (marking, sweeping
+// strings, sweeping objects), so it is set by the calls and the scripts
+// before a count, not by the calls in it: in one run a periodic step cost
+// 56k to 455k instructions (1k to 9k per call) by the row's place in the
+// run, and the same peer's own calls 6-10% more at the end of a full run
+// than of a short one. quietCollector makes each collection one whole
+// cycle taken by the periodic call alone (no step inside a script), and
+// the count of each window leaves out those calls (collectorFunc): a
+// figure is the script's work and the server's for it, the same wherever
+// the row runs.
+//
+// collectorFunc is the Lua API call the periodic collection goes through.
+const collectorFunc = "lua_gc"
+
+// quietCollectorLua sets the collector of a Lua state so that a
+// collection is only ever one whole cycle, taken by the periodic lua_gc
+// call: a step
+// multiplier so large that one step finishes the cycle, and a pause so
+// long that no allocation starts one (the periodic call starts each, so
+// the heap is collected every 50 calls still).
+const quietCollectorLua = `collectgarbage('setpause', 100000)
+collectgarbage('setstepmul', 1000000)
+collectgarbage('collect')
+return collectgarbage('count')`
+
+// quietCollectorLibrary holds quietCollectorLua as a function, for FCALL's
+// Lua state.
+const quietCollectorLibrary = "#!lua name=ratelua_bench\n" +
+	"redis.register_function('ratelua_bench_collector', function()\n" + quietCollectorLua + "\nend)"
+
+// quietCollector applies quietCollectorLua on both Lua states of node: the
+// one of EVAL and EVALSHA, and the one of FCALL.
+func quietCollector(ctx context.Context, node *testbench.Node) error {
+	if _, err := node.Do(ctx, "EVAL", quietCollectorLua, "0"); err != nil {
+		return fmt.Errorf("the collector of EVAL's Lua state: %w", err)
+	}
+	if _, err := node.Do(ctx, "FUNCTION", "LOAD", "REPLACE", quietCollectorLibrary); err != nil {
+		return fmt.Errorf("the collector of FCALL's Lua state: %w", err)
+	}
+	if _, err := node.Do(ctx, "FCALL", "ratelua_bench_collector", "0"); err != nil {
+		return fmt.Errorf("the collector of FCALL's Lua state: %w", err)
+	}
+	return nil
+}
+
+// readDump reads a callgrind dump: the "summary:" (or "totals:") line,
+// the instructions (Ir) it holds, and the calls to collectorFunc and
+// their inclusive cost (a "cfn=" line naming it, its "calls=" line with
+// their number, then the cost line, whose last field is the Ir).
+func readDump(path string) (cgCount, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, fmt.Errorf("callgrind dump: %w", err)
+		return cgCount{}, fmt.Errorf("callgrind dump: %w", err)
 	}
 	defer f.Close()
+	var c cgCount
+	found := false
+	names := map[string]string{} // compressed names: "(id)" to the name
+	// state: 0 outside a call to the collector, 1 after its cfn= line, 2
+	// after its calls= line (the next line is the cost).
+	state := 0
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
+		switch {
+		case state == 1 && strings.HasPrefix(line, "calls="):
+			fields := strings.Fields(strings.TrimPrefix(line, "calls="))
+			if len(fields) == 0 {
+				return cgCount{}, fmt.Errorf("callgrind dump %s: %q: no number of calls", path, line)
+			}
+			n, err := strconv.ParseInt(fields[0], 10, 64)
+			if err != nil {
+				return cgCount{}, fmt.Errorf("callgrind dump %s: %q: %w", path, line, err)
+			}
+			c.steps += n
+			state = 2
+			continue
+		case state == 2:
+			fields := strings.Fields(line)
+			if len(fields) < 2 {
+				return cgCount{}, fmt.Errorf("callgrind dump %s: cost line %q after a call to %s", path, line, collectorFunc)
+			}
+			n, err := strconv.ParseInt(fields[len(fields)-1], 10, 64)
+			if err != nil {
+				return cgCount{}, fmt.Errorf("callgrind dump %s: %q: %w", path, line, err)
+			}
+			c.collector += n
+			state = 0
+			continue
+		}
+		state = 0
+		if v, ok := strings.CutPrefix(line, "fn="); ok {
+			calledName(names, v) // a compressed name's first mention
+			continue
+		}
+		if v, ok := strings.CutPrefix(line, "cfn="); ok {
+			if calledName(names, v) == collectorFunc {
+				state = 1
+			}
+			continue
+		}
 		for _, p := range []string{"summary:", "totals:"} {
-			if v, ok := strings.CutPrefix(line, p); ok {
+			if v, ok := strings.CutPrefix(line, p); ok && !found {
 				n, err := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
 				if err != nil {
-					return 0, fmt.Errorf("callgrind dump %s: %q: %w", path, line, err)
+					return cgCount{}, fmt.Errorf("callgrind dump %s: %q: %w", path, line, err)
 				}
-				return n, nil
+				c.total, found = n, true
 			}
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("callgrind dump %s: %w", path, err)
+		return cgCount{}, fmt.Errorf("callgrind dump %s: %w", path, err)
 	}
-	return 0, fmt.Errorf("callgrind dump %s: no summary line", path)
+	if !found {
+		return cgCount{}, fmt.Errorf("callgrind dump %s: no summary line", path)
+	}
+	if state != 0 {
+		return cgCount{}, fmt.Errorf("callgrind dump %s: ends within a call to %s", path, collectorFunc)
+	}
+	return c, nil
+}
+
+// calledName is the function a "cfn=" line names: "name", or, when
+// callgrind compresses names, "(id) name" at the first mention (kept in
+// names) and "(id)" alone at the later ones.
+func calledName(names map[string]string, v string) string {
+	if !strings.HasPrefix(v, "(") {
+		return v
+	}
+	id, name, ok := strings.Cut(v, ") ")
+	if !ok {
+		return names[v]
+	}
+	names[id+")"] = name
+	return name
 }

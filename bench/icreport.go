@@ -65,15 +65,21 @@ after one decision of its own, on a clock the bench sets (redis_rate's GCRA and 
 server's ` + "`TIME`" + ` instead). Debian's redis-server 7.0 and valkey-server 8.0 are stripped, but ` + "`call`" + ` is in their
 dynamic symbol table: ` + "`valgrind --tool=callgrind --collect-atstart=no --toggle-collect=call`" + `, with LASTSAVE
 (` + "`--zero-before=lastsaveCommand`" + `) and ECHO (` + "`--dump-before=echoCommand`" + `) around the counted calls and their own
-share taken off (` + "`bench/callgrind.go`" + `). A count does not depend on the machine's load; what is left is the
-server's hash seed, random at each start (its dictionaries' key comparisons): two runs on a busy machine gave the
-same ratelua v6 cells within 0.6% (median 0), every cell within 2% (the short minimum scripts the most).
+share taken off (` + "`bench/callgrind.go`" + `). **The Lua garbage collector is set apart**: by default its work lands on
+whichever call triggers it (a step after every 50th script call, and one inside a script per KiB it allocates), at a
+cost set by where its cycle is over the whole Lua heap, so by the rows run before, not by the row counted: one periodic
+step cost from 56k to 455k instructions (1k to 9k per call) by the row's place in a run, and a peer's own calls 6-10%
+more at the end of the full run than at the end of a short one. The bench sets both Lua states (EVAL's and FCALL's)
+to collect only in whole cycles at the periodic call (` + "`collectgarbage('setstepmul', 1000000)`" + `, and a pause no
+allocation reaches) and takes those calls (` + "`lua_gc`" + `) off each count: a figure is the script's work and the server's
+for it, and a run of a few rows gives every row the full run's figures within 1.6% (most within 0.5%). A count does
+not depend on the machine's load; what is left is the server's hash seed, random at each start (its dictionaries'
+key comparisons).
 Workloads: **fresh keys**, one decision on each of 100 new keys; **4 calls per key**, 25 keys, 1 ms apart (the
 first on a fresh key); **denied**, 3 keys each hammered with 100 calls within 0.1 s (not counted), then 50 more
 counted: the limit is spent, every counted call is denied (the 3-limit rows are the login case: 1 per 5 s, 5 per hour,
 1,000 per day); **long-lived**, 3 keys each decided twice a second for 30 s (not counted: 60 decisions, a little
-faster than the 100 per minute of the 1-limit rows, so their state lives on), then 50 calls half a second apart. Each count covers a multiple of 50 script calls, the period of the
-servers' Lua garbage-collector step, so that a row's figure does not depend on the rows before it. Cells: thousands of instructions, then the ratio to the floor (INCR, PEXPIRE on first use) in the same
+faster than the 100 per minute of the 1-limit rows, so their state lives on), then 50 calls half a second apart. Cells: thousands of instructions, then the ratio to the floor (INCR, PEXPIRE on first use) in the same
 workload. **/ cheapest peer**: the ratio to the cheapest peer or seed design doing the same job in that workload;
 a minimum row there (*integers checked and converted*: the commands, ratelua's arguments checked canonical and
 converted, TIME converted, nothing else; *a token bucket's job*: that, the state a number at the clock's precision,

@@ -34,10 +34,10 @@ type icWorkload struct {
 }
 
 // Every count is taken around a multiple of 50 script calls: the server
-// runs a step of Lua's garbage collector after every 50th script call (a
-// counter of its own, LUA_GC_CYCLE_PERIOD, shared by every script and
-// function), so that a window of 50k calls holds k steps wherever it
-// starts, and a row's figure does not depend on the calls before it.
+// runs Lua's garbage collector after every 50th script call (a counter of
+// its own, LUA_GC_CYCLE_PERIOD, shared by every script and function), so
+// that a window of 50k calls holds k collections wherever it starts; they
+// are taken off the count (see collectorFunc).
 //
 // icWorkloads are the cases that matter: a key's first decision, a few on
 // one key, the denials of a key hammered past its limit (the login case
@@ -89,6 +89,8 @@ type icSession struct {
 	e    *env
 	at   time.Time // the bench clock
 	kind testbench.Kind
+	// steps adds up the collector's cycles (lua_gc) taken off the counts.
+	steps int64
 }
 
 // startIC starts a server of kind under callgrind and its clients. The
@@ -133,10 +135,11 @@ func (ic *icSession) reset(ctx context.Context, r runner) error {
 // icKey is the i-th event key of workload w.
 func icKey(w, i int) string { return fmt.Sprintf("ic%d:%03d", w, i) }
 
-// perCall is r's instructions per decision in workload w: on a reset
-// server, each key's prefill (not counted) then its counted calls, the
-// count taken around the counted calls of each key when there is a
-// prefill, around all of them when there is none.
+// perCall is r's instructions per decision in workload w, the collector
+// apart (see quietCollector): on a reset server, each key's prefill (not
+// counted) then its counted calls, the count taken around the counted
+// calls of each key when there is a prefill, around all of them when
+// there is none.
 func (ic *icSession) perCall(ctx context.Context, r runner, w int) (float64, error) {
 	if err := ic.reset(ctx, r); err != nil {
 		return 0, err
@@ -152,8 +155,12 @@ func (ic *icSession) perCall(ctx context.Context, r runner, w int) (float64, err
 		return nil
 	}
 	var total int64
+	add := func(c cgCount) {
+		total += c.total - c.collector
+		ic.steps += c.steps
+	}
 	if wl.prefill == 0 {
-		n, err := ic.s.measure(ctx, func() error {
+		c, err := ic.s.measure(ctx, func() error {
 			for i := range wl.keys {
 				ic.at = icBase
 				if err := calls(icKey(w, i), wl.calls, wl.step); err != nil {
@@ -165,7 +172,7 @@ func (ic *icSession) perCall(ctx context.Context, r runner, w int) (float64, err
 		if err != nil {
 			return 0, err
 		}
-		total = n
+		add(c)
 	}
 	for i := range wl.keys {
 		if wl.prefill == 0 {
@@ -176,11 +183,11 @@ func (ic *icSession) perCall(ctx context.Context, r runner, w int) (float64, err
 		if err := calls(key, wl.prefill, wl.prefillStep); err != nil {
 			return 0, err
 		}
-		n, err := ic.s.measure(ctx, func() error { return calls(key, wl.calls, wl.step) })
+		c, err := ic.s.measure(ctx, func() error { return calls(key, wl.calls, wl.step) })
 		if err != nil {
 			return 0, err
 		}
-		total += n
+		add(c)
 	}
 	return float64(total) / float64(wl.keys*wl.calls), nil
 }
@@ -233,7 +240,11 @@ func runInstructions(ctx context.Context, kind testbench.Kind, cs []contender) (
 		log.Printf("%s instructions: %-58s %s", kind, c.name, res.cells(out.floor))
 		out.results = append(out.results, res)
 	}
-	log.Printf("%s %s: instructions of %d rows in %v", kind, out.version, len(cs)+1, time.Since(start).Round(time.Second))
+	if ic.steps == 0 {
+		return out, fmt.Errorf("%s: no call to %s in any count: the collector's periodic cycle was not found to take it off (another server version?)", kind, collectorFunc)
+	}
+	log.Printf("%s %s: instructions of %d rows in %v (%d collector cycles taken off)", kind, out.version, len(cs)+1,
+		time.Since(start).Round(time.Second), ic.steps)
 	return out, nil
 }
 
