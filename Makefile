@@ -150,7 +150,8 @@ release-sums:
 ## API); the client-address cases testdata/clientaddr.json (Go's clientaddr
 ## answers them; the Python and Node resolvers must agree); the scripts
 ## table of lua/README.md; README.md's generated blocks (costs from
-## BENCHMARKS.md, raw calls). Only files that differ are written.
+## BENCHMARKS.md: instructions, and memory from its main tables; raw
+## calls). Only files that differ are written.
 generate:
 	$(GO) run ./internal/luagen/cmd/luagen -write
 

@@ -182,3 +182,48 @@ func TestExcerptCutsLongLines(t *testing.T) {
 		t.Errorf("Excerpt shows a NUL as it is:\n%q", e)
 	}
 }
+
+// TestInstructionCosts reads the ratio of one workload per row and server
+// from an instruction section, and names what is missing.
+func TestInstructionCosts(t *testing.T) {
+	section := `# B
+<!-- instructions: written by make bench -->
+## Instructions
+
+### redis 7.0.15
+
+| row | fresh keys | 4 calls per key |
+|---|---:|---:|
+| floor: INCR | 19.6k · 1.00 | 14.2k · 1.00 |
+| ratelua v7 ar1, 1 limit | 49.1k · 2.78 | 51.1k · 4.12 |
+
+**/ cheapest peer**
+
+| row | fresh keys | 4 calls per key |
+|---|---|---|
+| ratelua v7 ar1, 1 limit | **0.9** (x) | **0.8** (x) |
+
+### valkey 8.0.1
+
+| row | fresh keys | 4 calls per key |
+|---|---:|---:|
+| ratelua v7 ar1, 1 limit | 45.7k · 2.50 | 47.3k · 3.75 |
+<!-- /instructions -->
+## redis 7.0.15
+| ratelua v7 ar1, 1 limit | 1 · 9.99 | 2 · 9.99 |
+`
+	got, err := instructionCosts(section, "4 calls per key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["redis 7.0.15"]["ratelua v7 ar1, 1 limit"] != "4.12" || got["valkey 8.0.1"]["ratelua v7 ar1, 1 limit"] != "3.75" ||
+		got["redis 7.0.15"]["floor: INCR"] != "1.00" || len(got) != 2 {
+		t.Fatalf("instructionCosts = %v", got)
+	}
+	if _, err := instructionCosts(section, "denied"); err == nil || !strings.Contains(err.Error(), `no column "denied"`) {
+		t.Fatalf("a missing workload: %v", err)
+	}
+	if _, err := instructionCosts("# B\n## redis\n", "4 calls per key"); err == nil || !strings.Contains(err.Error(), "no instruction section") {
+		t.Fatalf("no section: %v", err)
+	}
+}

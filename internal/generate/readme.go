@@ -118,6 +118,69 @@ func readmeRawCalls(_ string, newest map[string]ratelua.Script) (string, error) 
 	return b.String(), nil
 }
 
+// costWorkload is the workload of the instruction section whose figures
+// the README's cost column shows: a few decisions on a key, the first on
+// a fresh one.
+const costWorkload = "4 calls per key"
+
+// instructionCosts reads the instruction section of BENCHMARKS.md (its
+// markers, then a "### <server>" table per server, a workload per column,
+// each cell "<thousands>k · <ratio to the floor>"): the ratio in workload
+// of every row, by server and row name.
+func instructionCosts(raw, workload string) (map[string]map[string]string, error) {
+	const begin, end = "<!-- instructions:", "<!-- /instructions -->"
+	_, section, ok := strings.Cut(raw, begin)
+	if ok {
+		section, _, ok = strings.Cut(section, end)
+	}
+	if !ok {
+		return nil, fmt.Errorf("generate: BENCHMARKS.md has no instruction section (%s ... %s): run make bench SECTIONS=instructions", begin, end)
+	}
+	out := map[string]map[string]string{}
+	for _, part := range strings.Split(section, "\n### ")[1:] {
+		server, body, _ := strings.Cut(part, "\n")
+		column := -1
+		for _, line := range strings.Split(body, "\n") {
+			if !strings.HasPrefix(line, "|") {
+				if column >= 0 {
+					break // the server's first table ends
+				}
+				continue
+			}
+			cols := strings.Split(strings.Trim(line, "|"), "|")
+			for i := range cols {
+				cols[i] = strings.TrimSpace(cols[i])
+			}
+			if column < 0 {
+				for i, c := range cols {
+					if c == workload {
+						column = i
+					}
+				}
+				if column < 0 {
+					return nil, fmt.Errorf("generate: BENCHMARKS.md's instruction table for %s has no column %q", server, workload)
+				}
+				continue
+			}
+			if column >= len(cols) {
+				continue
+			}
+			_, ratio, ok := strings.Cut(cols[column], " · ")
+			if !ok {
+				continue // the separator row
+			}
+			if out[server] == nil {
+				out[server] = map[string]string{}
+			}
+			out[server][cols[0]] = ratio
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("generate: BENCHMARKS.md's instruction section has no table")
+	}
+	return out, nil
+}
+
 // benchRow matches a row of BENCHMARKS.md's main tables: the contender and
 // the columns.
 var benchRow = regexp.MustCompile(`(?m)^\| (ratelua v[0-9]+ [a-z_0-9]+, [^|]*?|peer redis_rate[^|]*?) \|(.*)\|$`)
@@ -126,8 +189,11 @@ var benchRow = regexp.MustCompile(`(?m)^\| (ratelua v[0-9]+ [a-z_0-9]+, [^|]*?|p
 var benchVersion = regexp.MustCompile(`(?m)^\| ratelua v([0-9]+) `)
 
 // readmeCosts is the table of cost and memory of the newest version's
-// rows in BENCHMARKS.md (of the newest version it measured), on each
-// server it measured.
+// rows in BENCHMARKS.md (of the newest version its main tables measured),
+// on each server it measured: the cost is the instruction section's
+// figure (instructions per decision over the floor's, deterministic, so
+// the README moves only when a script does), in the workload costWorkload
+// names; the memory, the main tables' bytes per key.
 func readmeCosts(root string, newest map[string]ratelua.Script) (string, error) {
 	raw, err := os.ReadFile(filepath.Join(root, "BENCHMARKS.md"))
 	if err != nil {
@@ -183,15 +249,34 @@ func readmeCosts(root string, newest map[string]ratelua.Script) (string, error) 
 				byRow[name] = map[string]cell{}
 			}
 			clean := func(s string) string { return strings.Trim(strings.TrimSpace(s), "*") }
-			byRow[name][server] = cell{clean(cols[0]), clean(cols[11])}
+			byRow[name][server] = cell{"—", clean(cols[11])}
 		}
 	}
 	if len(servers) == 0 || len(rows) == 0 {
 		return "", fmt.Errorf("generate: BENCHMARKS.md: no table of v%d rows per server", version)
 	}
+	costs, err := instructionCosts(string(raw), costWorkload)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range rows {
+		for _, s := range servers {
+			name := prefix + r
+			if strings.HasPrefix(r, "peer ") {
+				name = r
+			}
+			ratio, ok := costs[s][name]
+			if !ok {
+				return "", fmt.Errorf("generate: BENCHMARKS.md's instruction section has no %q row on %s: run make bench SECTIONS=instructions", name, s)
+			}
+			c := byRow[r][s]
+			c.cost = ratio
+			byRow[r][s] = c
+		}
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "| v%d, by EVALSHA | cost / floor (%s) | bytes per key / a counter's (%s) |\n|---|---|---|\n",
-		version, strings.Join(servers, "; "), strings.Join(servers, "; "))
+	fmt.Fprintf(&b, "| v%d, by EVALSHA | instructions / floor's, %s (%s) | bytes per key / a counter's (%s) |\n|---|---|---|\n",
+		version, costWorkload, strings.Join(servers, "; "), strings.Join(servers, "; "))
 	for _, r := range rows {
 		var costs, mems []string
 		for _, s := range servers {
