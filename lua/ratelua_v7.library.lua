@@ -4328,36 +4328,28 @@ end
 
 -- token_bucket v7 (lua/token_bucket.v7.lua)
 do
--- MAX_RESERVATIONS bounds the reservations one key holds (open, or
--- expired and not yet dropped): a reserve of a new id on a key holding
--- that many live ones is refused, so a key cannot grow without bound nor a
--- call take unbounded work.
-local MAX_RESERVATIONS = 1000
-
 redis.register_function('ratelua_token_bucket_v7', function(KEYS, ARGV)
 -- KEYS, ARGV and redis as locals: a global is a table lookup on every use
 -- (about 150 instructions; a local, a register).
 local KEYS, ARGV, redis = KEYS, ARGV, redis
--- Only what the one-limit path uses on every call is held in a local: a
--- global and a field cost a table lookup each (math.floor and
--- string.format are looked up where the rarer paths use them).
-local tonumber, find = tonumber, string.find
 -- The common call first (issue 35): one limit, count 1, mode '0', unit
 -- ms, a key holding a string state or nothing, the deficit within [..,
 -- 2 * capacity * refill_interval]. It decides as the general path below,
 -- by the same arithmetic, with fewer steps (no count, mode or reservation
 -- to read, no hold, no mode '1'); any other call, or one of these that
 -- finds anything else, goes on to the general path having written
--- nothing, with the key's GET (got) and the server's time (got_now) when
--- it read them: no command is sent twice.
+-- nothing, with the server's time (got_now) and the key's GET (got) when
+-- it read them: no command is sent twice. (tonumber and string.find are
+-- looked up where used: each is used once here, and a local costs its
+-- lookup and a move.)
 local got, got_now
 if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEYS == 1 then
   local now, c, a, r = ARGV[3], ARGV[5], ARGV[6], ARGV[7]
   if now == '' then
-    if not find(c .. ' ' .. a .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
+    if not string.find(c .. ' ' .. a .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
       now = nil
     end
-  elseif find(now .. ' ' .. c .. ' ' .. a .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d* [1-9]%d*$') then
+  elseif string.find(now .. ' ' .. c .. ' ' .. a .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d* [1-9]%d*$') then
     now = now + 0
     if now > MAX_TIME then
       now = nil
@@ -4369,66 +4361,74 @@ if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
     local capacity, amount, interval = c + 0, a + 0, r + 0
     local full = capacity * interval
     if capacity <= 1000000000 and amount <= 1000000000 and full <= 1125899906842624 then
+      if now == '' then
+        local time = redis.call('TIME')
+        local micros = time[2] + 0
+        now = time[1] * 1000 + (micros - micros % 1000) / 1000
+        got_now = now
+      end
       local state = redis.pcall('GET', KEYS[1])
       got = state
-      -- The state: nothing, a number X, or the text "<t> <deficit>"
-      -- (x0 and at); tonumber is nil for an error table too (a hash
-      -- holding reservations, another type), whose err is told from a
-      -- string's (nil) only when the state is not a number.
-      local x0, at = 0, nil
+      -- The deficit at now: 0 for nothing; from a number X or the text
+      -- "<t> <deficit>", at least 0; above 2 * full (on to the general
+      -- path) for anything else: tonumber is nil for an error table too
+      -- (a hash holding reservations, another type), whose err is told
+      -- from a string's (nil) only when the state is not a number.
+      local deficit = 0
       if state then
-        x0 = tonumber(state)
-        if not x0 and not state.err then
-          local t, behind = string.match(state, '^(%d+) (%d+)$')
-          if t then
-            x0, at = behind + 0, t + 0
+        deficit = tonumber(state)
+        if deficit then
+          deficit = deficit - now * amount
+        else
+          deficit = 3 * full
+          if not state.err then
+            local t, behind = string.match(state, '^(%d+) (%d+)$')
+            if t then
+              deficit = behind + (t - now) * amount
+            end
           end
-        end
-      end
-      if x0 then
-        if now == '' then
-          local time = redis.call('TIME')
-          local micros = time[2] + 0
-          now = time[1] * 1000 + (micros - micros % 1000) / 1000
-          got_now = now
-        end
-        local deficit = 0
-        if at then
-          deficit = x0 + (at - now) * amount
-        elseif state then
-          deficit = x0 - now * amount
         end
         if deficit < 0 then
           deficit = 0
         end
-        if deficit <= 2 * full then
-          local level = full - deficit
-          if level < interval then
-            -- Denied for want of a token (ceil of the wait, as below); a
-            -- level under one token leaves 0 whole tokens.
-            local need = interval - level
-            return { 0, 0, (need + (-need) % amount) / amount, (deficit + (-deficit) % amount) / amount, 1 }
-          end
-          level, deficit = level - interval, deficit + interval
-          -- reset_after, the TTL too: ceil(deficit / amount) >= 1.
-          local reset_after = (deficit + (-deficit) % amount) / amount
-          local x, px = now * amount + deficit, reset_after
-          -- Redis 7.0 gets the numbers as text (see the write below).
-          if x >= 9007199254740992 then
-            x = string.format('%d %d', now, deficit)
-            if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
-              px = string.format('%d', px)
-            end
-          elseif (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
-            x, px = string.format('%d', x), string.format('%d', px)
-          end
-          redis.call('SET', KEYS[1], x, 'PX', px)
-          return { 1, (level - level % interval) / interval, 0, reset_after, 1 }
+      end
+      if deficit <= 2 * full then
+        local level = full - deficit
+        if level < interval then
+          -- Denied for want of a token (ceil of the wait, as below); a
+          -- level under one token leaves 0 whole tokens.
+          local need = interval - level
+          return { 0, 0, (need + (-need) % amount) / amount, (deficit + (-deficit) % amount) / amount, 1 }
         end
+        level, deficit = level - interval, deficit + interval
+        -- reset_after, the TTL too: ceil(deficit / amount) >= 1.
+        local reset_after = (deficit + (-deficit) % amount) / amount
+        local x, px = now * amount + deficit, reset_after
+        -- Redis 7.0 gets the numbers as text (see the write below).
+        if x >= 9007199254740992 then
+          x = string.format('%d %d', now, deficit)
+          if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+            px = string.format('%d', px)
+          end
+        elseif (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+          x, px = string.format('%d', x), string.format('%d', px)
+        end
+        redis.call('SET', KEYS[1], x, 'PX', px)
+        return { 1, (level - level % interval) / interval, 0, reset_after, 1 }
       end
     end
   end
 end
+-- What the paths below use on every call is held in a local: a global and
+-- a field cost a table lookup each (math.floor and string.format are
+-- looked up where the rarer paths use them).
+local tonumber, find = tonumber, string.find
+-- MAX_RESERVATIONS bounds the reservations one key holds (open, or
+-- expired and not yet dropped): a reserve of a new id on a key holding
+-- that many live ones is refused, so a key cannot grow without bound nor a
+-- call take unbounded work.
+local MAX_RESERVATIONS = 1000
+
 local unit, now, mode = ARGV[2], false, ARGV[4]
 local count = 1
 if ARGV[1] ~= '1' then
