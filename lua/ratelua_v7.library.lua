@@ -33,26 +33,26 @@ redis.register_function('ratelua_ar1_v7', function(KEYS, ARGV)
 -- KEYS, ARGV and redis as locals: a global is a table lookup on every use
 -- (about 150 instructions; a local, a register).
 local KEYS, ARGV, redis = KEYS, ARGV, redis
--- Only what the one-limit path uses is held in a local: a global and a
--- field cost a table lookup each (math.floor and string.format are looked
--- up where they are used, on rarer paths).
-local tonumber, find, log = tonumber, string.find, math.log
+-- log is held in a local: a global and a field cost a table lookup each.
+local log = math.log
 -- The common call first (issue 35): one limit, count 1, mode '0', unit
 -- ms, a key holding a string state or nothing, a clock not behind the
 -- last write, and boundaries counted by the logarithm alone. It decides
 -- as the one-limit path below, by the same arithmetic, with fewer steps (no
 -- count or mode to read, no clock behind, no mode '1'); any other call, or
 -- one of these that finds anything else, goes on to the general path
--- having written nothing, with the key's GET (got) and the server's time
--- (got_now) when it read them: no command is sent twice.
+-- having written nothing, with the server's time (got_now) and the key's
+-- GET (got) when it read them: no command is sent twice. (tonumber and
+-- string.find are looked up where used: each is used once here, and a
+-- local costs its lookup and a move.)
 local got, got_now
 if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEYS == 1 then
   local now, m, d, r = ARGV[3], ARGV[5], ARGV[6], ARGV[7]
   if now == '' then
-    if not find(m .. ' ' .. d .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
+    if not string.find(m .. ' ' .. d .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
       now = nil
     end
-  elseif find(now .. ' ' .. m .. ' ' .. d .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d* [1-9]%d*$') then
+  elseif string.find(now .. ' ' .. m .. ' ' .. d .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d* [1-9]%d*$') then
     now = now + 0
     if now > MAX_TIME then
       now = nil
@@ -63,14 +63,27 @@ if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
   if now then
     local max, decay, resolution = m + 0, d + 0, r + 0
     if max <= 1000000000 and decay >= 1001 and decay <= 1000000000 and resolution <= MAX_TIME then
+      if now == '' then
+        local time = redis.call('TIME')
+        local micro = time[2] / 1000
+        now = time[1] * 1000 + (micro - micro % 1)
+        got_now = now
+      end
+      local factor = decay / 1000
+      local boundary = now / resolution
+      boundary = boundary - boundary % 1
       local state = redis.pcall('GET', KEYS[1])
       got = state
-      -- The state: nothing, a number, or the text "<boundary>:<count>";
-      -- tonumber is nil for an error table too (another type), whose err
-      -- is told from a string's (nil) only when the state is not a number.
-      local last, stored = 0, 0
+      -- c: the count at now. 0 for nothing; from a number or the text
+      -- "<boundary>:<count>" (a count below 1 is 0), decayed to now's
+      -- boundary; -1 (on to the general path) for anything else or a last
+      -- write after now's boundary. tonumber is nil for an error table too
+      -- (another type), whose err is told from a string's (nil) only when
+      -- the state is not a number.
+      local c = 0
       if state then
-        last = tonumber(state)
+        c = -1
+        local last, stored = tonumber(state), nil
         if last then
           stored = last % ONE_INTEGER
           last = (last - stored) / ONE_INTEGER
@@ -80,19 +93,10 @@ if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
             last, stored = tonumber(index), tonumber(text)
           end
         end
-      end
-      if last and stored then
-        if now == '' then
-          local time = redis.call('TIME')
-          local micro = time[2] / 1000
-          now = time[1] * 1000 + (micro - micro % 1)
-          got_now = now
-        end
-        local factor = decay / 1000
-        local boundary, c = now / resolution, 0
-        boundary = boundary - boundary % 1
-        if stored < 1 or last <= boundary then
-          if stored >= 1 then
+        if stored then
+          if stored < 1 then
+            c = 0
+          elseif last <= boundary then
             c = stored
             if last < boundary then
               do
@@ -112,78 +116,83 @@ if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
               end
             end
           end
-          local logf, slot_start = log(factor), boundary * resolution
-          -- reset_after's boundaries, as below (estimate(k, c, logf, 0,
-          -- 0)), when the logarithm tells them.
-          local reset_c = c
-          if c + 1 <= max then
-            reset_c = c + 1
+        end
+      end
+      if c >= 0 then
+        local logf, slot_start = log(factor), boundary * resolution
+        -- reset_after's boundaries, as below (estimate(k, c, logf, 0,
+        -- 0)), when the logarithm tells them.
+        local reset_c = c + 1
+        if reset_c > max then
+          reset_c = c
+        end
+        local estimate = log(reset_c / EPSILON) / logf
+        local part = estimate % 1
+        if estimate > 0 and part > 0.0001 and part < 0.9999 then
+          local reset_after = slot_start + (estimate - part + 1) * resolution - now
+          if reset_after > MAX_TIME then
+            reset_after = MAX_TIME
+          elseif reset_after < 0 then
+            reset_after = 0
           end
-          local estimate = log(reset_c / EPSILON) / logf
-          local part = estimate % 1
-          if estimate > 0 and part > 0.0001 and part < 0.9999 then
-            local reset_after = slot_start + (estimate - part + 1) * resolution - now
-            if reset_after > MAX_TIME then
-              reset_after = MAX_TIME
-            elseif reset_after < 0 then
-              reset_after = 0
+          if reset_c > c then
+            -- Allowed: the count written as below.
+            c = reset_c
+            local remaining = max - c
+            remaining = remaining - remaining % 1
+            -- The TTL: reset_after, at least 1 here (k >= 1 boundaries
+            -- after now's; the general path's floor of 1 never applies),
+            -- and c at most max (no test for 10^15).
+            local ttl, value = reset_after, nil
+            local numbers = (redis.REDIS_VERSION_NUM or 0) >= 0x070200
+            if not numbers then
+              ttl = string.format('%d', ttl)
             end
-            if reset_c > c then
-              -- Allowed: the count written as below.
-              c = reset_c
-              local remaining = max - c
-              remaining = remaining - remaining % 1
-              local ttl, value = reset_after, nil
-              local numbers = (redis.REDIS_VERSION_NUM or 0) >= 0x070200
-              if ttl < 1 then
-                ttl = 1
-              elseif not numbers then
-                ttl = string.format('%d', ttl)
+            if c % 1 ~= 0 then
+              value = string.format('%d:%.17g', boundary, c)
+            elseif c < ONE_INTEGER and boundary < 8589934592 then
+              value = boundary * ONE_INTEGER + c
+              if not numbers then
+                value = string.format('%d', value)
               end
-              if c % 1 ~= 0 or c >= 1000000000000000 then
-                value = string.format('%d:%.17g', boundary, c)
-              elseif c < ONE_INTEGER and boundary < 8589934592 then
-                value = boundary * ONE_INTEGER + c
-                if not numbers then
-                  value = string.format('%d', value)
-                end
-              else
-                value = string.format('%d:%d', boundary, c)
-              end
-              redis.call('SET', KEYS[1], value, 'PX', ttl)
-              return { 1, remaining, 0, reset_after, 1 }
+            else
+              value = string.format('%d:%d', boundary, c)
             end
-            -- Denied (c > max - 1: no whole event left): the wait, when
-            -- the logarithm tells it.
-            local k
-            do
-              local estimate_room = max - 1
-              if estimate_room < EPSILON then
-                estimate_room = EPSILON
-              end
-              if estimate_room == EPSILON or estimate_room * 1000000 >= max then
-                local estimate = log(c / estimate_room) / logf
-                local estimate_part = estimate % 1
-                if estimate > 0 and estimate_part > 0.0001 and estimate_part < 0.9999 then
-                  k = estimate - estimate_part + 1
-                end
+            redis.call('SET', KEYS[1], value, 'PX', ttl)
+            return { 1, remaining, 0, reset_after, 1 }
+          end
+          -- Denied (c > max - 1: no whole event left): the wait, when
+          -- the logarithm tells it.
+          local k
+          do
+            local estimate_room = max - 1
+            if estimate_room < EPSILON then
+              estimate_room = EPSILON
+            end
+            if estimate_room == EPSILON or estimate_room * 1000000 >= max then
+              local estimate = log(c / estimate_room) / logf
+              local estimate_part = estimate % 1
+              if estimate > 0 and estimate_part > 0.0001 and estimate_part < 0.9999 then
+                k = estimate - estimate_part + 1
               end
             end
-            if k then
-              local retry = slot_start + k * resolution - now
-              if retry > MAX_TIME then
-                retry = MAX_TIME
-              elseif retry < 0 then
-                retry = 0
-              end
-              return { 0, 0, retry, reset_after, 1 }
+          end
+          if k then
+            local retry = slot_start + k * resolution - now
+            if retry > MAX_TIME then
+              retry = MAX_TIME
+            elseif retry < 0 then
+              retry = 0
             end
+            return { 0, 0, retry, reset_after, 1 }
           end
         end
       end
     end
   end
 end
+-- What the paths below use on every call is held in a local (see log).
+local tonumber, find = tonumber, string.find
 local unit, now, mode = ARGV[2], false, ARGV[4]
 local count = 1
 if ARGV[1] ~= '1' then
