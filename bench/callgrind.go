@@ -30,7 +30,8 @@ import (
 //	--dump-before=echoCommand                     ECHO writes them to a file
 //
 // so a measurement is LASTSAVE, the calls, ECHO, and the dump's total less
-// that of LASTSAVE then ECHO alone (the two markers' share of call()). The
+// that of LASTSAVE then ECHO alone (the two markers' share of call()) and
+// less the Lua collector's periodic calls (see collectorFunc). The
 // servers run with activerehashing no (the timer would move the key tables
 // at times of its own), the slow log off (call() adds a slow command to it,
 // and every command is slow under callgrind) and active expiry off (DEBUG
@@ -303,10 +304,9 @@ const collectorFunc = "lua_gc"
 
 // quietCollectorLua sets the collector of a Lua state so that a
 // collection is only ever one whole cycle, taken by the periodic lua_gc
-// call: a step
-// multiplier so large that one step finishes the cycle, and a pause so
-// long that no allocation starts one (the periodic call starts each, so
-// the heap is collected every 50 calls still).
+// call: a step multiplier so large that one step finishes the cycle, and
+// a pause so long that no allocation starts one (the periodic call starts
+// each, so the heap is still collected every 50 calls).
 const quietCollectorLua = `collectgarbage('setpause', 100000)
 collectgarbage('setstepmul', 1000000)
 collectgarbage('collect')
