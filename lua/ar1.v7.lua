@@ -154,8 +154,8 @@ if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
       local factor = decay / 1000
       local boundary = now / resolution
       boundary = boundary - boundary % 1
-      local state = redis.pcall('GET', KEYS[1])
-      got = state
+      got = redis.pcall('GET', KEYS[1])
+      local state = got
       -- c: the count at now. 0 for nothing; from a number or the text
       -- "<boundary>:<count>" (a count below 1 is 0), decayed to now's
       -- boundary; -1 (on to the general path) for anything else or a last
@@ -210,12 +210,15 @@ if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
         end
         local estimate = log(reset_c / EPSILON) / logf
         local part = estimate % 1
-        if estimate > 0 and part > 0.0001 and part < 0.9999 then
+        -- (reset_c >= EPSILON, so the estimate is 0 or more but for
+        -- rounding; one within 10^-4 of a whole number, 0 among them,
+        -- goes on to the general path. Past this test it is above 0, so
+        -- reset_after >= slot_start + resolution - now > 0, and the
+        -- retry_after below too: neither is clamped at 0.)
+        if part > 0.0001 and part < 0.9999 then
           local reset_after = slot_start + (estimate - part + 1) * resolution - now
           if reset_after > MAX_TIME then
             reset_after = MAX_TIME
-          elseif reset_after < 0 then
-            reset_after = 0
           end
           if reset_c > c then
             -- Allowed: the count written as below.
@@ -224,21 +227,22 @@ if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
             remaining = remaining - remaining % 1
             -- The TTL: reset_after, at least 1 here (k >= 1 boundaries
             -- after now's; the general path's floor of 1 never applies),
-            -- and c at most max (no test for 10^15).
-            local ttl, value = reset_after, nil
-            local numbers = (redis.REDIS_VERSION_NUM or 0) >= 0x070200
-            if not numbers then
-              ttl = string.format('%d', ttl)
-            end
-            if c % 1 ~= 0 then
-              value = string.format('%d:%.17g', boundary, c)
-            elseif c < ONE_INTEGER and boundary < 8589934592 then
-              value = boundary * ONE_INTEGER + c
-              if not numbers then
-                value = string.format('%d', value)
+            -- and c at most max (no test for 10^15). Redis 7.0 gets the
+            -- numbers as text (see the write below), by one lookup of
+            -- string.format for both.
+            local value, ttl = boundary * ONE_INTEGER + c, reset_after
+            if c % 1 ~= 0 or c >= ONE_INTEGER or boundary >= 8589934592 then
+              if c % 1 ~= 0 then
+                value = string.format('%d:%.17g', boundary, c)
+              else
+                value = string.format('%d:%d', boundary, c)
               end
-            else
-              value = string.format('%d:%d', boundary, c)
+              if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+                ttl = string.format('%d', ttl)
+              end
+            elseif (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+              local format = string.format
+              value, ttl = format('%d', value), format('%d', ttl)
             end
             redis.call('SET', KEYS[1], value, 'PX', ttl)
             return { 1, remaining, 0, reset_after, 1 }
@@ -263,8 +267,6 @@ if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
             local retry = slot_start + k * resolution - now
             if retry > MAX_TIME then
               retry = MAX_TIME
-            elseif retry < 0 then
-              retry = 0
             end
             return { 0, 0, retry, reset_after, 1 }
           end

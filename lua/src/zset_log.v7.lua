@@ -127,19 +127,21 @@ end
 -- event_name sets OUT to the name of the event numbered INDEX scored SCORE
 -- (text) in a set whose oldest member is numbered BASE (text): the index
 -- after a letter for its number of digits (a: 1 digit, b: 2, ...), then
--- the base. Below 10^4 the name is joined by .. (an index under 10^14 is
--- written as by '%d'), cheaper than format.
+-- the base. Below 10^4 the index is written by format('%d') and the name
+-- joined by .. (issue 35): cheaper than one format of the whole name, and
+-- than joining the number itself, which Lua writes by '%.14g' (about 2.1k
+-- instructions, against 1.4k for format('%d')).
 -- #define event_name(OUT, SCORE, INDEX, BASE)
 if INDEX == 1 then
   OUT = SCORE .. ':a1:' .. BASE -- a fresh key's
 elseif INDEX < 10 then
-  OUT = SCORE .. ':a' .. INDEX .. ':' .. BASE
+  OUT = SCORE .. ':a' .. format('%d', INDEX) .. ':' .. BASE
 elseif INDEX < 100 then
-  OUT = SCORE .. ':b' .. INDEX .. ':' .. BASE
+  OUT = SCORE .. ':b' .. format('%d', INDEX) .. ':' .. BASE
 elseif INDEX < 1000 then
-  OUT = SCORE .. ':c' .. INDEX .. ':' .. BASE
+  OUT = SCORE .. ':c' .. format('%d', INDEX) .. ':' .. BASE
 elseif INDEX < 10000 then
-  OUT = SCORE .. ':d' .. INDEX .. ':' .. BASE
+  OUT = SCORE .. ':d' .. format('%d', INDEX) .. ':' .. BASE
 else
   local digits, ten = 5, 100000
   while INDEX >= ten do
@@ -185,8 +187,8 @@ if #ARGV == 6 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
         -- #expand server_now(now, 'ms')
         got_now, score = now, format('%d', now)
       end
-      local top = redis.pcall('ZRANGE', key, '-1', '-1')
-      got_top = top
+      got_top = redis.pcall('ZRANGE', key, '-1', '-1')
+      local top = got_top
       if not top.err then
         top = top[1]
         if top == nil then
@@ -201,8 +203,6 @@ if #ARGV == 6 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
         if last and last <= now then
           local newest = index + 0
           local size = newest - base + 1
-          -- c: the events in the window, as below (first: the oldest one
-          -- in it, read when the set is large enough for a denial).
           -- c: the events in the window. A set of max or more events is
           -- first asked for its max-th newest (by rank from the end, one
           -- member): in the window, the call is denied (remaining 0) and

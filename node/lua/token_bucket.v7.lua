@@ -200,14 +200,16 @@ if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
         -- reset_after, the TTL too: ceil(deficit / amount) >= 1.
         local reset_after = (deficit + (-deficit) % amount) / amount
         local x, px = now * amount + deficit, reset_after
-        -- Redis 7.0 gets the numbers as text (see the write below).
+        -- Redis 7.0 gets the numbers as text (see the write below), by
+        -- one lookup of string.format for both.
         if x >= 9007199254740992 then
           x = string.format('%d %d', now, deficit)
           if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
             px = string.format('%d', px)
           end
         elseif (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
-          x, px = string.format('%d', x), string.format('%d', px)
+          local format = string.format
+          x, px = format('%d', x), format('%d', px)
         end
         redis.call('SET', KEYS[1], x, 'PX', px)
         return { 1, (level - level % interval) / interval, 0, reset_after, 1 }

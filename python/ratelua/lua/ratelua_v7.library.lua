@@ -72,8 +72,8 @@ if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
       local factor = decay / 1000
       local boundary = now / resolution
       boundary = boundary - boundary % 1
-      local state = redis.pcall('GET', KEYS[1])
-      got = state
+      got = redis.pcall('GET', KEYS[1])
+      local state = got
       -- c: the count at now. 0 for nothing; from a number or the text
       -- "<boundary>:<count>" (a count below 1 is 0), decayed to now's
       -- boundary; -1 (on to the general path) for anything else or a last
@@ -128,12 +128,15 @@ if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
         end
         local estimate = log(reset_c / EPSILON) / logf
         local part = estimate % 1
-        if estimate > 0 and part > 0.0001 and part < 0.9999 then
+        -- (reset_c >= EPSILON, so the estimate is 0 or more but for
+        -- rounding; one within 10^-4 of a whole number, 0 among them,
+        -- goes on to the general path. Past this test it is above 0, so
+        -- reset_after >= slot_start + resolution - now > 0, and the
+        -- retry_after below too: neither is clamped at 0.)
+        if part > 0.0001 and part < 0.9999 then
           local reset_after = slot_start + (estimate - part + 1) * resolution - now
           if reset_after > MAX_TIME then
             reset_after = MAX_TIME
-          elseif reset_after < 0 then
-            reset_after = 0
           end
           if reset_c > c then
             -- Allowed: the count written as below.
@@ -142,21 +145,22 @@ if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
             remaining = remaining - remaining % 1
             -- The TTL: reset_after, at least 1 here (k >= 1 boundaries
             -- after now's; the general path's floor of 1 never applies),
-            -- and c at most max (no test for 10^15).
-            local ttl, value = reset_after, nil
-            local numbers = (redis.REDIS_VERSION_NUM or 0) >= 0x070200
-            if not numbers then
-              ttl = string.format('%d', ttl)
-            end
-            if c % 1 ~= 0 then
-              value = string.format('%d:%.17g', boundary, c)
-            elseif c < ONE_INTEGER and boundary < 8589934592 then
-              value = boundary * ONE_INTEGER + c
-              if not numbers then
-                value = string.format('%d', value)
+            -- and c at most max (no test for 10^15). Redis 7.0 gets the
+            -- numbers as text (see the write below), by one lookup of
+            -- string.format for both.
+            local value, ttl = boundary * ONE_INTEGER + c, reset_after
+            if c % 1 ~= 0 or c >= ONE_INTEGER or boundary >= 8589934592 then
+              if c % 1 ~= 0 then
+                value = string.format('%d:%.17g', boundary, c)
+              else
+                value = string.format('%d:%d', boundary, c)
               end
-            else
-              value = string.format('%d:%d', boundary, c)
+              if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+                ttl = string.format('%d', ttl)
+              end
+            elseif (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+              local format = string.format
+              value, ttl = format('%d', value), format('%d', ttl)
             end
             redis.call('SET', KEYS[1], value, 'PX', ttl)
             return { 1, remaining, 0, reset_after, 1 }
@@ -181,8 +185,6 @@ if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
             local retry = slot_start + k * resolution - now
             if retry > MAX_TIME then
               retry = MAX_TIME
-            elseif retry < 0 then
-              retry = 0
             end
             return { 0, 0, retry, reset_after, 1 }
           end
@@ -4413,14 +4415,16 @@ if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
         -- reset_after, the TTL too: ceil(deficit / amount) >= 1.
         local reset_after = (deficit + (-deficit) % amount) / amount
         local x, px = now * amount + deficit, reset_after
-        -- Redis 7.0 gets the numbers as text (see the write below).
+        -- Redis 7.0 gets the numbers as text (see the write below), by
+        -- one lookup of string.format for both.
         if x >= 9007199254740992 then
           x = string.format('%d %d', now, deficit)
           if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
             px = string.format('%d', px)
           end
         elseif (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
-          x, px = string.format('%d', x), string.format('%d', px)
+          local format = string.format
+          x, px = format('%d', x), format('%d', px)
         end
         redis.call('SET', KEYS[1], x, 'PX', px)
         return { 1, (level - level % interval) / interval, 0, reset_after, 1 }
@@ -5588,8 +5592,8 @@ if #ARGV == 6 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
         end
         got_now, score = now, format('%d', now)
       end
-      local top = redis.pcall('ZRANGE', key, '-1', '-1')
-      got_top = top
+      got_top = redis.pcall('ZRANGE', key, '-1', '-1')
+      local top = got_top
       if not top.err then
         top = top[1]
         if top == nil then
@@ -5604,8 +5608,6 @@ if #ARGV == 6 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
         if last and last <= now then
           local newest = index + 0
           local size = newest - base + 1
-          -- c: the events in the window, as below (first: the oldest one
-          -- in it, read when the set is large enough for a denial).
           -- c: the events in the window. A set of max or more events is
           -- first asked for its max-th newest (by rank from the end, one
           -- member): in the window, the call is denied (remaining 0) and
@@ -5658,13 +5660,13 @@ if #ARGV == 6 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
           if index == 1 then
             member = score .. ':a1:' .. base -- a fresh key's
           elseif index < 10 then
-            member = score .. ':a' .. index .. ':' .. base
+            member = score .. ':a' .. format('%d', index) .. ':' .. base
           elseif index < 100 then
-            member = score .. ':b' .. index .. ':' .. base
+            member = score .. ':b' .. format('%d', index) .. ':' .. base
           elseif index < 1000 then
-            member = score .. ':c' .. index .. ':' .. base
+            member = score .. ':c' .. format('%d', index) .. ':' .. base
           elseif index < 10000 then
-            member = score .. ':d' .. index .. ':' .. base
+            member = score .. ':d' .. format('%d', index) .. ':' .. base
           else
             local digits, ten = 5, 100000
             while index >= ten do
@@ -6018,13 +6020,13 @@ if n == 1 and count >= 0 and not op then
           if index == 1 then
             member = score .. ':a1:' .. first_index -- a fresh key's
           elseif index < 10 then
-            member = score .. ':a' .. index .. ':' .. first_index
+            member = score .. ':a' .. format('%d', index) .. ':' .. first_index
           elseif index < 100 then
-            member = score .. ':b' .. index .. ':' .. first_index
+            member = score .. ':b' .. format('%d', index) .. ':' .. first_index
           elseif index < 1000 then
-            member = score .. ':c' .. index .. ':' .. first_index
+            member = score .. ':c' .. format('%d', index) .. ':' .. first_index
           elseif index < 10000 then
-            member = score .. ':d' .. index .. ':' .. first_index
+            member = score .. ':d' .. format('%d', index) .. ':' .. first_index
           else
             local digits, ten = 5, 100000
             while index >= ten do

@@ -158,8 +158,8 @@ if #ARGV == 6 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
         end
         got_now, score = now, format('%d', now)
       end
-      local top = redis.pcall('ZRANGE', key, '-1', '-1')
-      got_top = top
+      got_top = redis.pcall('ZRANGE', key, '-1', '-1')
+      local top = got_top
       if not top.err then
         top = top[1]
         if top == nil then
@@ -174,8 +174,6 @@ if #ARGV == 6 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
         if last and last <= now then
           local newest = index + 0
           local size = newest - base + 1
-          -- c: the events in the window, as below (first: the oldest one
-          -- in it, read when the set is large enough for a denial).
           -- c: the events in the window. A set of max or more events is
           -- first asked for its max-th newest (by rank from the end, one
           -- member): in the window, the call is denied (remaining 0) and
@@ -228,13 +226,13 @@ if #ARGV == 6 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
           if index == 1 then
             member = score .. ':a1:' .. base -- a fresh key's
           elseif index < 10 then
-            member = score .. ':a' .. index .. ':' .. base
+            member = score .. ':a' .. format('%d', index) .. ':' .. base
           elseif index < 100 then
-            member = score .. ':b' .. index .. ':' .. base
+            member = score .. ':b' .. format('%d', index) .. ':' .. base
           elseif index < 1000 then
-            member = score .. ':c' .. index .. ':' .. base
+            member = score .. ':c' .. format('%d', index) .. ':' .. base
           elseif index < 10000 then
-            member = score .. ':d' .. index .. ':' .. base
+            member = score .. ':d' .. format('%d', index) .. ':' .. base
           else
             local digits, ten = 5, 100000
             while index >= ten do
@@ -588,13 +586,13 @@ if n == 1 and count >= 0 and not op then
           if index == 1 then
             member = score .. ':a1:' .. first_index -- a fresh key's
           elseif index < 10 then
-            member = score .. ':a' .. index .. ':' .. first_index
+            member = score .. ':a' .. format('%d', index) .. ':' .. first_index
           elseif index < 100 then
-            member = score .. ':b' .. index .. ':' .. first_index
+            member = score .. ':b' .. format('%d', index) .. ':' .. first_index
           elseif index < 1000 then
-            member = score .. ':c' .. index .. ':' .. first_index
+            member = score .. ':c' .. format('%d', index) .. ':' .. first_index
           elseif index < 10000 then
-            member = score .. ':d' .. index .. ':' .. first_index
+            member = score .. ':d' .. format('%d', index) .. ':' .. first_index
           else
             local digits, ten = 5, 100000
             while index >= ten do
