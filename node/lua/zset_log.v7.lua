@@ -170,79 +170,79 @@ if #ARGV == 6 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEY
         local last, index, base = match(top, '^(%d+):%l(%d+):(%d+)$')
         if last then
           last = last + 0
-        end
-        if last and last <= now then
-          local newest = index + 0
-          local size = newest - base + 1
-          -- c: the events in the window. A set of max or more events is
-          -- first asked for its max-th newest (by rank from the end, one
-          -- member): in the window, the call is denied (remaining 0) and
-          -- waits until it leaves (the newest itself when max is 1, no
-          -- read), writing nothing. Else, as below, c is the size less
-          -- the events at or before the window's start (ZCOUNT from -inf,
-          -- an integer).
-          local c = 0
-          if last > now - window then
-            c = size
-            if size >= max then
-              local retry = last
-              if max > 1 then
-                local rank = -max
+          if last <= now then
+            local newest = index + 0
+            local size = newest - base + 1
+            -- c: the events in the window. A set of max or more events is
+            -- first asked for its max-th newest (by rank from the end, one
+            -- member): in the window, the call is denied (remaining 0) and
+            -- waits until it leaves (the newest itself when max is 1, no
+            -- read), writing nothing. Else, as below, c is the size less
+            -- the events at or before the window's start (ZCOUNT from -inf,
+            -- an integer).
+            local c = 0
+            if last > now - window then
+              c = size
+              if size >= max then
+                local retry = last
+                if max > 1 then
+                  local rank = -max
+                  if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+                    rank = format('%d', rank)
+                  end
+                  retry = match(redis.call('ZRANGE', key, rank, rank)[1] or '', '^%d+')
+                  if retry == nil then
+                    return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+                  end
+                  retry = retry + 0
+                end
+                if retry > now - window then
+                  return { 0, 0, retry + window - now, last + window - now, 1 }
+                end
+              end
+              if size > 1 then
+                local since = now - window
                 if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
-                  rank = format('%d', rank)
+                  since = format('%d', since)
                 end
-                retry = match(redis.call('ZRANGE', key, rank, rank)[1] or '', '^%d+')
-                if retry == nil then
-                  return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
-                end
-                retry = retry + 0
-              end
-              if retry > now - window then
-                return { 0, 0, retry + window - now, last + window - now, 1 }
+                c = size - redis.call('ZCOUNT', key, '-inf', since)
               end
             end
-            if size > 1 then
-              local since = now - window
-              if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
-                since = format('%d', since)
+            -- Allowed (c < max): drop the oldest events by rank once at
+            -- least half of the set is out of the max newest in the window,
+            -- add this one, and set the TTL to the window (reset_after).
+            local keep = max
+            if c < keep then
+              keep = c
+            end
+            local removable = size - keep
+            if removable > 0 and removable >= keep then
+              redis.call('ZREMRANGEBYRANK', key, '0', format('%d', removable - 1))
+              base = format('%d', newest - keep + 1)
+            end
+            local member
+            index = newest + 1
+            if index == 1 then
+              member = score .. ':a1:' .. base -- a fresh key's
+            elseif index < 10 then
+              member = score .. ':a' .. format('%d', index) .. ':' .. base
+            elseif index < 100 then
+              member = score .. ':b' .. format('%d', index) .. ':' .. base
+            elseif index < 1000 then
+              member = score .. ':c' .. format('%d', index) .. ':' .. base
+            elseif index < 10000 then
+              member = score .. ':d' .. format('%d', index) .. ':' .. base
+            else
+              local digits, ten = 5, 100000
+              while index >= ten do
+                digits, ten = digits + 1, ten * 10
               end
-              c = size - redis.call('ZCOUNT', key, '-inf', since)
+              member = format('%s:%s%d:%s', score, string.char(96 + digits), index, base)
             end
+            redis.call('ZADD', key, score, member)
+            redis.call('PEXPIRE', key, w)
+            return { 1, max - c - 1, 0, window, 1 }
           end
-          -- Allowed (c < max): drop the oldest events by rank once at
-          -- least half of the set is out of the max newest in the window,
-          -- add this one, and set the TTL to the window (reset_after).
-          local keep = max
-          if c < keep then
-            keep = c
-          end
-          local removable = size - keep
-          if removable > 0 and removable >= keep then
-            redis.call('ZREMRANGEBYRANK', key, '0', format('%d', removable - 1))
-            base = format('%d', newest - keep + 1)
-          end
-          local member
-          index = newest + 1
-          if index == 1 then
-            member = score .. ':a1:' .. base -- a fresh key's
-          elseif index < 10 then
-            member = score .. ':a' .. format('%d', index) .. ':' .. base
-          elseif index < 100 then
-            member = score .. ':b' .. format('%d', index) .. ':' .. base
-          elseif index < 1000 then
-            member = score .. ':c' .. format('%d', index) .. ':' .. base
-          elseif index < 10000 then
-            member = score .. ':d' .. format('%d', index) .. ':' .. base
-          else
-            local digits, ten = 5, 100000
-            while index >= ten do
-              digits, ten = digits + 1, ten * 10
-            end
-            member = format('%s:%s%d:%s', score, string.char(96 + digits), index, base)
-          end
-          redis.call('ZADD', key, score, member)
-          redis.call('PEXPIRE', key, w)
-          return { 1, max - c - 1, 0, window, 1 }
         end
       end
     end
