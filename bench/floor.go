@@ -22,9 +22,15 @@ type scriptRunner struct {
 	client rueidis.Client
 	script *rueidis.Lua
 	prefix string
+	name   string // "": the key is prefix + eventKey; else minimumKey(prefix, eventKey, name)
 }
 
-func (s scriptRunner) key(eventKey string) string { return s.prefix + eventKey }
+func (s scriptRunner) key(eventKey string) string {
+	if s.name != "" {
+		return minimumKey(s.prefix, eventKey, s.name)
+	}
+	return s.prefix + eventKey
+}
 
 func (s scriptRunner) Decide(ctx context.Context, eventKey string) error {
 	return s.script.Exec(ctx, s.client, []string{s.key(eventKey)}, []string{floorTTL}).Error()

@@ -87,10 +87,14 @@ the refill, a denial that writes nothing, the reply's four figures, and no bound
 contract; *ar1's job*: the same for a decaying count, its decay and its logarithms; *the whole contract*: a job row
 with what ratelua's contract adds for the call it answers (its count, unit, mode, keys and arguments checked, the bounds
 of now and of the limit, the state read without raising: another type, a text state or a clock far ahead refused,
-and for ar1 each logarithm checked exact); *the newest event read*: an exact
+and for ar1 each logarithm checked exact; the replies bounded by 2^52 and the state written in the contract's layout,
+text where a number would not hold it); *the newest event read*: an exact
 log's arguments checked and converted, the newest event's time read and parsed, the window counted by ZCARD, the
 event added and the TTL set when allowed, the oldest event read when denied, valid where every event is in the window,
-as in these four workloads) is a bound: no script doing that job under ratelua's contract costs less.
+as in these four workloads) is a bound: no script doing that job under ratelua's contract costs less. Every minimum
+row runs on state keys of the length of the ratelua row's it stands for (a ratelua state key's form,
+` + "`<prefix>:{<event key>}:<script>:v6:<hash>`" + `): the server's work grows with a key's length (its hash in every lookup,
+its copies), and a shorter key would count that share as the script's.
 Why the peers cost less on Valkey 8 than on Redis 7.0 while ratelua costs the same on both: the peers pass numbers
 to ` + "`redis.call`" + `, which Redis 7.0 turns into text by ` + "`snprintf(\"%.17g\")`" + ` (glibc's floating-point printer, about 2,000
 instructions a number; the seeds' ZSET log sends four a call) and Valkey 8, like Redis 7.2 and later, by

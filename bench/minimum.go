@@ -13,6 +13,21 @@ import (
 // arithmetic beyond a counter, in the same run as the rows it explains.
 // A ratelua row's "/ minimum" is its cost over its minimum's: what the
 // script spends beyond the commands.
+//
+// Each runs on state keys as long as those of the ratelua row it stands
+// for (minimumKey): the server's work on a call grows with its key's
+// length (the key's hash in every lookup, its copies into Lua and into
+// the commands), and a minimum on a shorter key would count that share as
+// the script's.
+
+// minimumKey is the state key of a minimum row for eventKey: the form and
+// length of a ratelua state key (wire.StateKey) of the script named script
+// under a two-character prefix (tag, as long as the ratelua rows' "rl",
+// and of its own per row), so that a ratelua row and its minimum differ
+// by their scripts alone.
+func minimumKey(tag, eventKey, script string) string {
+	return tag + ":{" + eventKey + "}:" + script + ":v6:00000000"
+}
 
 // getSetScript, the minimum of a one-key state held as one string (the
 // token bucket, ar1): GET then SET ... PX. No limiter that reads its
@@ -138,7 +153,8 @@ return {1, (level - level % interval) / interval, 0, ttl, 1}`)
 // number would pass 2^53, or another script's string, is no number: the
 // one conversion that does not raise), and a deficit above twice the
 // full bucket (a state written by a clock far ahead) is caught. Each of
-// those cases, and every other call, is an error reply here: a script
+// those cases, and every other call, is an error reply here (a state
+// whose number would pass 2^53 is written as that text): a script
 // under the contract decides them too, at a cost of its own, which these
 // workloads never pay. It keeps no reservation and reads no TIME to catch
 // a clock far ahead: where this row is above 0.85 of the cheapest peer, no
@@ -189,7 +205,12 @@ end
 deficit = deficit + interval
 local ttl = (deficit + (-deficit) % amount) / amount
 local x, px = now * amount + deficit, ttl
-if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+if x >= 9007199254740992 then
+  x = string.format('%d %d', now, deficit)
+  if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+    px = string.format('%d', px)
+  end
+elseif (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
   x, px = string.format('%d', x), string.format('%d', px)
 end
 redis.call('SET', KEYS[1], x, 'PX', px)
@@ -206,6 +227,9 @@ return {1, (level - level % interval) / interval, 0, ttl, 1}`)
 // a logarithm checked exact (its fraction not within 10^-4 of a whole
 // number, where a script under the contract counts them another way). Each
 // of those cases is an error reply here; the workloads never reach one.
+// The replies are bounded by 2^52, and the state is one integer only where
+// the contract's layout (v6's, which v7 shares) makes it one: a whole
+// count below 2^20 at a boundary below 2^33; else the text "<b>:<count>".
 // Where this row is above 0.85 of the cheapest peer, no ar1 script under
 // the contract meets that target.
 var decayWholeScript = rueidis.NewLuaScript(`
@@ -279,7 +303,14 @@ if c + 1 > max then
   if rp < 0.0001 or rp > 0.9999 or sp < 0.0001 or sp > 0.9999 then
     return redis.error_reply('ERR inexact')
   end
-  return {0, 0, start + (retry - rp + 1) * resolution - now, start + (reset - sp + 1) * resolution - now, 1}
+  retry, reset = start + (retry - rp + 1) * resolution - now, start + (reset - sp + 1) * resolution - now
+  if retry > 4503599627370496 then
+    retry = 4503599627370496
+  end
+  if reset > 4503599627370496 then
+    reset = 4503599627370496
+  end
+  return {0, 0, retry, reset, 1}
 end
 c = c + 1
 local reset = log(c / 0.001) / logf
@@ -288,9 +319,14 @@ if part < 0.0001 or part > 0.9999 then
   return redis.error_reply('ERR inexact')
 end
 reset = start + (reset - part + 1) * resolution - now
+if reset > 4503599627370496 then
+  reset = 4503599627370496
+end
 local x, px = boundary * 1048576 + c, reset
 if c % 1 ~= 0 then
   x = string.format('%d:%.17g', boundary, c)
+elseif c >= 1048576 or boundary >= 8589934592 then
+  x = string.format('%d:%d', boundary, c)
 elseif (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
   x, px = string.format('%d', x), string.format('%d', px)
 end
@@ -306,18 +342,22 @@ return {1, remaining - remaining % 1, 0, reset, 1}`)
 type contractRunner struct {
 	client      rueidis.Client
 	script      *rueidis.Lua // nil: contractScript
-	prefix      string       // of the state keys; "": "mincontract:"
+	tag         string       // of the state keys (minimumKey); "": "mc"
+	name        string       // the ratelua script whose keys they match; "": "ar1"
 	now         func() time.Time
 	serverClock bool
 	limit       []string // ARGV[5..7]; nil: ar1's (100, decay 2, per minute)
 }
 
 func (c contractRunner) StateKeys(eventKey string) []string {
-	prefix := c.prefix
-	if prefix == "" {
-		prefix = "mincontract:"
+	tag, name := c.tag, c.name
+	if tag == "" {
+		tag = "mc"
 	}
-	return []string{prefix + eventKey}
+	if name == "" {
+		name = "ar1"
+	}
+	return []string{minimumKey(tag, eventKey, name)}
 }
 
 func (c contractRunner) Decide(ctx context.Context, eventKey string) error {
@@ -480,7 +520,7 @@ type zsetCheckedRunner struct {
 }
 
 func (z zsetCheckedRunner) StateKeys(eventKey string) []string {
-	return []string{"minzsetchecked:" + eventKey}
+	return []string{minimumKey("my", eventKey, "zset_log")}
 }
 
 func (z zsetCheckedRunner) Decide(ctx context.Context, eventKey string) error {
@@ -539,7 +579,7 @@ type zsetNewestRunner struct {
 }
 
 func (z zsetNewestRunner) StateKeys(eventKey string) []string {
-	return []string{"minzsetnewest:" + eventKey}
+	return []string{minimumKey("mn", eventKey, "zset_log")}
 }
 
 func (z zsetNewestRunner) Decide(ctx context.Context, eventKey string) error {
@@ -565,7 +605,7 @@ type zsetMinimumRunner struct {
 }
 
 func (z zsetMinimumRunner) StateKeys(eventKey string) []string {
-	return []string{"minzset:" + eventKey}
+	return []string{minimumKey("mz", eventKey, "zset_log")}
 }
 
 func (z zsetMinimumRunner) Decide(ctx context.Context, eventKey string) error {
@@ -579,7 +619,7 @@ func minimumContenders() []contender {
 		{
 			name: minGetSet, group: groupMinimum, cmds: scriptCmds,
 			make: func(e *env) (runner, error) {
-				return scriptRunner{client: e.rc, script: getSetScript, prefix: "getset:"}, nil
+				return scriptRunner{client: e.rc, script: getSetScript, prefix: "mg", name: "ar1"}, nil
 			},
 		},
 		{
@@ -593,61 +633,61 @@ func minimumContenders() []contender {
 		{
 			name: minChecked, group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
 			make: func(e *env) (runner, error) {
-				return contractRunner{client: e.rc, now: e.now, script: checkedScript, prefix: "minchecked:"}, nil
+				return contractRunner{client: e.rc, now: e.now, script: checkedScript, tag: "mk"}, nil
 			},
 		},
 		{
 			name: minChecked + ", server clock (TIME)", group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
 			make: func(e *env) (runner, error) {
-				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: checkedScript, prefix: "minchecked:"}, nil
+				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: checkedScript, tag: "mk"}, nil
 			},
 		},
 		{
 			name: minBucket, group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
 			make: func(e *env) (runner, error) {
-				return contractRunner{client: e.rc, now: e.now, script: bucketScript, prefix: "minbucket:", limit: bucketLimit}, nil
+				return contractRunner{client: e.rc, now: e.now, script: bucketScript, tag: "mb", name: "token_bucket", limit: bucketLimit}, nil
 			},
 		},
 		{
 			name: minBucket + ", server clock (TIME)", group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
 			make: func(e *env) (runner, error) {
-				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: bucketScript, prefix: "minbucket:", limit: bucketLimit}, nil
+				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: bucketScript, tag: "mb", name: "token_bucket", limit: bucketLimit}, nil
 			},
 		},
 		{
 			name: minDecay, group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
 			make: func(e *env) (runner, error) {
-				return contractRunner{client: e.rc, now: e.now, script: decayScript, prefix: "mindecay:"}, nil
+				return contractRunner{client: e.rc, now: e.now, script: decayScript, tag: "md"}, nil
 			},
 		},
 		{
 			name: minDecay + ", server clock (TIME)", group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
 			make: func(e *env) (runner, error) {
-				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: decayScript, prefix: "mindecay:"}, nil
+				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: decayScript, tag: "md"}, nil
 			},
 		},
 		{
 			name: minBucketWhole, group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
 			make: func(e *env) (runner, error) {
-				return contractRunner{client: e.rc, now: e.now, script: bucketWholeScript, prefix: "minbucketwhole:", limit: bucketLimit}, nil
+				return contractRunner{client: e.rc, now: e.now, script: bucketWholeScript, tag: "mw", name: "token_bucket", limit: bucketLimit}, nil
 			},
 		},
 		{
 			name: minBucketWhole + ", server clock (TIME)", group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
 			make: func(e *env) (runner, error) {
-				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: bucketWholeScript, prefix: "minbucketwhole:", limit: bucketLimit}, nil
+				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: bucketWholeScript, tag: "mw", name: "token_bucket", limit: bucketLimit}, nil
 			},
 		},
 		{
 			name: minDecayWhole, group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
 			make: func(e *env) (runner, error) {
-				return contractRunner{client: e.rc, now: e.now, script: decayWholeScript, prefix: "mindecaywhole:"}, nil
+				return contractRunner{client: e.rc, now: e.now, script: decayWholeScript, tag: "mx"}, nil
 			},
 		},
 		{
 			name: minDecayWhole + ", server clock (TIME)", group: groupMinimum, cmds: scriptCmds, job: jobTokenBucket1,
 			make: func(e *env) (runner, error) {
-				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: decayWholeScript, prefix: "mindecaywhole:"}, nil
+				return contractRunner{client: e.rc, now: e.now, serverClock: true, script: decayWholeScript, tag: "mx"}, nil
 			},
 		},
 		{
@@ -665,7 +705,7 @@ func minimumContenders() []contender {
 		{
 			name: minHash, group: groupMinimum, cmds: scriptCmds,
 			make: func(e *env) (runner, error) {
-				return scriptRunner{client: e.rc, script: hashMinimumScript, prefix: "minhash:"}, nil
+				return scriptRunner{client: e.rc, script: hashMinimumScript, prefix: "mh", name: "sliding_window"}, nil
 			},
 		},
 	}

@@ -311,8 +311,9 @@ the commands the job cannot avoid, with no argument checks and no arithmetic bey
 GET + SET PX for a state held in one string (token_bucket, ar1); ZCOUNT of the window, ZADD if under max, PEXPIRE for
 an exact log in a sorted set (it never trims, so it is cheaper than any log that bounds its memory; the seeds' log
 trims with ZREMRANGEBYSCORE and counts with ZCARD); HMGET + HSET + PEXPIRE of one hash field for sliding_window (whose
-decision in the bucket of the last write reads two short fields and writes one). Where a target is missed, it says
-how much is the commands and how much the script.
+decision in the bucket of the last write reads two short fields and writes one), each on state keys as long as those
+of the ratelua row it stands for. Where a target is missed, it says how much is the commands and how much the
+script.
 
 `)
 	fmt.Fprintf(b, `**Targets** (issue 24), on the v%[1]d rows: token_bucket and ar1, 1 limit: cost <= 3.3 by EVALSHA and <= 3.0 by
