@@ -93,7 +93,7 @@ log's arguments checked and converted, the newest event's time read and parsed, 
 event added and the TTL set when allowed, the oldest event read when denied, valid where every event is in the window,
 as in these four workloads) is a bound: no script doing that job under ratelua's contract costs less. Every minimum
 row runs on state keys of the length of the ratelua row's it stands for (a ratelua state key's form,
-` + "`<prefix>:{<event key>}:<script>:v6:<hash>`" + `): the server's work grows with a key's length (its hash in every lookup,
+` + "`<prefix>:{<event key>}:<script>:v<N>:<hash>`" + `): the server's work grows with a key's length (its hash in every lookup,
 its copies), and a shorter key would count that share as the script's.
 Why the peers cost less on Valkey 8 than on Redis 7.0 while ratelua costs the same on both: the peers pass numbers
 to ` + "`redis.call`" + `, which Redis 7.0 turns into text by ` + "`snprintf(\"%.17g\")`" + ` (glibc's floating-point printer, about 2,000

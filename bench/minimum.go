@@ -21,10 +21,11 @@ import (
 // the script's.
 
 // minimumKey is the state key of a minimum row for eventKey: the form and
-// length of a ratelua state key (wire.StateKey) of the script named script
-// under a two-character prefix (tag, as long as the ratelua rows' "rl",
-// and of its own per row), so that a ratelua row and its minimum differ
-// by their scripts alone.
+// length of a ratelua state key (wire.StateKey: a state version of one
+// digit, a hash of 8) of the script named script under a two-character
+// prefix (tag, as long as the ratelua rows' "rl", and of its own per
+// row), so that a ratelua row and its minimum differ by their scripts
+// alone.
 func minimumKey(tag, eventKey, script string) string {
 	return tag + ":{" + eventKey + "}:" + script + ":v6:00000000"
 }
