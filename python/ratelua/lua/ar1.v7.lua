@@ -121,160 +121,157 @@ local log = math.log
 -- ms, a key holding a string state or nothing, a clock not behind the
 -- last write, and boundaries counted by the logarithm alone. It decides
 -- as the one-limit path below, by the same arithmetic, with fewer steps (no
--- count or mode to read, no clock behind, no mode '1'); any other call, or
--- one of these that finds anything else, goes on to the general path
+-- count or mode to read, no clock behind, no mode '1'). Any other call, or
+-- one of these that finds anything else, leaves the block by break (a
+-- jump: no test of a flag on the way out) and goes on to the general path
 -- having written nothing, with the server's time (got_now) and the key's
 -- GET (got) when it read them: no command is sent twice. (tonumber and
 -- string.find are looked up where used: each is used once here, and a
--- local costs its lookup and a move.)
+-- local costs its lookup and a move. The block's numbers are written as
+-- constants: a local holding one is a register and a load.)
 local got, got_now
-if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEYS == 1 then
+repeat
+  if not (#ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEYS == 1) then
+    break
+  end
   local now, m, d, r = ARGV[3], ARGV[5], ARGV[6], ARGV[7]
   if now == '' then
     if not string.find(m .. ' ' .. d .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
-      now = nil
+      break
     end
+    local time = redis.call('TIME')
+    local micro = time[2] / 1000
+    now = time[1] * 1000 + (micro - micro % 1)
+    got_now = now
   elseif string.find(now .. ' ' .. m .. ' ' .. d .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d* [1-9]%d*$') then
     now = now + 0
-    if now > MAX_TIME then
-      now = nil
+    if now > 4503599627370496 then
+      break
     end
   else
-    now = nil
+    break
   end
-  if now then
-    local max, decay, resolution = m + 0, d + 0, r + 0
-    if max <= 1000000000 and decay >= 1001 and decay <= 1000000000 and resolution <= MAX_TIME then
-      if now == '' then
-        local time = redis.call('TIME')
-        local micro = time[2] / 1000
-        now = time[1] * 1000 + (micro - micro % 1)
-        got_now = now
+  local max, decay, resolution = m + 0, d + 0, r + 0
+  if max > 1000000000 or decay < 1001 or decay > 1000000000 or resolution > 4503599627370496 then
+    break
+  end
+  local factor = decay / 1000
+  local boundary = now / resolution
+  boundary = boundary - boundary % 1
+  got = redis.pcall('GET', KEYS[1])
+  -- c: the count at now. 0 for nothing; from a number or the text
+  -- "<boundary>:<count>", decayed to now's boundary. tonumber is nil for
+  -- an error table too (another type), whose err is told from a string's
+  -- (nil) only when the state is not a number. The text's count must
+  -- start with a digit 1-9 and hold digits and at most one point (what
+  -- '%d' and '%.17g' write for a count of 1 or more below 10^17): it is
+  -- then 1 or more and converted without a call; any other text (a count
+  -- below 1, whose count is 0, among them) goes on. A number's count below
+  -- 1 is 0, as the general path counts it.
+  local c = 0
+  if got then
+    local last = tonumber(got)
+    if last then
+      c = last % 1048576
+      last = (last - c) / 1048576
+    elseif got.err then
+      break
+    else
+      local index, text = string.match(got, '^(%d+):([1-9]%d*%.?%d*)$')
+      if not index then
+        break
       end
-      local factor = decay / 1000
-      local boundary = now / resolution
-      boundary = boundary - boundary % 1
-      got = redis.pcall('GET', KEYS[1])
-      local state = got
-      -- c: the count at now. 0 for nothing; from a number or the text
-      -- "<boundary>:<count>" (a count below 1 is 0), decayed to now's
-      -- boundary; -1 (on to the general path) for anything else or a last
-      -- write after now's boundary. tonumber is nil for an error table too
-      -- (another type), whose err is told from a string's (nil) only when
-      -- the state is not a number.
-      local c = 0
-      if state then
-        c = -1
-        local last, stored = tonumber(state), nil
-        if last then
-          stored = last % ONE_INTEGER
-          last = (last - stored) / ONE_INTEGER
-        elseif not state.err then
-          local index, text = string.match(state, '^(%d+):([^:]+)$')
-          if index then
-            last, stored = tonumber(index), tonumber(text)
+      last, c = index + 0, text + 0
+    end
+    if last > boundary then
+      break
+    elseif last < boundary then
+      do
+        local decay_power, decay_base, decay_k = 1, factor, boundary - last
+        while decay_k > 0 do
+          if decay_k % 2 == 1 then
+            decay_power = decay_power * decay_base
+            decay_k = decay_k - 1
           end
+          decay_base = decay_base * decay_base
+          decay_k = decay_k / 2
         end
-        if stored then
-          if stored < 1 then
-            c = 0
-          elseif last <= boundary then
-            c = stored
-            if last < boundary then
-              do
-                local decay_power, decay_base, decay_k = 1, factor, boundary - last
-                while decay_k > 0 do
-                  if decay_k % 2 == 1 then
-                    decay_power = decay_power * decay_base
-                    decay_k = decay_k - 1
-                  end
-                  decay_base = decay_base * decay_base
-                  decay_k = decay_k / 2
-                end
-                c = stored / decay_power
-                if c < EPSILON then
-                  c = 0
-                end
-              end
-            end
-          end
-        end
-      end
-      if c >= 0 then
-        local logf, slot_start = log(factor), boundary * resolution
-        -- reset_after's boundaries, as below (estimate(k, c, logf, 0,
-        -- 0)), when the logarithm tells them.
-        local reset_c = c + 1
-        if reset_c > max then
-          reset_c = c
-        end
-        local estimate = log(reset_c / EPSILON) / logf
-        local part = estimate % 1
-        -- (reset_c >= EPSILON, so the estimate is 0 or more but for
-        -- rounding; one within 10^-4 of a whole number, 0 among them,
-        -- goes on to the general path. Past this test it is above 0, so
-        -- reset_after >= slot_start + resolution - now > 0, and the
-        -- retry_after below too: neither is clamped at 0.)
-        if part > 0.0001 and part < 0.9999 then
-          local reset_after = slot_start + (estimate - part + 1) * resolution - now
-          if reset_after > MAX_TIME then
-            reset_after = MAX_TIME
-          end
-          if reset_c > c then
-            -- Allowed: the count written as below.
-            c = reset_c
-            local remaining = max - c
-            remaining = remaining - remaining % 1
-            -- The TTL: reset_after, at least 1 here (k >= 1 boundaries
-            -- after now's; the general path's floor of 1 never applies),
-            -- and c at most max (no test for 10^15). Redis 7.0 gets the
-            -- numbers as text (see the write below), by one lookup of
-            -- string.format for both.
-            local value, ttl = boundary * ONE_INTEGER + c, reset_after
-            if c % 1 ~= 0 or c >= ONE_INTEGER or boundary >= 8589934592 then
-              if c % 1 ~= 0 then
-                value = string.format('%d:%.17g', boundary, c)
-              else
-                value = string.format('%d:%d', boundary, c)
-              end
-              if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
-                ttl = string.format('%d', ttl)
-              end
-            elseif (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
-              local format = string.format
-              value, ttl = format('%d', value), format('%d', ttl)
-            end
-            redis.call('SET', KEYS[1], value, 'PX', ttl)
-            return { 1, remaining, 0, reset_after, 1 }
-          end
-          -- Denied (c > max - 1: no whole event left): the wait, when
-          -- the logarithm tells it.
-          local k
-          do
-            local estimate_room = max - 1
-            if estimate_room < EPSILON then
-              estimate_room = EPSILON
-            end
-            if estimate_room == EPSILON or estimate_room * 1000000 >= max then
-              local estimate = log(c / estimate_room) / logf
-              local estimate_part = estimate % 1
-              if estimate > 0 and estimate_part > 0.0001 and estimate_part < 0.9999 then
-                k = estimate - estimate_part + 1
-              end
-            end
-          end
-          if k then
-            local retry = slot_start + k * resolution - now
-            if retry > MAX_TIME then
-              retry = MAX_TIME
-            end
-            return { 0, 0, retry, reset_after, 1 }
-          end
+        c = c / decay_power
+        if c < EPSILON then
+          c = 0
         end
       end
     end
   end
-end
+  local logf, slot_start = log(factor), boundary * resolution
+  -- reset_after's boundaries, as below (estimate(k, c, logf, 0, 0)),
+  -- when the logarithm tells them.
+  local reset_c = c + 1
+  if reset_c > max then
+    reset_c = c
+  end
+  local estimate = log(reset_c / EPSILON) / logf
+  local part = estimate % 1
+  -- (reset_c >= EPSILON, so the estimate is 0 or more but for rounding;
+  -- one within 10^-4 of a whole number, 0 among them, goes on to the
+  -- general path. Past this test it is above 0, so reset_after >=
+  -- slot_start + resolution - now > 0, and the retry_after below too:
+  -- neither is clamped at 0.)
+  if part <= 0.0001 or part >= 0.9999 then
+    break
+  end
+  local reset_after = slot_start + (estimate - part + 1) * resolution - now
+  if reset_after > 4503599627370496 then
+    reset_after = 4503599627370496
+  end
+  if reset_c > c then
+    -- Allowed: the count written as below. The TTL: reset_after, at
+    -- least 1 here (k >= 1 boundaries after now's; the general path's
+    -- floor of 1 never applies), and the count at most max (no test for
+    -- 10^15). Redis 7.0 gets the numbers as text (see the write below),
+    -- by one lookup of string.format for both.
+    local remaining = max - reset_c
+    local value, ttl = boundary * 1048576 + reset_c, reset_after
+    if reset_c % 1 ~= 0 or reset_c >= 1048576 or boundary >= 8589934592 then
+      if reset_c % 1 ~= 0 then
+        value = string.format('%d:%.17g', boundary, reset_c)
+      else
+        value = string.format('%d:%d', boundary, reset_c)
+      end
+      if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+        ttl = string.format('%d', ttl)
+      end
+    elseif (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+      local format = string.format
+      value, ttl = format('%d', value), format('%d', ttl)
+    end
+    redis.call('SET', KEYS[1], value, 'PX', ttl)
+    return { 1, remaining - remaining % 1, 0, reset_after, 1 }
+  end
+  -- Denied (c > max - 1: no whole event left): the wait, when the
+  -- logarithm tells it.
+  local k
+  do
+    local estimate_room = max - 1
+    if estimate_room < EPSILON then
+      estimate_room = EPSILON
+    end
+    if estimate_room == EPSILON or estimate_room * 1000000 >= max then
+      local estimate = log(c / estimate_room) / logf
+      local estimate_part = estimate % 1
+      if estimate > 0 and estimate_part > 0.0001 and estimate_part < 0.9999 then
+        k = estimate - estimate_part + 1
+      end
+    end
+  end
+  if k then
+    local retry = slot_start + k * resolution - now
+    if retry > 4503599627370496 then
+      retry = 4503599627370496
+    end
+    return { 0, 0, retry, reset_after, 1 }
+  end
+until true
 -- What the paths below use on every call is held in a local (see log).
 local tonumber, find = tonumber, string.find
 local unit, now, mode = ARGV[2], false, ARGV[4]
