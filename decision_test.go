@@ -146,8 +146,12 @@ func TestFallbackShareRoundingToZero(t *testing.T) {
 // TestFallbackJunkKeysKeepAHotKeyDenied: with the server down, a key that
 // used its share stays denied however many other keys the fallback sees
 // meanwhile (issue 20, row 10: 10,000 junk keys evicted the key and gave
-// its quota back, 20 admissions against a 5-per-hour limit); a key seen
-// for the first time after the junk still gets most of its share.
+// its quota back, 20 admissions against a 5-per-hour limit); keys seen
+// for the first time after the junk still get most of their share. (The
+// keys let go share a sketch's cells, so a new key may start from a few
+// events of theirs: one new key in about 300 got 3 of its 5, by the
+// sketch's random seeds. Hence 100 new keys, on average at least 4 of 5,
+// each at least 1.)
 func TestFallbackJunkKeysKeepAHotKeyDenied(t *testing.T) {
 	client := limitertest.NewEngineClient()
 	at := func() time.Time { return time.Unix(1_800_000_000, 0) }
@@ -163,8 +167,13 @@ func TestFallbackJunkKeysKeepAHotKeyDenied(t *testing.T) {
 		if victim != 5 {
 			t.Errorf("%s: the victim was admitted %d times in three rounds of 10,000 junk keys, want 5 (its share)", name, victim)
 		}
-		if n := admitted(t, l, "newcomer", 10); n < 4 {
-			t.Errorf("%s: a key first seen after the junk was admitted %d times, want at least 4 of its 5", name, n)
+		total, least := 0, 5
+		for i := range 100 {
+			n := admitted(t, l, fmt.Sprintf("newcomer-%d", i), 10)
+			total, least = total+n, min(least, n)
+		}
+		if total < 400 || least < 1 {
+			t.Errorf("%s: 100 keys first seen after the junk were admitted %d times in all (want at least 400 of their 500), the least %d times (want at least 1)", name, total, least)
 		}
 	}
 }
