@@ -340,91 +340,92 @@ local KEYS, ARGV, redis = KEYS, ARGV, redis
 -- ms, a key holding a string state or nothing, the deficit within [..,
 -- 2 * capacity * refill_interval]. It decides as the general path below,
 -- by the same arithmetic, with fewer steps (no count, mode or reservation
--- to read, no hold, no mode '1'); any other call, or one of these that
--- finds anything else, goes on to the general path having written
+-- to read, no hold, no mode '1'). Any other call, or one of these that
+-- finds anything else, leaves the block by break (a jump: no test of a
+-- flag on the way out) and goes on to the general path having written
 -- nothing, with the server's time (got_now) and the key's GET (got) when
 -- it read them: no command is sent twice. (tonumber and string.find are
 -- looked up where used: each is used once here, and a local costs its
--- lookup and a move.)
+-- lookup and a move. The block's bounds are written as constants: a local
+-- holding one is a register and a load.)
 local got, got_now
-if #ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEYS == 1 then
+repeat
+  if not (#ARGV == 7 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEYS == 1) then
+    break
+  end
   local now, c, a, r = ARGV[3], ARGV[5], ARGV[6], ARGV[7]
   if now == '' then
     if not string.find(c .. ' ' .. a .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
-      now = nil
+      break
     end
+    local time = redis.call('TIME')
+    local micros = time[2] + 0
+    now = time[1] * 1000 + (micros - micros % 1000) / 1000
+    got_now = now
   elseif string.find(now .. ' ' .. c .. ' ' .. a .. ' ' .. r, '^[1-9]%d* [1-9]%d* [1-9]%d* [1-9]%d*$') then
     now = now + 0
-    if now > MAX_TIME then
-      now = nil
+    if now > 4503599627370496 then
+      break
     end
   else
-    now = nil
+    break
   end
-  if now then
-    local capacity, amount, interval = c + 0, a + 0, r + 0
-    local full = capacity * interval
-    if capacity <= 1000000000 and amount <= 1000000000 and full <= 1125899906842624 then
-      if now == '' then
-        local time = redis.call('TIME')
-        local micros = time[2] + 0
-        now = time[1] * 1000 + (micros - micros % 1000) / 1000
-        got_now = now
+  local capacity, amount, interval = c + 0, a + 0, r + 0
+  local full = capacity * interval
+  if capacity > 1000000000 or amount > 1000000000 or full > 1125899906842624 then
+    break
+  end
+  got = redis.pcall('GET', KEYS[1])
+  -- The deficit at now: 0 for nothing; from a number X or the text
+  -- "<t> <deficit>", at least 0. Anything else goes on to the general
+  -- path, as does a deficit above 2 * full: tonumber is nil for an error
+  -- table too (a hash holding reservations, another type), whose err is
+  -- told from a string's (nil) only when the state is not a number.
+  local deficit = 0
+  if got then
+    deficit = tonumber(got)
+    if deficit then
+      deficit = deficit - now * amount
+    elseif got.err then
+      break
+    else
+      local t, behind = string.match(got, '^(%d+) (%d+)$')
+      if not t then
+        break
       end
-      local state = redis.pcall('GET', KEYS[1])
-      got = state
-      -- The deficit at now: 0 for nothing; from a number X or the text
-      -- "<t> <deficit>", at least 0; above 2 * full (on to the general
-      -- path) for anything else: tonumber is nil for an error table too
-      -- (a hash holding reservations, another type), whose err is told
-      -- from a string's (nil) only when the state is not a number.
-      local deficit = 0
-      if state then
-        deficit = tonumber(state)
-        if deficit then
-          deficit = deficit - now * amount
-        else
-          deficit = 3 * full
-          if not state.err then
-            local t, behind = string.match(state, '^(%d+) (%d+)$')
-            if t then
-              deficit = behind + (t - now) * amount
-            end
-          end
-        end
-        if deficit < 0 then
-          deficit = 0
-        end
-      end
-      if deficit <= 2 * full then
-        local level = full - deficit
-        if level < interval then
-          -- Denied for want of a token (ceil of the wait, as below); a
-          -- level under one token leaves 0 whole tokens.
-          local need = interval - level
-          return { 0, 0, (need + (-need) % amount) / amount, (deficit + (-deficit) % amount) / amount, 1 }
-        end
-        level, deficit = level - interval, deficit + interval
-        -- reset_after, the TTL too: ceil(deficit / amount) >= 1.
-        local reset_after = (deficit + (-deficit) % amount) / amount
-        local x, px = now * amount + deficit, reset_after
-        -- Redis 7.0 gets the numbers as text (see the write below), by
-        -- one lookup of string.format for both.
-        if x >= 9007199254740992 then
-          x = string.format('%d %d', now, deficit)
-          if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
-            px = string.format('%d', px)
-          end
-        elseif (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
-          local format = string.format
-          x, px = format('%d', x), format('%d', px)
-        end
-        redis.call('SET', KEYS[1], x, 'PX', px)
-        return { 1, (level - level % interval) / interval, 0, reset_after, 1 }
-      end
+      deficit = behind + (t - now) * amount
+    end
+    if deficit < 0 then
+      deficit = 0
+    elseif deficit > 2 * full then
+      break
     end
   end
-end
+  local level = full - deficit
+  if level < interval then
+    -- Denied for want of a token (ceil of the wait, as below); a level
+    -- under one token leaves 0 whole tokens.
+    local need = interval - level
+    return { 0, 0, (need + (-need) % amount) / amount, (deficit + (-deficit) % amount) / amount, 1 }
+  end
+  level, deficit = level - interval, deficit + interval
+  -- reset_after, the TTL too: ceil(deficit / amount) >= 1.
+  local reset_after = (deficit + (-deficit) % amount) / amount
+  local x, px = now * amount + deficit, reset_after
+  -- Redis 7.0 gets the numbers as text (see the write below), by one
+  -- lookup of string.format for both.
+  if x >= 9007199254740992 then
+    x = string.format('%d %d', now, deficit)
+    if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+      px = string.format('%d', px)
+    end
+  elseif (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+    local format = string.format
+    x, px = format('%d', x), format('%d', px)
+  end
+  redis.call('SET', KEYS[1], x, 'PX', px)
+  return { 1, (level - level % interval) / interval, 0, reset_after, 1 }
+until true
 -- What the paths below use on every call is held in a local: a global and
 -- a field cost a table lookup each (math.floor and string.format are
 -- looked up where the rarer paths use them).
