@@ -138,64 +138,102 @@ func sentTwice(res *luatest.Result) string {
 	return ""
 }
 
-// TestCommonCallReadsStatesAsV6: ar1's newest version reads v6's state
-// (issue 35), and its common call reads a text state's count by arithmetic
-// only where a pattern makes that safe, handing any other text on to the
-// general path. Each state below, written by hand at now's boundary, one
-// before it, five before it and one after it (a clock behind), is read by
-// the common call (count 1, mode '0', one limit) of the newest version and
-// of v6: the replies (or errors), the states left and their PTTLs must be
-// v6's. Among them are states no ratelua script writes: a count below 1
-// (counted as 0), a count with an exponent, with leading zeros, signed,
-// not a number, and a one-integer state whose count is 0.
+// TestCommonCallReadsStatesAsV6: ar1's and token_bucket's newest versions
+// read v6's state (issue 35), and their common calls read it by
+// arithmetic only where a pattern or tonumber makes that safe, handing
+// anything else on to the general path. Each state below, written by hand,
+// is read by the common call (count 1, mode '0', one limit) of the newest
+// version and of v6, with a limit that admits and one that denies: the
+// replies (or errors), the states left and their PTTLs must be v6's. For
+// ar1: "<boundary>:<count>" at now's boundary, one before it, five before
+// it and one after it (a clock behind), with counts no ratelua script
+// writes among them (below 1, counted as 0; an exponent, leading zeros,
+// signs, not a number), and one-integer states (one whose count is 0).
+// For token_bucket: the number now * refill + deficit and the text
+// "<t> <deficit>" around an empty bucket, a full one and twice full (a
+// clock behind), and text of other shapes.
 func TestCommonCallReadsStatesAsV6(t *testing.T) {
-	newest, err := NewRegistry().Latest(AR1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v6, err := NewRegistry().Lookup(AR1, 6)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if newest.Version == v6.Version {
-		t.Skip("no ar1 version after v6")
-	}
-	const resolution = 60_000
 	now := frozenEngine().Now().UnixMilli()
-	here := now / resolution
-	counts := []string{"0", "0.5", "0.9990", "1", "1.", "1.5", "2", "99", "100", "150.25", "007", "5e1", "1e+17",
-		"-1", "+3", " 3", "abc", "1:2", "", "inf", "0x10"}
-	var states []string
-	for _, b := range []int64{here, here - 1, here - 5, here + 1} {
-		for _, c := range counts {
-			states = append(states, fmt.Sprintf("%d:%s", b, c))
+	cases := map[string]struct {
+		limits [][]string
+		states []string
+	}{}
+	{
+		const resolution = 60_000
+		here := now / resolution
+		counts := []string{"0", "0.5", "0.9990", "1", "1.", "1.5", "2", "99", "100", "150.25", "007", "5e1", "1e+17",
+			"-1", "+3", " 3", "abc", "1:2", "", "inf", "0x10"}
+		var states []string
+		for _, b := range []int64{here, here - 1, here - 5, here + 1} {
+			for _, c := range counts {
+				states = append(states, fmt.Sprintf("%d:%s", b, c))
+			}
+			states = append(states, strconv.FormatInt(b<<20, 10), strconv.FormatInt(b<<20+7, 10), strconv.FormatInt(b<<20+100, 10))
 		}
-		states = append(states, strconv.FormatInt(b<<20, 10), strconv.FormatInt(b<<20+7, 10), strconv.FormatInt(b<<20+100, 10))
+		cases[AR1] = struct {
+			limits [][]string
+			states []string
+		}{
+			limits: [][]string{{"2", "2000", strconv.Itoa(resolution)}, {"100", "2000", strconv.Itoa(resolution)}},
+			states: append(states, "x", "12", "0", "-5"),
+		}
 	}
-	states = append(states, "x", "12", "0", "-5")
-	read := 0
-	for _, state := range states {
-		for _, max := range []string{"2", "100"} {
-			args := []string{"1", "ms", strconv.FormatInt(now, 10), "0", max, "2000", strconv.Itoa(resolution)}
-			var replies [2]string
-			for i, s := range []Script{newest, v6} {
-				e := frozenEngine()
-				if _, err := e.Do("SET", testKey, state, "PX", "1000000"); err != nil {
-					t.Fatal(err)
+	{
+		// 5 tokens, one per second: full = 5000 deficit units.
+		var states []string
+		for _, d := range []int64{-3000, 0, 1, 999, 1000, 4000, 4001, 5000, 9999, 10000, 10001, 20000} {
+			states = append(states, strconv.FormatInt(now+d, 10))
+			for _, at := range []int64{now, now - 2500, now + 1000} {
+				states = append(states, fmt.Sprintf("%d %d", at, max(d, 0)))
+			}
+		}
+		cases[TokenBucket] = struct {
+			limits [][]string
+			states []string
+		}{
+			limits: [][]string{{"5", "1", "1000"}, {"1", "1", "1000"}},
+			states: append(states, "x", "12 x", " 5", "5 ", "1e3", "007", "-5", fmt.Sprintf("%d  5", now), fmt.Sprintf("%d 5 5", now)),
+		}
+	}
+	for _, name := range []string{AR1, TokenBucket} {
+		t.Run(name, func(t *testing.T) {
+			newest, err := NewRegistry().Latest(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v6, err := NewRegistry().Lookup(name, 6)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if newest.Version == v6.Version {
+				t.Skipf("no %s version after v6", name)
+			}
+			c := cases[name]
+			read, calls := 0, 0
+			for _, state := range c.states {
+				for _, limit := range c.limits {
+					args := append([]string{"1", "ms", strconv.FormatInt(now, 10), "0"}, limit...)
+					var replies [2]string
+					for i, s := range []Script{newest, v6} {
+						e := frozenEngine()
+						if _, err := e.Do("SET", testKey, state, "PX", "1000000"); err != nil {
+							t.Fatal(err)
+						}
+						got, _, err := run(t, e, s.Source, args)
+						replies[i] = fmt.Sprintf("reply %v, error %v, state %q, PTTL %d", got, err, e.Dump(testKey), e.PTTL(testKey))
+					}
+					if replies[0] != replies[1] {
+						t.Errorf("state %q, limit %v: %s %s, v6 %s", state, limit, newest, replies[0], replies[1])
+					}
+					calls++
+					if strings.Contains(replies[1], "error <nil>") {
+						read++
+					}
 				}
-				got, _, err := run(t, e, s.Source, args)
-				replies[i] = fmt.Sprintf("reply %v, error %v, state %q, PTTL %d", got, err, e.Dump(testKey), e.PTTL(testKey))
 			}
-			if replies[0] != replies[1] {
-				t.Errorf("state %q, max %s: %s %s, v6 %s", state, max, newest, replies[0], replies[1])
+			if read < calls/2 {
+				t.Errorf("only %d of %d calls read their state without an error: the states do not exercise the read", read, calls)
 			}
-			if !strings.Contains(replies[1], "error <nil>") {
-				continue
-			}
-			read++
-		}
-	}
-	if read < len(states) {
-		t.Errorf("only %d of %d calls read their state without an error: the states do not exercise the read", read, 2*len(states))
+		})
 	}
 }
