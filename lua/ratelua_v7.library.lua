@@ -5554,132 +5554,136 @@ local format, match, find = string.format, string.match, string.find
 -- ms, a key holding plain events (or nothing) whose newest is not after
 -- now. It decides as the one-limit path below, by the same commands and
 -- arithmetic, with fewer steps (no count, mode or reservation to read, no
--- clock behind, no batch); any other call, or one of these that finds
--- anything else, goes on having written nothing, with the newest event's
--- read (got_top) and the server's time (got_now) when it made them: no
--- command is sent twice.
+-- clock behind, no batch). Any other call, or one of these that finds
+-- anything else, leaves the block by break (a jump: no test of a flag on
+-- the way out) and goes on having written nothing, with the newest
+-- event's read (got_top) and the server's time (got_now) when it made
+-- them: no command is sent twice. (Its bounds are written as constants: a
+-- local holding one is a register and a load.)
 local got_top, got_now
-if #ARGV == 6 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEYS == 1 then
+repeat
+  if not (#ARGV == 6 and ARGV[1] == '1' and ARGV[4] == '0' and ARGV[2] == 'ms' and #KEYS == 1) then
+    break
+  end
   local score, m, w = ARGV[3], ARGV[5], ARGV[6]
   local now
   if score == '' then
-    if find(m .. ' ' .. w, '^[1-9]%d* [1-9]%d*$') then
-      now = ''
+    if not find(m .. ' ' .. w, '^[1-9]%d* [1-9]%d*$') then
+      break
     end
+    do
+      local time = redis.call('TIME')
+      if 'ms' == 'ms' then
+        local micros = time[2] + 0
+        now = time[1] * 1000 + (micros - micros % 1000) / 1000
+      elseif 'ms' == 's' then
+        now = time[1] + 0
+      else
+        now = time[1] * 1000000 + time[2]
+      end
+    end
+    got_now, score = now, format('%d', now)
   elseif find(score .. ' ' .. m .. ' ' .. w, '^[1-9]%d* [1-9]%d* [1-9]%d*$') then
     now = score + 0
-    if now > MAX_TIME then
-      now = nil
+    if now > 4503599627370496 then
+      break
     end
+  else
+    break
   end
-  if now then
-    local max, window = m + 0, w + 0
-    if max <= 10000 and window <= MAX_TIME then
-      local key = KEYS[1]
-      if now == '' then
-        do
-          local time = redis.call('TIME')
-          if 'ms' == 'ms' then
-            local micros = time[2] + 0
-            now = time[1] * 1000 + (micros - micros % 1000) / 1000
-          elseif 'ms' == 's' then
-            now = time[1] + 0
-          else
-            now = time[1] * 1000000 + time[2]
-          end
+  local max, window = m + 0, w + 0
+  if max > 10000 or window > 4503599627370496 then
+    break
+  end
+  local key = KEYS[1]
+  got_top = redis.pcall('ZRANGE', key, '-1', '-1')
+  if got_top.err then
+    break
+  end
+  local top = got_top[1]
+  if top == nil then
+    redis.call('ZADD', key, score, score .. ':a1:1')
+    redis.call('PEXPIRE', key, w)
+    return { 1, max - 1, 0, window, 1 }
+  end
+  local last, index, base = match(top, '^(%d+):%l(%d+):(%d+)$')
+  if not last then
+    break
+  end
+  last = last + 0
+  if last > now then
+    break
+  end
+  local newest = index + 0
+  local size = newest - base + 1
+  -- c: the events in the window. A set of max or more events is first
+  -- asked for its max-th newest (by rank from the end, one member): in
+  -- the window, the call is denied (remaining 0) and waits until it
+  -- leaves (the newest itself when max is 1, no read), writing nothing.
+  -- Else, as below, c is the size less the events at or before the
+  -- window's start (ZCOUNT from -inf, an integer).
+  local c, since = 0, now - window
+  if last > since then
+    c = size
+    if size >= max then
+      local retry = last
+      if max > 1 then
+        local rank = -max
+        if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+          rank = format('%d', rank)
         end
-        got_now, score = now, format('%d', now)
+        retry = match(redis.call('ZRANGE', key, rank, rank)[1] or '', '^%d+')
+        if retry == nil then
+          return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
+        end
+        retry = retry + 0
       end
-      got_top = redis.pcall('ZRANGE', key, '-1', '-1')
-      local top = got_top
-      if not top.err then
-        top = top[1]
-        if top == nil then
-          redis.call('ZADD', key, score, score .. ':a1:1')
-          redis.call('PEXPIRE', key, w)
-          return { 1, max - 1, 0, window, 1 }
-        end
-        local last, index, base = match(top, '^(%d+):%l(%d+):(%d+)$')
-        if last then
-          last = last + 0
-          if last <= now then
-            local newest = index + 0
-            local size = newest - base + 1
-            -- c: the events in the window. A set of max or more events is
-            -- first asked for its max-th newest (by rank from the end, one
-            -- member): in the window, the call is denied (remaining 0) and
-            -- waits until it leaves (the newest itself when max is 1, no
-            -- read), writing nothing. Else, as below, c is the size less
-            -- the events at or before the window's start (ZCOUNT from -inf,
-            -- an integer).
-            local c = 0
-            if last > now - window then
-              c = size
-              if size >= max then
-                local retry = last
-                if max > 1 then
-                  local rank = -max
-                  if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
-                    rank = format('%d', rank)
-                  end
-                  retry = match(redis.call('ZRANGE', key, rank, rank)[1] or '', '^%d+')
-                  if retry == nil then
-                    return redis.error_reply('ERR ratelua: KEYS[1] holds a member that is not a zset_log event')
-                  end
-                  retry = retry + 0
-                end
-                if retry > now - window then
-                  return { 0, 0, retry + window - now, last + window - now, 1 }
-                end
-              end
-              if size > 1 then
-                local since = now - window
-                if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
-                  since = format('%d', since)
-                end
-                c = size - redis.call('ZCOUNT', key, '-inf', since)
-              end
-            end
-            -- Allowed (c < max): drop the oldest events by rank once at
-            -- least half of the set is out of the max newest in the window,
-            -- add this one, and set the TTL to the window (reset_after).
-            local keep = max
-            if c < keep then
-              keep = c
-            end
-            local removable = size - keep
-            if removable > 0 and removable >= keep then
-              redis.call('ZREMRANGEBYRANK', key, '0', format('%d', removable - 1))
-              base = format('%d', newest - keep + 1)
-            end
-            local member
-            index = newest + 1
-            if index == 1 then
-              member = score .. ':a1:' .. base -- a fresh key's
-            elseif index < 10 then
-              member = score .. ':a' .. format('%d', index) .. ':' .. base
-            elseif index < 100 then
-              member = score .. ':b' .. format('%d', index) .. ':' .. base
-            elseif index < 1000 then
-              member = score .. ':c' .. format('%d', index) .. ':' .. base
-            elseif index < 10000 then
-              member = score .. ':d' .. format('%d', index) .. ':' .. base
-            else
-              local digits, ten = 5, 100000
-              while index >= ten do
-                digits, ten = digits + 1, ten * 10
-              end
-              member = format('%s:%s%d:%s', score, string.char(96 + digits), index, base)
-            end
-            redis.call('ZADD', key, score, member)
-            redis.call('PEXPIRE', key, w)
-            return { 1, max - c - 1, 0, window, 1 }
-          end
-        end
+      if retry > since then
+        return { 0, 0, retry + window - now, last + window - now, 1 }
       end
     end
+    if size > 1 then
+      if (redis.REDIS_VERSION_NUM or 0) < 0x070200 then
+        since = format('%d', since)
+      end
+      c = size - redis.call('ZCOUNT', key, '-inf', since)
+    end
   end
-end
+  -- Allowed (c < max): drop the oldest events by rank once at least half
+  -- of the set is out of the max newest in the window, add this one, and
+  -- set the TTL to the window (reset_after).
+  local keep = max
+  if c < keep then
+    keep = c
+  end
+  local removable = size - keep
+  if removable > 0 and removable >= keep then
+    redis.call('ZREMRANGEBYRANK', key, '0', format('%d', removable - 1))
+    base = format('%d', newest - keep + 1)
+  end
+  local member
+  index = newest + 1
+  if index == 1 then
+    member = score .. ':a1:' .. base -- a fresh key's
+  elseif index < 10 then
+    member = score .. ':a' .. format('%d', index) .. ':' .. base
+  elseif index < 100 then
+    member = score .. ':b' .. format('%d', index) .. ':' .. base
+  elseif index < 1000 then
+    member = score .. ':c' .. format('%d', index) .. ':' .. base
+  elseif index < 10000 then
+    member = score .. ':d' .. format('%d', index) .. ':' .. base
+  else
+    local digits, ten = 5, 100000
+    while index >= ten do
+      digits, ten = digits + 1, ten * 10
+    end
+    member = format('%s:%s%d:%s', score, string.char(96 + digits), index, base)
+  end
+  redis.call('ZADD', key, score, member)
+  redis.call('PEXPIRE', key, w)
+  return { 1, max - c - 1, 0, window, 1 }
+until true
 -- (tonumber as a local after the common call, which does not use it: a
 -- global read is a table lookup.)
 local tonumber = tonumber
