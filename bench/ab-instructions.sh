@@ -6,7 +6,7 @@
 #
 #   bench/ab-instructions.sh SERVER WORKLOAD 'ARGV' FILE...
 #   bench/ab-instructions.sh redis-server four '1 ms {now} 0 100 2000 60000' \
-#       lua/ar1.v7.lua /tmp/ar1.edited.lua lua/ar1.v7.lua /tmp/ar1.edited.lua
+#       lua/ar1.v7.lua ar1.edited.lua lua/ar1.v7.lua ar1.edited.lua
 #
 # WORKLOAD is one of make bench's: fresh (100 keys, one call each), four
 # (25 keys, 4 calls 1 ms apart), denied (3 keys, 100 calls 1 ms apart not
